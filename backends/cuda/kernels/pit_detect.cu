@@ -1,0 +1,196 @@
+/*
+ * pit_detect.cu - online sparsity detection: ONE pass over the sparse
+ * operand X that fills up to PIT_DETECT_MAX indexes (micro-tile candidates)
+ * at once.
+ *
+ * A CTA owns a region of DETECT_H rows x (DETECT_TW * VEC) columns. Phase 1
+ * loads it with 16-byte vectors (each thread keeps 8 loads in flight) and
+ * sets, per candidate, one bit per non-zero micro-tile in shared memory.
+ * Phase 2 turns the bits into index entries: one warp per group, a ballot
+ * per 32 entries, one atomicAdd per warp on counts[g] (out-of-order append,
+ * no sort). A micro-tile that sticks out of the region (not aligned to it)
+ * is deduplicated through a global bitmap so each one is appended once.
+ *
+ * Defines: PIT_DTYPE, VEC (elements per load: 16/elem_size, or 1 when rows
+ * are not 16-byte aligned), DETECT_H, DETECT_TW.
+ */
+#include "pit_port.cuh"
+
+#define PIT_DETECT_MAX 8
+#define DETECT_W (DETECT_TW * VEC)
+#define DETECT_THREADS 256
+#define DETECT_ROWS_PER_PASS (DETECT_THREADS / DETECT_TW)
+#define DETECT_ITERS (DETECT_H / DETECT_ROWS_PER_PASS)
+/* bitmap of local micro-tiles: at most H+1 rows (Tm=1 gives H) and
+ * W/Tk+1 columns */
+#define FLAG_ROWS (DETECT_H + 1)
+#define FLAG_WORDS ((DETECT_W + 1 + 31) / 32)
+
+#if PIT_DTYPE == PIT_DT_F32
+#define ELEM_BYTES 4
+#else
+#define ELEM_BYTES 2
+#endif
+
+struct pit_detect_target {
+    int tm, tk, axis;       /* axis: 1 = K, 2 = M */
+    int groups_per_batch, capacity;
+    int tiles_cols;         /* micro-tiles along the columns of X */
+    int *counts, *entries, *total;
+    pit_u32 *dedup;         /* NULL when every micro-tile is region-aligned */
+};
+
+struct pit_detect_args {
+    const pit_u8 *x;        /* element 0 */
+    pit_i64 ld, batch_stride; /* elements */
+    int rows, cols, n;
+    pit_detect_target t[PIT_DETECT_MAX];
+};
+
+/* Non-zero bit per element of one loaded vector (or scalar). */
+PIT_DEV pit_u32 nonzero_mask(const pit_u8 *p, bool valid)
+{
+    if (!valid) return 0;
+#if VEC * ELEM_BYTES == 16
+    uint4 v = __ldg((const uint4 *)p);
+    pit_u32 w[4] = {v.x, v.y, v.z, v.w};
+    pit_u32 m = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#if ELEM_BYTES == 4
+        m |= (pit_bits_nonzero32(w[i]) ? 1u : 0u) << i;
+#else
+        m |= (pit_bits_nonzero16(w[i] & 0xffffu) ? 1u : 0u) << (2 * i);
+        m |= (pit_bits_nonzero16(w[i] >> 16) ? 1u : 0u) << (2 * i + 1);
+#endif
+    }
+    return m;
+#elif ELEM_BYTES == 4
+    return pit_bits_nonzero32(__ldg((const unsigned int *)p)) ? 1u : 0u;
+#else
+    return pit_bits_nonzero16(__ldg((const unsigned short *)p)) ? 1u : 0u;
+#endif
+}
+
+/* Which micro-tile columns (relative to the one holding column c) the set
+ * elements of a vector fall in. */
+PIT_DEV pit_u32 tile_column_mask(pit_u32 mask, int c, int tk)
+{
+    if (mask == 0) return 0;
+    if (tk == 1) return mask;
+    int first = c / tk;
+    if ((c % tk) + VEC <= tk) return 1u; /* the vector lies in one micro-tile */
+    pit_u32 rel = 0;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j)
+        if (mask & (1u << j)) rel |= 1u << ((c + j) / tk - first);
+    return rel;
+}
+
+PIT_DEV void set_flags(pit_u32 *flags, int lr, int lc, pit_u32 rel)
+{
+    pit_u32 *row = flags + lr * FLAG_WORDS;
+    int w = lc >> 5, s = lc & 31;
+    atomicOr(row + w, rel << s);
+    if (s != 0 && (rel >> (32 - s)) != 0) atomicOr(row + w + 1, rel >> (32 - s));
+}
+
+PIT_KERNEL void __launch_bounds__(DETECT_THREADS)
+pit_detect(const pit_detect_args a)
+{
+    __shared__ pit_u32 flags[PIT_DETECT_MAX][FLAG_ROWS * FLAG_WORDS];
+    __shared__ int cta_total[PIT_DETECT_MAX];
+
+    const int row0 = blockIdx.y * DETECT_H;
+    const int col0 = blockIdx.x * DETECT_W;
+    const int b = blockIdx.z;
+    const pit_u8 *xb = a.x + (pit_i64)b * a.batch_stride * ELEM_BYTES;
+
+    for (int i = threadIdx.x; i < a.n * FLAG_ROWS * FLAG_WORDS; i += DETECT_THREADS)
+        flags[i / (FLAG_ROWS * FLAG_WORDS)][i % (FLAG_ROWS * FLAG_WORDS)] = 0;
+    if (threadIdx.x < PIT_DETECT_MAX) cta_total[threadIdx.x] = 0;
+
+    /* phase 1: all loads first, so 8 are in flight per thread */
+    const int vc = threadIdx.x % DETECT_TW;
+    const int rsub = threadIdx.x / DETECT_TW;
+    const int c = col0 + vc * VEC;
+    pit_u32 mask[DETECT_ITERS];
+#pragma unroll
+    for (int it = 0; it < DETECT_ITERS; ++it) {
+        int r = row0 + rsub + it * DETECT_ROWS_PER_PASS;
+        bool valid = r < a.rows && c < a.cols;
+        mask[it] = nonzero_mask(xb + ((pit_i64)r * a.ld + c) * ELEM_BYTES, valid);
+    }
+    __syncthreads(); /* flags zeroed */
+
+    for (int i = 0; i < a.n; ++i) {
+        const pit_detect_target t = a.t[i];
+        const int tr0 = row0 / t.tm, tc0 = col0 / t.tk;
+        const int lc = c / t.tk - tc0;
+        int cur = -1;
+        pit_u32 acc = 0;
+#pragma unroll
+        for (int it = 0; it < DETECT_ITERS; ++it) {
+            int r = row0 + rsub + it * DETECT_ROWS_PER_PASS;
+            int tr = r / t.tm;
+            if (tr != cur) {
+                if (acc) set_flags(flags[i], cur - tr0, lc, acc);
+                cur = tr;
+                acc = 0;
+            }
+            acc |= tile_column_mask(mask[it], c, t.tk);
+        }
+        if (acc) set_flags(flags[i], cur - tr0, lc, acc);
+    }
+    __syncthreads();
+
+    /* phase 2: bits -> entries, one warp per group */
+    const int warp = threadIdx.x / PIT_WARP, lane = pit_lane();
+    const int rows_end = min(row0 + DETECT_H, a.rows);
+    const int cols_end = min(col0 + DETECT_W, a.cols);
+    for (int i = 0; i < a.n; ++i) {
+        const pit_detect_target t = a.t[i];
+        const int tr0 = row0 / t.tm, tc0 = col0 / t.tk;
+        const int nlr = (rows_end - 1) / t.tm - tr0 + 1;
+        const int nlc = (cols_end - 1) / t.tk - tc0 + 1;
+        const bool axis_k = t.axis == 1;
+        const int ngroups = axis_k ? nlr : nlc;
+        const int nentries = axis_k ? nlc : nlr;
+        for (int lg = warp; lg < ngroups; lg += DETECT_THREADS / PIT_WARP) {
+            for (int le0 = 0; le0 < nentries; le0 += PIT_WARP) {
+                int le = le0 + lane;
+                int lr = axis_k ? lg : le, lcol = axis_k ? le : lg;
+                bool set = false;
+                int tr = tr0 + lr, tc = tc0 + lcol;
+                if (le < nentries)
+                    set = (flags[i][lr * FLAG_WORDS + (lcol >> 5)] >> (lcol & 31)) & 1u;
+                if (set && t.dedup) {
+                    /* owned when the (clipped) micro-tile lies inside the region */
+                    bool owned = tr * t.tm >= row0 && min(tr * t.tm + t.tm, a.rows) <= rows_end &&
+                                 tc * t.tk >= col0 && min(tc * t.tk + t.tk, a.cols) <= cols_end;
+                    if (!owned) {
+                        pit_i64 tiles_rows = (a.rows + t.tm - 1) / t.tm;
+                        pit_i64 bit = ((pit_i64)b * tiles_rows + tr) * t.tiles_cols + tc;
+                        pit_u32 m = 1u << (bit & 31);
+                        set = (atomicOr(t.dedup + (bit >> 5), m) & m) == 0;
+                    }
+                }
+                pit_u32 ballot = pit_ballot(set);
+                if (ballot == 0) continue;
+                int g = b * t.groups_per_batch + (axis_k ? tr0 + lg : tc0 + lg);
+                int base = 0;
+                if (lane == 0) {
+                    base = pit_atomic_add(t.counts + g, pit_popc(ballot));
+                    atomicAdd(&cta_total[i], pit_popc(ballot));
+                }
+                base = pit_shfl(base, 0);
+                int pos = base + pit_popc(ballot & ((1u << lane) - 1u));
+                if (set && pos < t.capacity)
+                    t.entries[(pit_i64)g * t.capacity + pos] = axis_k ? tc : tr;
+            }
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < a.n && cta_total[threadIdx.x] != 0)
+        pit_atomic_add(a.t[threadIdx.x].total, cta_total[threadIdx.x]);
+}

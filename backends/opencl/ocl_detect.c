@@ -1,0 +1,233 @@
+/*
+ * ocl_detect.c - online sparsity detection: one pass over X fills the
+ * out-of-order indexes of up to 8 micro-tile candidates (kernels/pit_detect.cl).
+ *
+ * A work-group scans an RR x CW region whose sides are multiples of every
+ * candidate's micro-tile, so each micro-tile lies in exactly one region and is
+ * appended exactly once. Candidates whose micro-tiles cannot share a region of
+ * reasonable size are detected in further passes.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ocl_internal.h"
+
+#define MAX_CANDS 8
+#define REGION_MAX_ROWS 256
+#define REGION_MAX_COLS 1024
+#define REGION_TARGET_COLS 256
+#define REGION_TARGET_ELEMS 2048
+#define MAX_FLAGS 4096
+
+typedef struct detect_pass {
+    int cand[MAX_CANDS]; /* indexes into idx[] */
+    int n;
+    int rr, cw, nflags;
+    int foff[MAX_CANDS];
+} detect_pass;
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int64_t lcm64(int64_t a, int64_t b)
+{
+    return a / gcd64(a, b) * b;
+}
+
+static int count_flags(const pit_index *idx, const detect_pass *p, int rr, int cw)
+{
+    int total = 0;
+    for (int i = 0; i < p->n; ++i) {
+        const pit_microtile *t = &idx[p->cand[i]].tile;
+        total += (rr / t->rows) * (cw / t->cols);
+    }
+    return total;
+}
+
+/* Picks the region of a pass (multiples of every micro-tile side, about
+ * REGION_TARGET_ELEMS elements); 0 when the candidates cannot share one. */
+static int plan_region(const ocl_ctx *c, const pit_index *idx, detect_pass *p)
+{
+    int64_t rr = 1, cw = 1;
+    for (int i = 0; i < p->n; ++i) {
+        rr = lcm64(rr, idx[p->cand[i]].tile.rows);
+        cw = lcm64(cw, idx[p->cand[i]].tile.cols);
+        if (rr > REGION_MAX_ROWS || cw > REGION_MAX_COLS)
+            return 0;
+    }
+    /* Grow by powers of two so the region stays a multiple of every side. */
+    while (cw * 2 <= REGION_TARGET_COLS)
+        cw *= 2;
+    while (rr * cw < REGION_TARGET_ELEMS && rr * 2 <= REGION_MAX_ROWS)
+        rr *= 2;
+    size_t flag_limit = c->local_mem > 256 ? (c->local_mem - 128) / 4 : 0;
+    if (flag_limit > MAX_FLAGS)
+        flag_limit = MAX_FLAGS;
+    int nflags = count_flags(idx, p, (int)rr, (int)cw);
+    while ((size_t)nflags > flag_limit) {
+        int64_t rr0 = 1, cw0 = 1;
+        for (int i = 0; i < p->n; ++i) {
+            rr0 = lcm64(rr0, idx[p->cand[i]].tile.rows);
+            cw0 = lcm64(cw0, idx[p->cand[i]].tile.cols);
+        }
+        if (rr > rr0)
+            rr /= 2;
+        else if (cw > cw0)
+            cw /= 2;
+        else
+            return 0;
+        nflags = count_flags(idx, p, (int)rr, (int)cw);
+    }
+    p->rr = (int)rr;
+    p->cw = (int)cw;
+    p->nflags = nflags;
+    int off = 0;
+    for (int i = 0; i < p->n; ++i) {
+        const pit_microtile *t = &idx[p->cand[i]].tile;
+        p->foff[i] = off;
+        off += (p->rr / t->rows) * (p->cw / t->cols);
+    }
+    return 1;
+}
+
+/* Greedy grouping of the candidates into as few passes as possible. */
+static pit_status plan_passes(const ocl_ctx *c, const pit_index *idx, int n,
+                              detect_pass *passes, int *npasses)
+{
+    *npasses = 0;
+    for (int i = 0; i < n; ++i) {
+        if (*npasses > 0) {
+            detect_pass trial = passes[*npasses - 1];
+            trial.cand[trial.n++] = i;
+            if (plan_region(c, idx, &trial)) {
+                passes[*npasses - 1] = trial;
+                continue;
+            }
+        }
+        detect_pass *p = &passes[(*npasses)++];
+        memset(p, 0, sizeof *p);
+        p->cand[0] = i;
+        p->n = 1;
+        if (!plan_region(c, idx, p))
+            return ocl_host->error(PIT_ERR_UNSUPPORTED,
+                                   "opencl detect: micro-tile %dx%d is too large for one "
+                                   "work-group region (max %dx%d)",
+                                   idx[i].tile.rows, idx[i].tile.cols, REGION_MAX_ROWS,
+                                   REGION_MAX_COLS);
+    }
+    return PIT_SUCCESS;
+}
+
+static int dtype_code(pit_dtype t)
+{
+    return t == PIT_F32 ? 0 : t == PIT_F16 ? 1 : t == PIT_BF16 ? 2 : -1;
+}
+
+static pit_status check_detect_args(const pit_tdesc *X, const pit_index *idx, int n)
+{
+    if (n < 1 || n > MAX_CANDS)
+        return ocl_host->error(PIT_ERR_INVALID_ARGUMENT,
+                               "opencl detect: %d candidates (1..%d allowed)", n, MAX_CANDS);
+    if (X->rank != 2 && X->rank != 3)
+        return ocl_host->error(PIT_ERR_INVALID_ARGUMENT,
+                               "opencl detect: rank %d operand (2 or 3 allowed)", X->rank);
+    if (dtype_code(X->dtype) < 0)
+        return ocl_host->error(PIT_ERR_UNSUPPORTED_DTYPE,
+                               "opencl detect: dtype %d (f32, f16, bf16 allowed)", X->dtype);
+    for (int i = 0; i < n; ++i) {
+        const pit_microtile *t = &idx[i].tile;
+        if (t->rows < 1 || t->cols < 1 || t->axis < PIT_AXIS_K || t->axis > PIT_AXIS_N)
+            return ocl_host->error(PIT_ERR_INVALID_ARGUMENT,
+                                   "opencl detect: candidate %d has micro-tile %dx%d axis %d",
+                                   i, t->rows, t->cols, (int)t->axis);
+    }
+    return PIT_SUCCESS;
+}
+
+/* Counts and totals must start at zero: the kernel only appends. */
+static pit_status zero_counts(cl_command_queue q, const pit_index *idx, int n)
+{
+    for (int i = 0; i < n; ++i) {
+        OCL_TRY(ocl_fill32(q, (cl_mem)idx[i].counts, 0, 0u, (size_t)idx[i].groups * 4));
+        OCL_TRY(ocl_fill32(q, (cl_mem)idx[i].total, 0, 0u, 4));
+    }
+    return PIT_SUCCESS;
+}
+
+static pit_status run_pass(ocl_ctx *c, cl_command_queue q, const pit_tdesc *X,
+                           const pit_index *idx, const detect_pass *p)
+{
+    const int r = X->rank;
+    const int64_t rows = X->shape[r - 2], cols = X->shape[r - 1];
+    const int64_t batch = r == 3 ? X->shape[0] : 1;
+    const size_t esize = X->dtype == PIT_F32 ? 4 : 2;
+    const int dwg = (int)(c->max_wg < 256 ? c->max_wg : 256);
+
+    char defines[1024];
+    int len = snprintf(defines, sizeof defines,
+                       "-DDT=%d -DNCAND=%d -DRR=%d -DCW=%d -DNFLAGS=%d -DDWG=%d",
+                       dtype_code(X->dtype), p->n, p->rr, p->cw, p->nflags, dwg);
+    for (int i = 0; i < MAX_CANDS; ++i) {
+        const pit_microtile *t = &idx[p->cand[i < p->n ? i : 0]].tile;
+        len += snprintf(defines + len, sizeof defines - (size_t)len,
+                        " -DTM_%d=%d -DTK_%d=%d -DAX_%d=%d -DFOFF_%d=%d", i, t->rows, i,
+                        t->cols, i, (int)t->axis, i, i < p->n ? p->foff[i] : 0);
+    }
+    cl_program prog;
+    cl_kernel k;
+    OCL_TRY(ocl_program_get(c, "pit_detect", defines, &prog));
+    OCL_TRY(ocl_kernel_create(c, prog, "pit_detect", (size_t)dwg, &k));
+
+    cl_int8 gpb, cap;
+    memset(&gpb, 0, sizeof gpb);
+    memset(&cap, 0, sizeof cap);
+    for (int i = 0; i < p->n; ++i) {
+        gpb.s[i] = idx[p->cand[i]].groups_per_batch;
+        cap.s[i] = idx[p->cand[i]].capacity;
+    }
+    ocl_args a;
+    ocl_args_begin(&a, k, "pit_detect");
+    ocl_arg_mem(&a, (cl_mem)X->mem);
+    ocl_arg_long(&a, (cl_long)(X->offset / esize));
+    ocl_arg_long(&a, (cl_long)X->strides[r - 2]);
+    ocl_arg_long(&a, r == 3 ? (cl_long)X->strides[0] : 0);
+    ocl_arg_int(&a, (cl_int)rows);
+    ocl_arg_int(&a, (cl_int)cols);
+    ocl_arg_raw(&a, sizeof gpb, &gpb);
+    ocl_arg_raw(&a, sizeof cap, &cap);
+    for (int i = 0; i < MAX_CANDS; ++i) {
+        /* Unused slots repeat candidate 0's buffers; the kernel never touches them. */
+        const pit_index *x = &idx[p->cand[i < p->n ? i : 0]];
+        ocl_arg_mem(&a, (cl_mem)x->counts);
+        ocl_arg_mem(&a, (cl_mem)x->entries);
+        ocl_arg_mem(&a, (cl_mem)x->total);
+    }
+    size_t global[3] = {(size_t)ocl_cdiv(cols, p->cw) * (size_t)dwg,
+                        (size_t)ocl_cdiv(rows, p->rr), (size_t)batch};
+    size_t local[3] = {(size_t)dwg, 1, 1};
+    return ocl_launch(&a, q, 3, global, local);
+}
+
+pit_status ocl_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *idx, int n)
+{
+    ocl_ctx *c = bctx;
+    ocl_stream *s = stream;
+    OCL_TRY(check_detect_args(X, idx, n));
+    OCL_TRY(zero_counts(s->queue, idx, n));
+    const int r = X->rank;
+    if (X->shape[r - 2] == 0 || X->shape[r - 1] == 0 || (r == 3 && X->shape[0] == 0))
+        return PIT_SUCCESS;
+    detect_pass passes[MAX_CANDS];
+    int npasses = 0;
+    OCL_TRY(plan_passes(c, idx, n, passes, &npasses));
+    for (int i = 0; i < npasses; ++i)
+        OCL_TRY(run_pass(c, s->queue, X, idx, &passes[i]));
+    return PIT_SUCCESS;
+}

@@ -1,0 +1,128 @@
+/*
+ * ocl_internal.h - what the files of the OpenCL plug-in share. Nothing
+ * outside backends/opencl/ includes it.
+ */
+#ifndef PIT_OCL_INTERNAL_H
+#define PIT_OCL_INTERNAL_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+/* clEnqueueMarker is the OpenCL 1.1 fallback of event_record. */
+#define CL_USE_DEPRECATED_OPENCL_1_1_APIS
+
+#include <CL/cl.h>
+#include <pthread.h>
+
+#include "backend.h"
+
+/* The services core gave us at registration (never NULL after it). */
+extern const pit_host *ocl_host;
+
+/* ---- errors ---------------------------------------------------------------
+ * Every OpenCL call goes through OCL_CHECK: it turns a failing cl_int into a
+ * pit_status with "what failed: code NAME at file:line" recorded by core.
+ * `what` names the call, e.g. "clEnqueueNDRangeKernel(pit_matmul)". */
+pit_status ocl_check(cl_int err, const char *what, const char *file, int line);
+#define OCL_CHECK(what, err) ocl_check((err), (what), __FILE__, __LINE__)
+
+/* Returns early from the enclosing function when a step fails. */
+#define OCL_TRY(expr)                    \
+    do {                                 \
+        pit_status ocl_try_s_ = (expr);  \
+        if (ocl_try_s_ != PIT_SUCCESS)   \
+            return ocl_try_s_;           \
+    } while (0)
+
+const char *ocl_error_name(cl_int err);
+
+/* ---- devices (all platforms, GPUs first) ---------------------------------- */
+typedef struct ocl_device {
+    cl_platform_id platform;
+    cl_device_id id;
+    cl_device_type type;
+} ocl_device;
+
+/* ---- a compiled program, cached per (source, defines) -------------------- */
+typedef struct ocl_program {
+    char *key; /* source name + "\n" + build options */
+    cl_program program;
+    struct ocl_program *next;
+} ocl_program;
+
+/* ---- the backend context ---------------------------------------------------- */
+typedef struct ocl_ctx {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    int cl_version;      /* 110, 120, 200, 300: device OpenCL version */
+    int has_fp16;        /* cl_khr_fp16 */
+    size_t local_mem;    /* CL_DEVICE_LOCAL_MEM_SIZE */
+    size_t max_wg;       /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    char identity[512];  /* device + driver + platform, part of the disk cache key */
+    pthread_mutex_t lock; /* guards programs */
+    ocl_program *programs;
+} ocl_ctx;
+
+/* A stream: an in-order queue, and the f32 scratch buffer where axis-M f16
+ * and bf16 results are accumulated (per stream, so streams never share it). */
+typedef struct ocl_stream {
+    cl_command_queue queue;
+    cl_mem scratch;
+    size_t scratch_bytes;
+} ocl_stream;
+
+struct pit_event {
+    cl_event event;
+};
+
+/* ---- programs (ocl_program.c) ------------------------------------------------ */
+/* Returns the built program of source `name` (one of the embedded kernel sources,
+ * prefixed with pit_common.cl) with build options `defines`, building it on
+ * first use (memory cache, then disk cache, then the compiler). */
+pit_status ocl_program_get(ocl_ctx *c, const char *name, const char *defines,
+                           cl_program *out);
+void ocl_programs_release(ocl_ctx *c);
+/* Creates a kernel of a program and checks that its work-group size fits. */
+pit_status ocl_kernel_create(ocl_ctx *c, cl_program program, const char *kname,
+                             size_t wg, cl_kernel *out);
+
+/* ---- kernel arguments ------------------------------------------------------ */
+typedef struct ocl_args {
+    cl_kernel kernel;
+    const char *kname;
+    cl_uint next;
+    pit_status status; /* first failure sticks */
+} ocl_args;
+
+void ocl_args_begin(ocl_args *a, cl_kernel kernel, const char *kname);
+void ocl_arg_mem(ocl_args *a, cl_mem m);
+void ocl_arg_int(ocl_args *a, cl_int v);
+void ocl_arg_long(ocl_args *a, cl_long v);
+void ocl_arg_raw(ocl_args *a, size_t size, const void *value);
+/* Enqueues an NDRange (local may be NULL) and releases the kernel. */
+pit_status ocl_launch(ocl_args *a, cl_command_queue q, cl_uint dims,
+                      const size_t *global, const size_t *local);
+
+/* ---- operators (ocl_detect.c, ocl_matmul.c) --------------------------------- */
+pit_status ocl_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *idx, int n);
+pit_status ocl_matmul_sparse(void *bctx, void *stream, const pit_tile *tile,
+                             const pit_index *idx, int32_t max_entries, int worst_case_grid,
+                             const pit_tdesc *A, const pit_tdesc *B, const pit_tdesc *C);
+pit_status ocl_matmul_dense(void *bctx, void *stream, const pit_tdesc *A,
+                            const pit_tdesc *B, const pit_tdesc *C);
+const char *ocl_dense_name(void *bctx);
+/* Called from context_destroy: drops what the dense GEMM library cached. */
+void ocl_dense_release(ocl_ctx *c);
+
+/* Fills a buffer with a 32-bit pattern on a queue (clEnqueueFillBuffer). */
+pit_status ocl_fill32(cl_command_queue q, cl_mem mem, size_t offset, uint32_t pattern,
+                      size_t bytes);
+
+/* Small helpers shared by the operators. */
+static inline int64_t ocl_cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+#endif /* PIT_OCL_INTERNAL_H */

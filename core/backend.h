@@ -1,0 +1,153 @@
+/*
+ * core/backend.h - the one contract every backend plug-in implements.
+ *
+ * A plug-in (libpit-cuda.so, libpit-hip.so, libpit-opencl.so) exports
+ *     const pit_backend *pit_backend_register(const pit_host *host);
+ * Core checks abi_version, then calls init(). Everything vendor-specific stays
+ * behind this table; core never includes a vendor header and backends never
+ * include each other. A NULL function pointer means "not supported by this
+ * backend"; core turns it into PIT_ERR_UNSUPPORTED with the backend's name.
+ *
+ * Memory handles (void *mem) are device pointers on CUDA/HIP and cl_mem on
+ * OpenCL. Offsets are in bytes. Streams (void *stream) are the backend's own
+ * objects created by stream_create/stream_wrap; NULL is never passed: core
+ * substitutes the context's default stream.
+ */
+#ifndef PIT_CORE_BACKEND_H
+#define PIT_CORE_BACKEND_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PIT_BACKEND_ABI_VERSION 1
+#define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
+
+/* ---- services core offers to plug-ins --------------------------------- */
+typedef struct pit_host {
+    uint32_t abi_version;
+    /* Records status + message for pit_last_error(); returns status. */
+    pit_status (*error)(pit_status status, const char *fmt, ...);
+    /* Debug log, shown with PIT_LOG=debug (goes to stderr of the process). */
+    void (*log_debug)(const char *fmt, ...);
+    /* Kernel disk cache folder ($PIT_CACHE_DIR or ~/.cache/pit), created. */
+    const char *(*cache_dir)(void);
+    /* Fault injection (PIT_FAULT_ALLOC=N): nonzero when this allocation must fail. */
+    int (*inject_alloc_failure)(void);
+} pit_host;
+
+/* ---- what a backend sees of a tensor ------------------------------------ */
+typedef struct pit_tdesc {
+    pit_dtype dtype;
+    int rank;
+    int64_t shape[PIT_MAX_RANK];
+    int64_t strides[PIT_MAX_RANK]; /* elements; innermost is 1 */
+    void *mem;                     /* device pointer or cl_mem */
+    size_t offset;                 /* bytes from mem to element 0 */
+} pit_tdesc;
+
+/* ---- the out-of-order index of non-zero micro-tiles -------------------- *
+ * The sparse operand (rows x cols, row-major) is cut into micro-tiles of
+ * tile.rows x tile.cols. Micro-tiles are grouped along the axis that is NOT
+ * gathered, and each group lists its non-zero micro-tiles in any order:
+ *   axis K (sparse A, M x K): group = row-block (M / Tm of them),
+ *           entries = micro-tile column index along K (0 .. K/Tk-1)
+ *   axis M (sparse A, M x K): group = column-block (K / Tk of them),
+ *           entries = micro-tile row index along M (0 .. M/Tm-1)
+ *   axis N (sparse B, K x N): group = row-block of B along K (K / Tk),
+ *           entries = micro-tile column index along N
+ * counts[g] is the number of entries of group g (the per-group statistics the
+ * selection reads back); entries[g * capacity + i], i < counts[g], are the
+ * entries. For a batch, groups of batch b start at b * groups_per_batch.
+ * Detection zeroes counts itself and appends with atomics: no sort. */
+typedef struct pit_index {
+    pit_microtile tile;
+    int32_t groups;            /* total, all batches */
+    int32_t groups_per_batch;
+    int32_t capacity;          /* max entries per group */
+    void *counts;              /* int32[groups]              (device) */
+    void *entries;             /* int32[groups * capacity]   (device) */
+    void *total;               /* int32[1]: sum of counts    (device) */
+} pit_index;
+
+/* ---- a dense computation tile (one line of the tile database) ---------- */
+typedef struct pit_tile {
+    int32_t bm, bn, bk;
+    int32_t threads;     /* work-group / block size */
+    int32_t stages;      /* shared-memory pipeline depth */
+    int32_t tensor_core; /* 1: mma / matrix cores */
+} pit_tile;
+
+/* ---- device timers (events) ---------------------------------------------- */
+typedef struct pit_event pit_event;
+
+typedef struct pit_backend {
+    uint32_t abi_version; /* PIT_BACKEND_ABI_VERSION */
+    const char *name;     /* "cuda", "hip", "opencl" */
+
+    /* Loads the vendor runtime. PIT_ERR_NO_DEVICE with a message such as
+     * "no CUDA driver (libcuda.so.1: ...)" when it is absent. Called once. */
+    pit_status (*init)(const pit_host *host);
+    void (*shutdown)(void);
+
+    pit_status (*device_count)(int *count);
+    pit_status (*device_info)(int index, pit_device_info *info);
+
+    pit_status (*context_create)(int index, void **bctx);
+    void (*context_destroy)(void *bctx);
+
+    pit_status (*stream_create)(void *bctx, void **stream);
+    pit_status (*stream_wrap)(void *bctx, void *native, void **stream);
+    void (*stream_destroy)(void *bctx, void *stream);
+    pit_status (*stream_synchronize)(void *bctx, void *stream);
+
+    pit_status (*mem_alloc)(void *bctx, size_t bytes, void **mem);
+    void (*mem_free)(void *bctx, void *mem);
+    /* Blocking copies ordered after earlier work on stream. */
+    pit_status (*mem_write)(void *bctx, void *stream, void *mem, size_t offset,
+                            const void *host, size_t bytes);
+    pit_status (*mem_read)(void *bctx, void *stream, const void *mem, size_t offset,
+                           void *host, size_t bytes);
+    /* Asynchronous fill with a repeated 32-bit pattern; bytes % 4 == 0. */
+    pit_status (*mem_fill32)(void *bctx, void *stream, void *mem, size_t offset,
+                             uint32_t pattern, size_t bytes);
+
+    pit_status (*event_record)(void *bctx, void *stream, pit_event **event);
+    pit_status (*event_elapsed_ms)(void *bctx, pit_event *start, pit_event *end,
+                                   double *ms);
+    void (*event_destroy)(void *bctx, pit_event *event);
+
+    /* ---- PIT ------------------------------------------------------------ */
+    /* One pass over the sparse operand X (rank 2 or 3) that fills every index
+     * of idx[0..n-1] (different micro-tile candidates) at once. */
+    pit_status (*detect)(void *bctx, void *stream, const pit_tdesc *X,
+                         pit_index *idx, int n);
+
+    /* C = A.B through the fused SRead -> dense tile -> SWrite kernel. The
+     * sparse operand is A when idx->tile.axis is K or M, B when it is N.
+     * worst_case_grid: size the grid for a full index (fixed-plan mode, no
+     * host read-back); otherwise grid from max_entries (largest counts[g]). */
+    pit_status (*matmul_sparse)(void *bctx, void *stream, const pit_tile *tile,
+                                const pit_index *idx, int32_t max_entries,
+                                int worst_case_grid, const pit_tdesc *A,
+                                const pit_tdesc *B, const pit_tdesc *C);
+
+    /* Dense C = A.B: the vendor GEMM if present, else pit's own dense tile. */
+    pit_status (*matmul_dense)(void *bctx, void *stream, const pit_tdesc *A,
+                               const pit_tdesc *B, const pit_tdesc *C);
+    /* Name of what matmul_dense uses ("cuBLAS", "CLBlast", "pit dense tile"). */
+    const char *(*dense_name)(void *bctx);
+} pit_backend;
+
+typedef const pit_backend *(*pit_backend_register_fn)(const pit_host *host);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PIT_CORE_BACKEND_H */

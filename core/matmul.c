@@ -1,0 +1,348 @@
+/*
+ * core/matmul.c - the dynamic-sparse matmul: validation, then
+ * detect -> (read back counts) -> select -> fused SRead/dense tile/SWrite.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* Re-select when any candidate's density moved more than this since the
+ * last selection: steady workloads skip Algorithm 1 entirely. */
+#define PIT_RESELECT_DENSITY_DELTA 0.02
+
+PIT_API pit_matmul_options pit_matmul_options_default(void)
+{
+    pit_matmul_options o;
+    memset(&o, 0, sizeof o);
+    o.sparse = PIT_SPARSE_A;
+    return o;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int ranges_overlap(const pit_tdesc *a, const pit_tdesc *b)
+{
+    if (a->mem != b->mem)
+        return 0;
+    size_t a0 = a->offset, a1 = a0 + pit_tensor_extent_bytes(a);
+    size_t b0 = b->offset, b1 = b0 + pit_tensor_extent_bytes(b);
+    return a0 < b1 && b0 < a1 && a1 > a0 && b1 > b0;
+}
+
+/* Shapes: A [..., M, K], B [..., K, N], C [..., M, N]; same batch and dtype. */
+static pit_status check_matmul_operands(pit_context *ctx, const pit_tensor *A, const pit_tensor *B,
+                                        const pit_tensor *C, pit_problem *p)
+{
+    PIT_TRY(pit_tensor_check(ctx, A, "A"));
+    PIT_TRY(pit_tensor_check(ctx, B, "B"));
+    PIT_TRY(pit_tensor_check(ctx, C, "C"));
+    const pit_tdesc *a = &A->d, *b = &B->d, *c = &C->d;
+    if (a->dtype != b->dtype || a->dtype != c->dtype)
+        return pit_error(PIT_ERR_UNSUPPORTED_DTYPE, "pit_matmul: dtypes differ (A %s, B %s, C %s)",
+                         pit_dtype_name(a->dtype), pit_dtype_name(b->dtype), pit_dtype_name(c->dtype));
+    if (a->dtype == PIT_I32)
+        return pit_error(PIT_ERR_UNSUPPORTED_DTYPE, "pit_matmul: i32 is not a matmul dtype "
+                         "(f32, f16, bf16)");
+    if (a->rank != b->rank || a->rank != c->rank || a->rank < 2 || a->rank > 3)
+        return pit_error(PIT_ERR_SHAPE_MISMATCH, "pit_matmul: ranks A %d, B %d, C %d; all must be 2 "
+                         "or all 3", a->rank, b->rank, c->rank);
+    int r = a->rank;
+    int64_t m = a->shape[r - 2], k = a->shape[r - 1], n = b->shape[r - 1];
+    int64_t batch = r == 3 ? a->shape[0] : 1;
+    if (b->shape[r - 2] != k || c->shape[r - 2] != m || c->shape[r - 1] != n ||
+        (r == 3 && (b->shape[0] != batch || c->shape[0] != batch)))
+        return pit_error(PIT_ERR_SHAPE_MISMATCH, "pit_matmul: A is %s%lldx%lld, B %s%lldx%lld, C "
+                         "%s%lldx%lld; need A MxK, B KxN, C MxN (same batch)",
+                         r == 3 ? "batched " : "", (long long)m, (long long)k, r == 3 ? "batched " : "",
+                         (long long)b->shape[r - 2], (long long)n, r == 3 ? "batched " : "",
+                         (long long)c->shape[r - 2], (long long)c->shape[r - 1]);
+    if (ranges_overlap(c, a) || ranges_overlap(c, b))
+        return pit_error(PIT_ERR_ALIASING, "pit_matmul: C overlaps %s", ranges_overlap(c, a) ? "A" : "B");
+    if ((a->dtype == PIT_F16 && !ctx->info.has_f16) || (a->dtype == PIT_BF16 && !ctx->info.has_bf16))
+        return pit_error(PIT_ERR_UNSUPPORTED, "pit_matmul: %s is not supported on %s device \"%s\"%s",
+                         pit_dtype_name(a->dtype), ctx->be->name, ctx->info.name,
+                         a->dtype == PIT_F16 && strcmp(ctx->be->name, "opencl") == 0
+                             ? " (no cl_khr_fp16)" : "");
+    memset(p, 0, sizeof *p);
+    p->op = r == 3 ? PIT_OP_BATCH_MATMUL : PIT_OP_MATMUL;
+    p->dtype = a->dtype;
+    p->batch = batch;
+    p->m = m;
+    p->n = n;
+    p->k = k;
+    return PIT_SUCCESS;
+}
+
+static pit_status check_microtile(const pit_microtile *t, pit_sparse_operand sparse)
+{
+    if (t->rows <= 0 || t->cols <= 0)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "micro-tile %dx%d must have positive sides",
+                         t->rows, t->cols);
+    int ok = sparse == PIT_SPARSE_A ? (t->axis == PIT_AXIS_K || t->axis == PIT_AXIS_M)
+                                    : t->axis == PIT_AXIS_N;
+    if (!ok)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "micro-tile axis %d is not permutation invariant "
+                         "for sparse %s (A: K or M; B: N)", (int)t->axis,
+                         sparse == PIT_SPARSE_A ? "A" : "B");
+    return PIT_SUCCESS;
+}
+
+typedef struct call_timer {
+    int on;
+    pit_context *ctx;
+    void *bs;
+    pit_event *ev[4];
+} call_timer;
+
+static void timer_mark(call_timer *t, int i)
+{
+    if (t->on && t->ctx->be->event_record)
+        t->ctx->be->event_record(t->ctx->bctx, t->bs, &t->ev[i]);
+}
+
+static double timer_ms(call_timer *t, int a, int b)
+{
+    double ms = 0;
+    if (t->ev[a] && t->ev[b])
+        t->ctx->be->event_elapsed_ms(t->ctx->bctx, t->ev[a], t->ev[b], &ms);
+    return ms;
+}
+
+static void timer_release(call_timer *t)
+{
+    for (int i = 0; i < 4; i++)
+        if (t->ev[i])
+            t->ctx->be->event_destroy(t->ctx->bctx, t->ev[i]);
+}
+
+static pit_status read_counts(pit_context *ctx, void *bs, pit_plan *p, pit_candidate_stats *st)
+{
+    for (int i = 0; i < p->ncands; i++) {
+        pit_index *x = &p->idx[i];
+        PIT_TRY(ctx->be->mem_read(ctx->bctx, bs, x->counts, 0, p->host_counts[i],
+                                  (size_t)x->groups * sizeof(int32_t)));
+        st[i].tile = x->tile;
+        st[i].groups = x->groups;
+        st[i].groups_per_batch = x->groups_per_batch;
+        st[i].capacity = x->capacity;
+        st[i].counts = p->host_counts[i];
+    }
+    return PIT_SUCCESS;
+}
+
+static double density_of(const pit_candidate_stats *s, int32_t *max_entries)
+{
+    int64_t sum = 0;
+    int32_t mx = 0;
+    for (int32_t g = 0; g < s->groups; g++) {
+        sum += s->counts[g];
+        if (s->counts[g] > mx)
+            mx = s->counts[g];
+    }
+    *max_entries = mx;
+    double total = (double)s->groups * (double)s->capacity;
+    return total > 0 ? (double)sum / total : 0.0;
+}
+
+/* Algorithm 1 when the sparsity moved, else the cached choice with fresh counts. */
+static pit_status choose(pit_context *ctx, pit_plan *p, const pit_candidate_stats *st,
+                         double *select_us, int *reselected)
+{
+    double dens[PIT_MAX_CANDIDATES];
+    int32_t mx[PIT_MAX_CANDIDATES];
+    int moved = !p->have_sel;
+    for (int i = 0; i < p->ncands; i++) {
+        dens[i] = density_of(&st[i], &mx[i]);
+        if (fabs(dens[i] - p->density[i]) > PIT_RESELECT_DENSITY_DELTA)
+            moved = 1;
+    }
+    *reselected = moved;
+    if (moved) {
+        double t0 = now_us();
+        PIT_TRY(pit_select(ctx->db, &p->problem, st, p->ncands, &p->sel));
+        *select_us = now_us() - t0;
+        memcpy(p->density, dens, sizeof(double) * (size_t)p->ncands);
+        p->have_sel = 1;
+    }
+    if (!p->sel.dense) {
+        int c = p->sel.candidate;
+        p->sel.max_entries = mx[c];
+        int64_t nz = 0;
+        for (int32_t g = 0; g < st[c].groups; g++)
+            nz += st[c].counts[g];
+        p->sel.nonzero_tiles = nz;
+    }
+    return PIT_SUCCESS;
+}
+
+static void fill_report(pit_report *r, const pit_plan *p, const pit_selection *sel, int dense)
+{
+    if (!r)
+        return;
+    r->used_dense = dense;
+    r->bm = sel->tile.bm;
+    r->bn = sel->tile.bn;
+    r->bk = sel->tile.bk;
+    r->predicted_us = sel->predicted_us;
+    r->runner_up_us = sel->runner_up_us;
+    snprintf(r->choice, sizeof r->choice, "%s", sel->choice);
+    snprintf(r->runner_up, sizeof r->runner_up, "%s", sel->runner_up);
+    if (!dense && p) {
+        const pit_index *x = &p->idx[sel->candidate];
+        r->microtile = x->tile;
+        r->nonzero_tiles = sel->nonzero_tiles;
+        r->total_tiles = (int64_t)x->groups * x->capacity;
+    }
+}
+
+static pit_status zero_output(pit_context *ctx, void *bs, const pit_tensor *C)
+{
+    return pit_tensor_zero((pit_tensor *)C, &(pit_stream){.ctx = ctx, .bs = bs});
+}
+
+static pit_status run_dense(pit_context *ctx, void *bs, const pit_tensor *A, const pit_tensor *B,
+                            const pit_tensor *C)
+{
+    if (!ctx->be->matmul_dense)
+        return pit_error(PIT_ERR_UNSUPPORTED, "backend %s has no dense matmul", ctx->be->name);
+    return ctx->be->matmul_dense(ctx->bctx, bs, &A->d, &B->d, &C->d);
+}
+
+/* The PIT path proper, with the plan held busy. */
+static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_tensor *A,
+                          const pit_tensor *B, const pit_tensor *C, const pit_matmul_options *o,
+                          pit_report *report, call_timer *tm)
+{
+    const pit_tensor *X = o->sparse == PIT_SPARSE_A ? A : B;
+    timer_mark(tm, 0);
+    PIT_TRY(ctx->be->detect(ctx->bctx, bs, &X->d, p->idx, p->ncands));
+    timer_mark(tm, 1);
+
+    pit_selection sel;
+    double select_us = 0;
+    int reselected = 0;
+    if (o->fixed_plan) {
+        memset(&sel, 0, sizeof sel);
+        PIT_TRY(pit_select_fixed(ctx->db, &p->problem, &p->idx[0].tile, &sel.tile));
+        snprintf(sel.choice, sizeof sel.choice, "fixed %dx%d axis %d", p->idx[0].tile.rows,
+                 p->idx[0].tile.cols, (int)p->idx[0].tile.axis);
+    } else {
+        pit_candidate_stats st[PIT_MAX_CANDIDATES];
+        PIT_TRY(read_counts(ctx, bs, p, st));
+        PIT_TRY(choose(ctx, p, st, &select_us, &reselected));
+        sel = p->sel;
+    }
+    if (o->tile_bm > 0)
+        sel.tile.bm = o->tile_bm;
+    if (o->tile_bn > 0)
+        sel.tile.bn = o->tile_bn;
+    if (o->tile_bk > 0)
+        sel.tile.bk = o->tile_bk;
+    fill_report(report, p, &sel, sel.dense);
+    if (report) {
+        report->reselected = reselected;
+        report->select_us = select_us;
+    }
+    timer_mark(tm, 2);
+    pit_status s;
+    if (!o->fixed_plan && !sel.dense && sel.nonzero_tiles == 0) {
+        if (report)
+            report->skipped_compute = 1;
+        pit_log_debug("no non-zero micro-tile: C set to zero, no compute launched");
+        s = zero_output(ctx, bs, C);
+    } else if (sel.dense) {
+        s = run_dense(ctx, bs, A, B, C);
+    } else {
+        s = ctx->be->matmul_sparse(ctx->bctx, bs, &sel.tile, &p->idx[sel.candidate], sel.max_entries,
+                                   o->fixed_plan, &A->d, &B->d, &C->d);
+    }
+    timer_mark(tm, 3);
+    return s;
+}
+
+PIT_API pit_status pit_matmul(pit_context *ctx, pit_stream *stream, const pit_tensor *A,
+                              const pit_tensor *B, pit_tensor *C, const pit_matmul_options *options,
+                              pit_report *report)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(ctx != NULL, "ctx");
+    if (stream && stream->ctx != ctx)
+        return pit_error(PIT_ERR_CONTEXT_MISMATCH, "pit_matmul: stream belongs to another context");
+    pit_matmul_options o = options ? *options : pit_matmul_options_default();
+    if (o.sparse != PIT_SPARSE_A && o.sparse != PIT_SPARSE_B)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "pit_matmul: options->sparse = %d is not a "
+                         "pit_sparse_operand", (int)o.sparse);
+    if (report)
+        memset(report, 0, sizeof *report);
+    pit_problem prob;
+    PIT_TRY(check_matmul_operands(ctx, A, B, C, &prob));
+    prob.sparse = o.sparse;
+    const pit_microtile *forced = o.microtile.rows != 0 ? &o.microtile : NULL;
+    if (forced)
+        PIT_TRY(check_microtile(forced, o.sparse));
+    void *bs = pit_stream_or_default(ctx, stream)->bs;
+    if (prob.m == 0 || prob.n == 0 || prob.batch == 0)
+        return PIT_SUCCESS;
+    if (prob.k == 0) {
+        if (report)
+            report->skipped_compute = 1;
+        return zero_output(ctx, bs, C);
+    }
+
+    call_timer tm = {.on = o.profile, .ctx = ctx, .bs = bs};
+    double t0 = now_us();
+    pit_status s;
+    if (o.force_dense) {
+        timer_mark(&tm, 2);
+        s = run_dense(ctx, bs, A, B, C);
+        timer_mark(&tm, 3);
+        if (report) {
+            report->used_dense = 1;
+            snprintf(report->choice, sizeof report->choice, "dense %s (forced)",
+                     ctx->be->dense_name ? ctx->be->dense_name(ctx->bctx) : "");
+        }
+    } else {
+        const pit_tdesc *x = o.sparse == PIT_SPARSE_A ? &A->d : &B->d;
+        pit_plan *p;
+        s = pit_plan_acquire(ctx, &prob, bs, x->shape[x->rank - 2], x->shape[x->rank - 1], forced, &p);
+        if (s == PIT_SUCCESS) {
+            s = run_pit(ctx, bs, p, A, B, C, &o, report, &tm);
+            pit_plan_release(ctx, p);
+        }
+    }
+    if (s == PIT_SUCCESS && tm.on) {
+        s = ctx->be->stream_synchronize(ctx->bctx, bs);
+        if (report) {
+            report->detect_ms = timer_ms(&tm, 0, 1);
+            report->kernel_ms = timer_ms(&tm, 2, 3);
+            report->total_ms = (now_us() - t0) * 1e-3;
+        }
+    }
+    timer_release(&tm);
+    return s;
+}
+
+PIT_API pit_status pit_matmul_dense(pit_context *ctx, pit_stream *stream, const pit_tensor *A,
+                                    const pit_tensor *B, pit_tensor *C)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(ctx != NULL, "ctx");
+    if (stream && stream->ctx != ctx)
+        return pit_error(PIT_ERR_CONTEXT_MISMATCH, "pit_matmul_dense: stream belongs to another context");
+    pit_problem prob;
+    PIT_TRY(check_matmul_operands(ctx, A, B, C, &prob));
+    void *bs = pit_stream_or_default(ctx, stream)->bs;
+    if (prob.m == 0 || prob.n == 0 || prob.batch == 0)
+        return PIT_SUCCESS;
+    if (prob.k == 0)
+        return zero_output(ctx, bs, C);
+    return run_dense(ctx, bs, A, B, C);
+}

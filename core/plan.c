@@ -1,0 +1,169 @@
+/*
+ * core/plan.c - plans: per (problem, stream, forced micro-tile) the candidate
+ * micro-tiles, their device indices and the last selection, cached in the
+ * context so steady workloads allocate and select nothing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int32_t ceil_div(int64_t a, int64_t b)
+{
+    return (int32_t)((a + b - 1) / b);
+}
+
+/* Group/capacity layout of one candidate on a rows x cols operand (backend.h). */
+static void index_shape(const pit_microtile *t, int64_t rows, int64_t cols, int32_t *groups,
+                        int32_t *capacity)
+{
+    int32_t row_blocks = ceil_div(rows, t->rows), col_blocks = ceil_div(cols, t->cols);
+    if (t->axis == PIT_AXIS_M) {
+        *groups = col_blocks;
+        *capacity = row_blocks;
+    } else {
+        *groups = row_blocks;
+        *capacity = col_blocks;
+    }
+}
+
+static void free_plan(pit_context *ctx, pit_plan *p)
+{
+    for (int i = 0; i < p->ncands; i++) {
+        pit_index *x = &p->idx[i];
+        if (x->counts)
+            ctx->be->mem_free(ctx->bctx, x->counts);
+        if (x->entries)
+            ctx->be->mem_free(ctx->bctx, x->entries);
+        if (x->total)
+            ctx->be->mem_free(ctx->bctx, x->total);
+        free(p->host_counts[i]);
+    }
+    memset(p, 0, sizeof *p);
+}
+
+void pit_plans_release(pit_context *ctx)
+{
+    for (int i = 0; i < PIT_PLAN_CACHE; i++)
+        if (ctx->plans[i].used)
+            free_plan(ctx, &ctx->plans[i]);
+}
+
+static pit_status alloc_index(pit_context *ctx, pit_plan *p, int i)
+{
+    pit_index *x = &p->idx[i];
+    x->tile = p->cands[i];
+    int32_t gpb, cap;
+    index_shape(&x->tile, p->a_rows, p->a_cols, &gpb, &cap);
+    if ((int64_t)gpb * p->problem.batch * cap > INT32_MAX)
+        return pit_error(PIT_ERR_UNSUPPORTED, "micro-tile %dx%d on a %lldx%lld operand (batch %lld) "
+                         "needs more than 2^31 index entries", x->tile.rows, x->tile.cols,
+                         (long long)p->a_rows, (long long)p->a_cols, (long long)p->problem.batch);
+    x->groups_per_batch = gpb;
+    x->groups = (int32_t)(gpb * p->problem.batch);
+    x->capacity = cap;
+    size_t groups = (size_t)(x->groups > 0 ? x->groups : 1);
+    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, groups * 4, &x->counts));
+    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, groups * (size_t)(cap > 0 ? cap : 1) * 4, &x->entries));
+    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, 4, &x->total));
+    p->host_counts[i] = malloc(groups * sizeof(int32_t));
+    if (!p->host_counts[i])
+        return pit_error(PIT_ERR_OUT_OF_MEMORY, "plan: out of host memory");
+    return PIT_SUCCESS;
+}
+
+static int same_key(const pit_plan *p, const pit_problem *prob, void *stream,
+                    const pit_microtile *forced, void *const *key_stream)
+{
+    (void)stream;
+    if (memcmp(&p->problem, prob, sizeof *prob) != 0 || *key_stream != stream)
+        return 0;
+    if (!forced)
+        return p->ncands > 1 || p->forced.rows == 0;
+    return p->forced.rows == forced->rows && p->forced.cols == forced->cols &&
+           p->forced.axis == forced->axis;
+}
+
+static pit_plan *find_slot(pit_context *ctx, const pit_problem *prob, void *stream,
+                           const pit_microtile *forced, int *found)
+{
+    pit_plan *victim = NULL;
+    for (int i = 0; i < PIT_PLAN_CACHE; i++) {
+        pit_plan *p = &ctx->plans[i];
+        if (p->used && !p->busy && same_key(p, prob, stream, forced, &p->stream)) {
+            *found = 1;
+            return p;
+        }
+        if (p->busy)
+            continue;
+        if (!victim || !p->used || (victim->used && p->last_use < victim->last_use))
+            victim = p;
+    }
+    *found = 0;
+    return victim;
+}
+
+static pit_status build_plan(pit_context *ctx, pit_plan *p, const pit_problem *prob,
+                             void *stream, int64_t rows, int64_t cols,
+                             const pit_microtile *forced)
+{
+    p->used = 1;
+    p->problem = *prob;
+    p->stream = stream;
+    p->a_rows = rows;
+    p->a_cols = cols;
+    if (forced) {
+        p->forced = *forced;
+        p->cands[0] = *forced;
+        p->ncands = 1;
+    } else {
+        p->ncands = pit_matmul_candidates(prob->sparse, prob->dtype, rows, cols, p->cands,
+                                          PIT_MAX_CANDIDATES);
+    }
+    if (p->ncands <= 0)
+        return pit_error(PIT_ERR_INTERNAL, "no micro-tile candidate for a %lldx%lld operand",
+                         (long long)rows, (long long)cols);
+    for (int i = 0; i < p->ncands; i++)
+        PIT_TRY(alloc_index(ctx, p, i));
+    return PIT_SUCCESS;
+}
+
+pit_status pit_plan_acquire(pit_context *ctx, const pit_problem *prob, void *stream,
+                            int64_t rows, int64_t cols, const pit_microtile *forced,
+                            pit_plan **out)
+{
+    *out = NULL;
+    pthread_mutex_lock(&ctx->lock);
+    int found = 0;
+    pit_plan *p = find_slot(ctx, prob, stream, forced, &found);
+    if (!p) {
+        pthread_mutex_unlock(&ctx->lock);
+        return pit_error(PIT_ERR_UNSUPPORTED, "more than %d pit calls in flight on one context",
+                         PIT_PLAN_CACHE);
+    }
+    p->busy = 1;
+    p->last_use = ++ctx->clock;
+    pthread_mutex_unlock(&ctx->lock);
+    if (found) {
+        *out = p;
+        return PIT_SUCCESS;
+    }
+    if (p->used)
+        free_plan(ctx, p);
+    pit_status s = build_plan(ctx, p, prob, stream, rows, cols, forced);
+    if (s != PIT_SUCCESS) {
+        free_plan(ctx, p); /* clears busy too */
+        return s;
+    }
+    p->busy = 1;
+    p->last_use = ctx->clock;
+    *out = p;
+    return PIT_SUCCESS;
+}
+
+void pit_plan_release(pit_context *ctx, pit_plan *p)
+{
+    pthread_mutex_lock(&ctx->lock);
+    p->busy = 0;
+    pthread_mutex_unlock(&ctx->lock);
+}

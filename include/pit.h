@@ -1,0 +1,319 @@
+/*
+ * pit.h - the public C API of libpit.
+ *
+ * pit runs dynamically sparse deep-learning operators at dense-GPU speed with
+ * PIT (Permutation Invariant Transformation, SOSP'23): non-zero micro-tiles
+ * found at run time are gathered into dense tiles (SRead), computed by dense
+ * tile kernels, and scattered back (SWrite).
+ *
+ * Conventions
+ *  - Every function returns a pit_status. On failure pit_last_error() gives a
+ *    message with the detail (argument, shape, vendor call and its code).
+ *  - Objects come out through pointer arguments and are opaque.
+ *  - The library never prints, never aborts and never keeps hidden global
+ *    state other than the loaded backend plug-ins.
+ *
+ * Threading
+ *  - Contexts are independent of each other and may be used from different
+ *    threads at once.
+ *  - One context may be used from several threads at once provided each thread
+ *    passes its own pit_stream to calls that take one; calls on the same
+ *    stream from several threads must be serialised by the caller.
+ *  - pit_last_error() is per thread.
+ */
+#ifndef PIT_H
+#define PIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PIT_VERSION_MAJOR 0
+#define PIT_VERSION_MINOR 1
+#define PIT_VERSION_PATCH 0
+#define PIT_VERSION ((PIT_VERSION_MAJOR * 10000) + (PIT_VERSION_MINOR * 100) + PIT_VERSION_PATCH)
+
+#if defined(_WIN32)
+#define PIT_API
+#else
+#define PIT_API __attribute__((visibility("default")))
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status and errors                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef enum pit_status {
+    PIT_SUCCESS = 0,
+    PIT_ERR_INVALID_ARGUMENT = 1,  /* null pointer, bad enum, bad option        */
+    PIT_ERR_SHAPE_MISMATCH = 2,    /* shapes of operands do not agree           */
+    PIT_ERR_UNSUPPORTED_DTYPE = 3, /* dtype not allowed for this operator      */
+    PIT_ERR_BAD_STRIDES = 4,       /* strides not row-major compatible          */
+    PIT_ERR_UNSUPPORTED = 5,       /* feature absent on this device/backend     */
+    PIT_ERR_BACKEND_NOT_FOUND = 6, /* named backend unknown or cannot be loaded */
+    PIT_ERR_BACKEND_INVALID = 7,   /* a file that is not a (compatible) plug-in */
+    PIT_ERR_NO_DEVICE = 8,         /* backend loaded but has no device/driver   */
+    PIT_ERR_DEVICE_INDEX = 9,      /* device index out of range                 */
+    PIT_ERR_OUT_OF_MEMORY = 10,    /* host or device allocation failed          */
+    PIT_ERR_COMPILE = 11,          /* run-time kernel compilation failed        */
+    PIT_ERR_BACKEND = 12,          /* a vendor call failed                      */
+    PIT_ERR_PARSE = 13,            /* malformed file (tile database, cache)     */
+    PIT_ERR_IO = 14,               /* file could not be read or written         */
+    PIT_ERR_CONTEXT_MISMATCH = 15, /* objects from different contexts mixed     */
+    PIT_ERR_ALIASING = 16,         /* output overlaps an input                  */
+    PIT_ERR_INTERNAL = 17          /* a bug in pit: please report it            */
+} pit_status;
+
+/* Name of a status code ("PIT_ERR_SHAPE_MISMATCH"); never NULL. */
+PIT_API const char *pit_status_string(pit_status status);
+
+/* The calling thread's last error message, or "" if the last call succeeded.
+ * The string is owned by the library and valid until the thread's next pit call. */
+PIT_API const char *pit_last_error(void);
+
+/* The run-time library version, encoded like PIT_VERSION. */
+PIT_API int pit_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Data types                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef enum pit_dtype {
+    PIT_F32 = 0,
+    PIT_F16 = 1,
+    PIT_BF16 = 2,
+    PIT_I32 = 3 /* indices, expert ids */
+} pit_dtype;
+
+/* "f32", "f16", "bf16", "i32", or "?" for an invalid value. */
+PIT_API const char *pit_dtype_name(pit_dtype dtype);
+/* Size in bytes of one element, 0 for an invalid value. */
+PIT_API size_t pit_dtype_size(pit_dtype dtype);
+
+/* ------------------------------------------------------------------------ */
+/* Backends, devices and contexts                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pit_context pit_context;
+typedef struct pit_stream pit_stream;
+typedef struct pit_tensor pit_tensor;
+
+typedef struct pit_device_info {
+    char backend[16];        /* "cuda", "hip", "opencl"                        */
+    char vendor[64];         /* "NVIDIA Corporation", "AMD", "The pocl project" */
+    char name[128];          /* device name as the driver reports it           */
+    char arch[32];           /* "sm_90", "gfx90a", "opencl-gpu", "opencl-cpu"   */
+    char driver_version[64]; /* driver / runtime version string                */
+    uint64_t global_mem_bytes;
+    int compute_units;
+    int device_index;
+    int has_f16;  /* f16 arithmetic supported (cl_khr_fp16 on OpenCL) */
+    int has_bf16; /* bf16 storage supported                           */
+    char tiledb_source[256]; /* which tile database this context uses */
+} pit_device_info;
+
+/* Number of devices a backend ("cuda", "hip", "opencl") has. Loads the plug-in.
+ * Errors: PIT_ERR_BACKEND_NOT_FOUND (plug-in missing; the message names the
+ * files looked for), PIT_ERR_NO_DEVICE (driver missing: *count is set to 0). */
+PIT_API pit_status pit_device_count(const char *backend, int *count);
+
+/* Information on one device of a backend without creating a context. */
+PIT_API pit_status pit_device_get_info(const char *backend, int device_index,
+                                       pit_device_info *info);
+
+/* Creates a context on a device. backend may be "cuda", "hip", "opencl", or
+ * NULL to use PIT_BACKEND ("name" or "name:N"), and when that is unset the
+ * first backend with a device in the order cuda, hip, opencl. device_index is
+ * used when backend is non-NULL (or PIT_BACKEND has no ":N"); pass -1 for 0.
+ * A requested backend that cannot be loaded is an error, never a fallback.
+ * The caller owns *ctx and releases it with pit_context_destroy.
+ * Errors: PIT_ERR_BACKEND_NOT_FOUND, PIT_ERR_BACKEND_INVALID, PIT_ERR_NO_DEVICE,
+ * PIT_ERR_DEVICE_INDEX, PIT_ERR_OUT_OF_MEMORY, PIT_ERR_BACKEND. */
+PIT_API pit_status pit_context_create(const char *backend, int device_index,
+                                      pit_context **ctx);
+
+/* Releases a context, its default stream, its plans and its kernel cache.
+ * Tensors and streams of the context must be destroyed first; NULL is a no-op. */
+PIT_API pit_status pit_context_destroy(pit_context *ctx);
+
+/* Fills *info for the context's device. */
+PIT_API pit_status pit_context_get_info(const pit_context *ctx, pit_device_info *info);
+
+/* ------------------------------------------------------------------------ */
+/* Streams                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Every call that takes a pit_stream* accepts NULL for the context's default
+ * stream. Work on one stream runs in order. */
+
+/* Creates a new stream (CUDA stream, HIP stream, OpenCL in-order queue). */
+PIT_API pit_status pit_stream_create(pit_context *ctx, pit_stream **stream);
+
+/* Wraps a native stream the caller owns (CUstream, hipStream_t,
+ * cl_command_queue) so pit work is ordered with the framework's work. */
+PIT_API pit_status pit_stream_wrap(pit_context *ctx, void *native_stream,
+                                   pit_stream **stream);
+
+/* Destroys a stream (the native one only if pit created it). NULL is a no-op. */
+PIT_API pit_status pit_stream_destroy(pit_stream *stream);
+
+/* Blocks until all work queued on the stream (NULL: default stream) is done. */
+PIT_API pit_status pit_synchronize(pit_context *ctx, pit_stream *stream);
+
+/* ------------------------------------------------------------------------ */
+/* Tensors                                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define PIT_MAX_RANK 4
+
+typedef struct pit_tensor_desc {
+    pit_dtype dtype;
+    int rank;
+    int64_t shape[PIT_MAX_RANK];
+    int64_t strides[PIT_MAX_RANK]; /* in elements */
+    void *data;                    /* device pointer or cl_mem            */
+    size_t byte_offset;            /* from data to the first element      */
+    int owned;                     /* 1 when pit allocated the memory     */
+} pit_tensor_desc;
+
+/* Allocates a contiguous row-major tensor in device memory. The contents are
+ * undefined. Errors: PIT_ERR_INVALID_ARGUMENT (rank outside 1..4, dimension
+ * < 0), PIT_ERR_UNSUPPORTED_DTYPE, PIT_ERR_OUT_OF_MEMORY. */
+PIT_API pit_status pit_tensor_create(pit_context *ctx, pit_dtype dtype, int rank,
+                                     const int64_t *shape, pit_tensor **tensor);
+
+/* Describes device memory the caller owns (borrowed: pit never frees it).
+ * data is a device pointer (CUDA, HIP) or a cl_mem (OpenCL); strides in
+ * elements, NULL for contiguous row-major. The innermost stride must be 1 and
+ * the others must not overlap rows (row-major compatible), else
+ * PIT_ERR_BAD_STRIDES. byte_offset must be a multiple of the element size. */
+PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
+                                   const int64_t *shape, const int64_t *strides,
+                                   void *data, size_t byte_offset,
+                                   pit_tensor **tensor);
+
+/* Releases the descriptor and, for tensors pit allocated, the memory. For a
+ * DLPack import it calls the producer's deleter. NULL is a no-op. */
+PIT_API pit_status pit_tensor_destroy(pit_tensor *tensor);
+
+/* Copies the tensor's description into *desc. */
+PIT_API pit_status pit_tensor_get_desc(const pit_tensor *tensor, pit_tensor_desc *desc);
+
+/* Copies bytes from host memory into the tensor (contiguous row-major order of
+ * the logical elements) and waits for the copy. bytes must equal the tensor's
+ * element count times the element size, else PIT_ERR_SHAPE_MISMATCH. */
+PIT_API pit_status pit_tensor_upload(pit_tensor *tensor, pit_stream *stream,
+                                     const void *host, size_t bytes);
+
+/* Copies the tensor into host memory (contiguous row-major order) and waits. */
+PIT_API pit_status pit_tensor_download(const pit_tensor *tensor, pit_stream *stream,
+                                       void *host, size_t bytes);
+
+/* Sets every element of the tensor to zero, ordered on the stream. */
+PIT_API pit_status pit_tensor_zero(pit_tensor *tensor, pit_stream *stream);
+
+struct DLManagedTensor; /* from <dlpack/dlpack.h> */
+
+/* Imports a DLPack tensor without a copy. The device type must match the
+ * context's backend (kDLCUDA, kDLROCM, kDLOpenCL) and the device id its
+ * device. On success pit owns *managed and calls its deleter when the tensor is
+ * destroyed; on failure the caller keeps ownership.
+ * Errors: PIT_ERR_INVALID_ARGUMENT (device mismatch, lanes != 1),
+ * PIT_ERR_UNSUPPORTED_DTYPE, PIT_ERR_BAD_STRIDES. */
+PIT_API pit_status pit_tensor_from_dlpack(pit_context *ctx, struct DLManagedTensor *managed,
+                                          pit_tensor **tensor);
+
+/* Exports a tensor as DLPack without a copy. The consumer owns *managed and
+ * must call its deleter; the pit tensor must outlive that use. */
+PIT_API pit_status pit_tensor_to_dlpack(pit_tensor *tensor, struct DLManagedTensor **managed);
+
+/* ------------------------------------------------------------------------ */
+/* Micro-tiles and call reports                                             */
+/* ------------------------------------------------------------------------ */
+
+/* The permutation-invariant axis along which non-zero micro-tiles are gathered. */
+typedef enum pit_axis {
+    PIT_AXIS_AUTO = 0,
+    PIT_AXIS_K = 1, /* reduction axis: Tm x Tk micro-tiles, gather along K   */
+    PIT_AXIS_M = 2, /* row axis: gather rows, SWrite accumulates into C      */
+    PIT_AXIS_N = 3  /* column axis (sparse B / output sparsity)              */
+} pit_axis;
+
+/* A micro-tile shape on the sparse operand: rows x cols, gathered along axis.
+ * {32,1,K} is the paper's 32x1, {1,64,M} its 1x64, {32,64,K} its 32x64.
+ * rows == 0 means "let the selection choose". */
+typedef struct pit_microtile {
+    int32_t rows;
+    int32_t cols;
+    pit_axis axis;
+} pit_microtile;
+
+/* What a call did; optional output of every operator. */
+typedef struct pit_report {
+    int used_dense;           /* 1 when the dense GEMM path was chosen        */
+    int skipped_compute;      /* 1 when no non-zero micro-tile was found      */
+    pit_microtile microtile;  /* chosen micro-tile (when !used_dense)         */
+    int32_t bm, bn, bk;       /* chosen dense computation tile                */
+    int64_t nonzero_tiles;    /* non-zero micro-tiles of the chosen candidate */
+    int64_t total_tiles;      /* micro-tiles of that shape in the operand     */
+    double predicted_us;      /* cost model's estimate of the choice          */
+    double runner_up_us;      /* estimate of the second best candidate        */
+    char choice[96];          /* human-readable choice, e.g. "k32x1/64x128x32" */
+    char runner_up[96];
+    int reselected;           /* 1 when this call re-ran the selection        */
+    /* Filled when pit_matmul_options.profile is set (device events; the call
+     * then waits for the device): */
+    double detect_ms;         /* detection + index construction               */
+    double select_us;         /* host time of the selection                   */
+    double kernel_ms;         /* the compute kernel (sparse or dense)         */
+    double total_ms;          /* the whole call, host read-back included      */
+} pit_report;
+
+/* ------------------------------------------------------------------------ */
+/* Operators                                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef enum pit_sparse_operand {
+    PIT_SPARSE_A = 0, /* activations: C = A.B with A dynamically sparse */
+    PIT_SPARSE_B = 1  /* weights: C = A.B with B dynamically sparse     */
+} pit_sparse_operand;
+
+typedef struct pit_matmul_options {
+    pit_sparse_operand sparse;   /* which operand is sparse (default A)         */
+    pit_microtile microtile;     /* force a micro-tile; rows == 0 = automatic  */
+    int force_dense;             /* 1: skip PIT, call the dense GEMM           */
+    int fixed_plan;              /* 1: read nothing back; graph-capturable     */
+    int32_t tile_bm, tile_bn, tile_bk; /* force a dense tile; 0 = automatic    */
+    int profile;                 /* 1: time the parts into the report (syncs)  */
+} pit_matmul_options;
+
+/* The defaults: sparse A, automatic micro-tile and tile. */
+PIT_API pit_matmul_options pit_matmul_options_default(void);
+
+/* C = A . B where A (M x K) or B (K x N), as options say, is dynamically
+ * sparse: its zeros are found on the device during the call (detection ->
+ * out-of-order index -> selection -> SRead/dense tile/SWrite kernel).
+ * Rank 2, or rank 3 for a batch (same batch size on all three).
+ * All three tensors share a dtype: f32, f16 or bf16 (f32 accumulation).
+ * C is overwritten; it must not overlap A or B.
+ * options and report may be NULL. Errors: PIT_ERR_INVALID_ARGUMENT,
+ * PIT_ERR_SHAPE_MISMATCH, PIT_ERR_UNSUPPORTED_DTYPE, PIT_ERR_BAD_STRIDES,
+ * PIT_ERR_CONTEXT_MISMATCH, PIT_ERR_ALIASING, PIT_ERR_UNSUPPORTED (e.g. f16 on
+ * an OpenCL device without cl_khr_fp16), PIT_ERR_COMPILE, PIT_ERR_BACKEND. */
+PIT_API pit_status pit_matmul(pit_context *ctx, pit_stream *stream,
+                              const pit_tensor *A, const pit_tensor *B, pit_tensor *C,
+                              const pit_matmul_options *options, pit_report *report);
+
+/* Dense C = A . B with the backend's vendor GEMM (cuBLAS, CLBlast, rocBLAS) or
+ * pit's own dense tile when no vendor library is present. Same argument rules
+ * as pit_matmul. Used as the fallback and as the baseline in pit bench. */
+PIT_API pit_status pit_matmul_dense(pit_context *ctx, pit_stream *stream,
+                                    const pit_tensor *A, const pit_tensor *B, pit_tensor *C);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PIT_H */

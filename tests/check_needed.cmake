@@ -1,0 +1,12 @@
+# Fails when libpit has a DT_NEEDED entry on a vendor runtime.
+execute_process(COMMAND readelf -d ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "readelf -d ${LIB} failed (${rc})")
+endif()
+string(REGEX MATCHALL "NEEDED[^\n]*" needed "${out}")
+message(STATUS "libpit NEEDED: ${needed}")
+foreach(bad libOpenCL libcuda libcudart libamdhip64 libnvrtc libcublas libclblast libhiprtc)
+  if(out MATCHES "\\[${bad}")
+    message(FATAL_ERROR "libpit must not need ${bad}: ${needed}")
+  endif()
+endforeach()

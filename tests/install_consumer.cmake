@@ -1,0 +1,40 @@
+# Installs the build into a prefix, then configures and builds a tiny consumer
+# with find_package(pit) and another with pkg-config, and runs them.
+file(REMOVE_RECURSE ${WORK})
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD} --prefix ${WORK}/prefix
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "cmake --install failed")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SRC}/tests/consumer -B ${WORK}/consumer
+                -DCMAKE_PREFIX_PATH=${WORK}/prefix RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "consumer configure (find_package(pit)) failed")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK}/consumer RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "consumer build failed")
+endif()
+execute_process(COMMAND ${WORK}/consumer/consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+message("${out}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "consumer run failed (${rc})")
+endif()
+# pkg-config
+file(GLOB pcdirs ${WORK}/prefix/lib*/pkgconfig ${WORK}/prefix/lib/*/pkgconfig)
+set(ENV{PKG_CONFIG_PATH} "${pcdirs}")
+execute_process(COMMAND pkg-config --cflags --libs pit OUTPUT_VARIABLE flags RESULT_VARIABLE rc
+                OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config --libs pit failed (PKG_CONFIG_PATH=${pcdirs})")
+endif()
+separate_arguments(flag_list UNIX_COMMAND "${flags}")
+execute_process(COMMAND cc ${SRC}/tests/consumer/consumer.c ${flag_list} -o ${WORK}/consumer_pc
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "cc with pkg-config flags (${flags}) failed")
+endif()
+execute_process(COMMAND ${WORK}/consumer_pc RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config consumer run failed")
+endif()

@@ -1,0 +1,278 @@
+/*
+ * tests/test_api.c - every public entry point rejects bad input with a
+ * specific status and a message, and never crashes. Needs a device only for
+ * the tensor and operator checks (PoCL in CI); reports those as skipped, by
+ * name, when no backend has a device.
+ */
+#include <dlpack/dlpack.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pit.h"
+
+static int passed, failed, skipped;
+
+static void expect_status(const char *what, pit_status got, pit_status want)
+{
+    const char *msg = pit_last_error();
+    int ok = got == want && (want == PIT_SUCCESS || (msg && msg[0]));
+    if (ok) {
+        passed++;
+    } else {
+        failed++;
+        printf("FAIL %s: got %s, want %s (message: \"%s\")\n", what, pit_status_string(got),
+               pit_status_string(want), msg ? msg : "(null)");
+    }
+}
+
+static void expect_true(const char *what, int cond)
+{
+    if (cond)
+        passed++;
+    else {
+        failed++;
+        printf("FAIL %s\n", what);
+    }
+}
+
+static void test_status_strings(void)
+{
+    for (int s = 0; s <= PIT_ERR_INTERNAL; s++)
+        expect_true("status string names the code",
+                    strncmp(pit_status_string((pit_status)s), "PIT_", 4) == 0);
+    expect_true("unknown status", strstr(pit_status_string((pit_status)999), "UNKNOWN") != NULL);
+    expect_true("version", pit_version() == PIT_VERSION);
+    expect_true("dtype names", !strcmp(pit_dtype_name(PIT_BF16), "bf16") && pit_dtype_size(PIT_F16) == 2);
+}
+
+static void test_backend_errors(void)
+{
+    pit_context *ctx = (pit_context *)0x1;
+    expect_status("null ctx out", pit_context_create("opencl", 0, NULL), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("unknown backend", pit_context_create("nope", 0, &ctx), PIT_ERR_BACKEND_NOT_FOUND);
+    expect_true("ctx cleared on failure", ctx == NULL);
+    expect_true("message names the backend", strstr(pit_last_error(), "nope") != NULL);
+    int n = -1;
+    expect_status("device count null", pit_device_count("opencl", NULL), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("device count unknown", pit_device_count("vulkan", &n), PIT_ERR_BACKEND_NOT_FOUND);
+    pit_device_info info;
+    expect_status("device info null", pit_device_get_info("opencl", 0, NULL), PIT_ERR_INVALID_ARGUMENT);
+    setenv("PIT_BACKEND", "opencl:abc", 1);
+    expect_status("PIT_BACKEND bad index", pit_context_create(NULL, -1, &ctx), PIT_ERR_DEVICE_INDEX);
+    setenv("PIT_BACKEND", ":1", 1);
+    expect_status("PIT_BACKEND empty name", pit_context_create(NULL, -1, &ctx), PIT_ERR_BACKEND_NOT_FOUND);
+    unsetenv("PIT_BACKEND");
+    if (pit_device_count("opencl", &n) == PIT_SUCCESS && n > 0) {
+        expect_status("device index out of range", pit_context_create("opencl", n + 5, &ctx),
+                      PIT_ERR_DEVICE_INDEX);
+        expect_status("device info out of range", pit_device_get_info("opencl", n, &info),
+                      PIT_ERR_DEVICE_INDEX);
+    } else {
+        skipped += 2;
+    }
+    expect_status("destroy NULL ctx", pit_context_destroy(NULL), PIT_SUCCESS);
+}
+
+/* A shared library without pit_backend_register (libpit itself, copied under a
+ * plug-in's name) must be refused as not a plug-in; a junk file as not loadable. */
+static void test_fake_plugins(const char *libpit)
+{
+    char dir[] = "/tmp/pit-fake-XXXXXX";
+    if (!libpit || !mkdtemp(dir)) {
+        skipped += 2;
+        return;
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s/libpit-hip.so' && printf junk > '%s/libpit-cuda.so'", libpit,
+             dir, dir);
+    if (system(cmd) != 0) {
+        skipped += 2;
+        return;
+    }
+    const char *old = getenv("PIT_PLUGIN_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("PIT_PLUGIN_DIR", dir, 1);
+    pit_context *ctx = NULL;
+    expect_status("not a pit plug-in", pit_context_create("hip", 0, &ctx), PIT_ERR_BACKEND_INVALID);
+    expect_true("message says not a plug-in", strstr(pit_last_error(), "not a pit plug-in") != NULL);
+    expect_status("junk plug-in file", pit_context_create("cuda", 0, &ctx), PIT_ERR_BACKEND_NOT_FOUND);
+    expect_true("message names the file", strstr(pit_last_error(), "libpit-cuda.so") != NULL);
+    if (saved) {
+        setenv("PIT_PLUGIN_DIR", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("PIT_PLUGIN_DIR");
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        printf("note: could not remove %s\n", dir);
+}
+
+static void test_tensor_errors(pit_context *ctx)
+{
+    pit_tensor *t = NULL;
+    int64_t shape[5] = {4, 6, 1, 1, 1};
+    expect_status("tensor null shape", pit_tensor_create(ctx, PIT_F32, 2, NULL, &t), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("tensor rank 0", pit_tensor_create(ctx, PIT_F32, 0, shape, &t), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("tensor rank 5", pit_tensor_create(ctx, PIT_F32, 5, shape, &t), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("tensor bad dtype", pit_tensor_create(ctx, (pit_dtype)42, 2, shape, &t),
+                  PIT_ERR_UNSUPPORTED_DTYPE);
+    int64_t neg[2] = {4, -1};
+    expect_status("tensor negative dim", pit_tensor_create(ctx, PIT_F32, 2, neg, &t), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("tensor null ctx", pit_tensor_create(NULL, PIT_F32, 2, shape, &t), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("tensor null out", pit_tensor_create(ctx, PIT_F32, 2, shape, NULL), PIT_ERR_INVALID_ARGUMENT);
+
+    pit_tensor *base = NULL;
+    int64_t big[1] = {256};
+    expect_status("base tensor", pit_tensor_create(ctx, PIT_F32, 1, big, &base), PIT_SUCCESS);
+    if (!base)
+        return;
+    pit_tensor_desc d;
+    pit_tensor_get_desc(base, &d);
+    int64_t col_stride[2] = {6, 2};
+    expect_status("wrap innermost stride 2", pit_tensor_wrap(ctx, PIT_F32, 2, shape, col_stride, d.data, 0, &t),
+                  PIT_ERR_BAD_STRIDES);
+    int64_t overlap[2] = {3, 1};
+    expect_status("wrap overlapping rows", pit_tensor_wrap(ctx, PIT_F32, 2, shape, overlap, d.data, 0, &t),
+                  PIT_ERR_BAD_STRIDES);
+    expect_status("wrap misaligned offset", pit_tensor_wrap(ctx, PIT_F32, 2, shape, NULL, d.data, 2, &t),
+                  PIT_ERR_BAD_STRIDES);
+    expect_status("wrap null data", pit_tensor_wrap(ctx, PIT_F32, 2, shape, NULL, NULL, 0, &t),
+                  PIT_ERR_INVALID_ARGUMENT);
+    float host[24];
+    for (int i = 0; i < 24; i++)
+        host[i] = (float)i + 0.5f;
+    pit_tensor *w = NULL;
+    int64_t padded[2] = {8, 1};
+    expect_status("wrap padded rows", pit_tensor_wrap(ctx, PIT_F32, 2, shape, padded, d.data, 16, &w),
+                  PIT_SUCCESS);
+    expect_status("upload wrong size", pit_tensor_upload(w, NULL, host, 7), PIT_ERR_SHAPE_MISMATCH);
+    expect_status("upload null host", pit_tensor_upload(w, NULL, NULL, 96), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("upload strided", pit_tensor_upload(w, NULL, host, sizeof host), PIT_SUCCESS);
+    float back[24] = {0};
+    expect_status("download strided", pit_tensor_download(w, NULL, back, sizeof back), PIT_SUCCESS);
+    expect_true("strided round trip", memcmp(host, back, sizeof host) == 0);
+    expect_status("zero strided", pit_tensor_zero(w, NULL), PIT_SUCCESS);
+    pit_tensor_download(w, NULL, back, sizeof back);
+    expect_true("zeroed", back[0] == 0.0f && back[23] == 0.0f);
+    pit_tensor_destroy(w);
+    pit_tensor_destroy(base);
+    expect_status("destroy NULL tensor", pit_tensor_destroy(NULL), PIT_SUCCESS);
+}
+
+static int deleter_calls;
+static void count_delete(DLManagedTensor *m)
+{
+    (void)m;
+    deleter_calls++;
+}
+
+static void test_dlpack(pit_context *ctx)
+{
+    int64_t shape[2] = {3, 5};
+    pit_tensor *t = NULL, *u = NULL;
+    if (pit_tensor_create(ctx, PIT_BF16, 2, shape, &t) != PIT_SUCCESS)
+        return;
+    DLManagedTensor *m = NULL;
+    expect_status("to_dlpack", pit_tensor_to_dlpack(t, &m), PIT_SUCCESS);
+    expect_true("dlpack dtype bf16", m && m->dl_tensor.dtype.code == kDLBfloat && m->dl_tensor.dtype.bits == 16);
+    expect_true("dlpack shape", m && m->dl_tensor.ndim == 2 && m->dl_tensor.shape[1] == 5);
+    /* Re-import with our own deleter to see ownership pass to pit. */
+    DLManagedTensor in = *m;
+    in.deleter = count_delete;
+    expect_status("from_dlpack", pit_tensor_from_dlpack(ctx, &in, &u), PIT_SUCCESS);
+    pit_tensor_desc d;
+    pit_tensor_get_desc(u, &d);
+    expect_true("imported borrowed", d.owned == 0 && d.shape[0] == 3 && d.dtype == PIT_BF16);
+    pit_tensor_destroy(u);
+    expect_true("deleter called once", deleter_calls == 1);
+    DLManagedTensor bad = *m;
+    bad.dl_tensor.device.device_type = kDLCPU;
+    expect_status("dlpack wrong device", pit_tensor_from_dlpack(ctx, &bad, &u), PIT_ERR_INVALID_ARGUMENT);
+    bad = *m;
+    bad.dl_tensor.dtype.lanes = 4;
+    expect_status("dlpack lanes", pit_tensor_from_dlpack(ctx, &bad, &u), PIT_ERR_UNSUPPORTED_DTYPE);
+    bad = *m;
+    bad.dl_tensor.dtype.code = kDLComplex;
+    expect_status("dlpack complex", pit_tensor_from_dlpack(ctx, &bad, &u), PIT_ERR_UNSUPPORTED_DTYPE);
+    bad = *m;
+    bad.dl_tensor.ndim = 7;
+    expect_status("dlpack rank 7", pit_tensor_from_dlpack(ctx, &bad, &u), PIT_ERR_INVALID_ARGUMENT);
+    expect_true("deleter not called on failure", deleter_calls == 1);
+    m->deleter(m);
+    pit_tensor_destroy(t);
+}
+
+static void test_matmul_errors(pit_context *ctx, pit_context *other)
+{
+    int64_t a[2] = {8, 16}, b[2] = {16, 4}, c[2] = {8, 4}, wrong[2] = {15, 4};
+    pit_tensor *A = NULL, *B = NULL, *C = NULL, *Bw = NULL, *Ci = NULL, *Ch = NULL, *Co = NULL;
+    pit_tensor_create(ctx, PIT_F32, 2, a, &A);
+    pit_tensor_create(ctx, PIT_F32, 2, b, &B);
+    pit_tensor_create(ctx, PIT_F32, 2, c, &C);
+    pit_tensor_create(ctx, PIT_F32, 2, wrong, &Bw);
+    pit_tensor_create(ctx, PIT_I32, 2, c, &Ci);
+    pit_tensor_create(ctx, PIT_BF16, 2, c, &Ch);
+    if (other)
+        pit_tensor_create(other, PIT_F32, 2, c, &Co);
+    expect_status("matmul null ctx", pit_matmul(NULL, NULL, A, B, C, NULL, NULL), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("matmul null A", pit_matmul(ctx, NULL, NULL, B, C, NULL, NULL), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("matmul shape", pit_matmul(ctx, NULL, A, Bw, C, NULL, NULL), PIT_ERR_SHAPE_MISMATCH);
+    expect_status("matmul dtype mix", pit_matmul(ctx, NULL, A, B, Ch, NULL, NULL), PIT_ERR_UNSUPPORTED_DTYPE);
+    expect_status("matmul i32", pit_matmul(ctx, NULL, A, B, Ci, NULL, NULL), PIT_ERR_UNSUPPORTED_DTYPE);
+    expect_status("matmul C aliases A", pit_matmul(ctx, NULL, A, B, A, NULL, NULL), PIT_ERR_SHAPE_MISMATCH);
+    if (Co)
+        expect_status("matmul other context", pit_matmul(ctx, NULL, A, B, Co, NULL, NULL),
+                      PIT_ERR_CONTEXT_MISMATCH);
+    pit_matmul_options o = pit_matmul_options_default();
+    o.microtile = (pit_microtile){32, 1, PIT_AXIS_N};
+    expect_status("matmul axis not PI", pit_matmul(ctx, NULL, A, B, C, &o, NULL), PIT_ERR_INVALID_ARGUMENT);
+    o.microtile = (pit_microtile){-1, 1, PIT_AXIS_K};
+    expect_status("matmul negative micro-tile", pit_matmul(ctx, NULL, A, B, C, &o, NULL),
+                  PIT_ERR_INVALID_ARGUMENT);
+    o = pit_matmul_options_default();
+    o.sparse = (pit_sparse_operand)7;
+    expect_status("matmul bad sparse operand", pit_matmul(ctx, NULL, A, B, C, &o, NULL),
+                  PIT_ERR_INVALID_ARGUMENT);
+    /* An output view that overlaps A's memory. */
+    pit_tensor_desc d;
+    pit_tensor_get_desc(A, &d);
+    pit_tensor *alias = NULL;
+    pit_tensor_wrap(ctx, PIT_F32, 2, c, NULL, d.data, 16, &alias);
+    expect_status("matmul C overlaps A", pit_matmul(ctx, NULL, A, B, alias, NULL, NULL), PIT_ERR_ALIASING);
+    expect_status("dense C overlaps A", pit_matmul_dense(ctx, NULL, A, B, alias), PIT_ERR_ALIASING);
+    pit_stream *s = NULL;
+    if (other && pit_stream_create(other, &s) == PIT_SUCCESS) {
+        expect_status("stream of other context", pit_matmul(ctx, s, A, B, C, NULL, NULL),
+                      PIT_ERR_CONTEXT_MISMATCH);
+        expect_status("sync other stream", pit_synchronize(ctx, s), PIT_ERR_CONTEXT_MISMATCH);
+        pit_stream_destroy(s);
+    }
+    pit_tensor *list[] = {A, B, C, Bw, Ci, Ch, Co, alias};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
+        pit_tensor_destroy(list[i]);
+}
+
+int main(int argc, char **argv)
+{
+    test_status_strings();
+    test_backend_errors();
+    test_fake_plugins(argc > 1 ? argv[1] : NULL);
+    pit_context *ctx = NULL, *other = NULL;
+    if (pit_context_create("opencl", 0, &ctx) == PIT_SUCCESS) {
+        pit_context_create("opencl", 0, &other);
+        test_tensor_errors(ctx);
+        test_dlpack(ctx);
+        test_matmul_errors(ctx, other);
+        pit_context_destroy(other);
+        pit_context_destroy(ctx);
+    } else {
+        printf("skipped: tensor/operator checks need an OpenCL device: %s\n", pit_last_error());
+        skipped++;
+    }
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    return failed ? 1 : 0;
+}

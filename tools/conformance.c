@@ -1,0 +1,236 @@
+/*
+ * tools/conformance.c - `pit conformance`: runs every operator's cases on every
+ * device of every backend present (or the one PIT_BACKEND / --backend names),
+ * prints the device x operator matrix, exits non-zero on any failure.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+#include "tool.h"
+
+static const conf_op conf_ops[] = {
+    {"matmul", conf_matmul},
+};
+#define CONF_NOPS ((int)(sizeof conf_ops / sizeof conf_ops[0]))
+
+pit_status conf_upload(pit_tensor *t, const double *x, size_t n)
+{
+    pit_tensor_desc d;
+    pit_tensor_get_desc(t, &d);
+    size_t es = pit_dtype_size(d.dtype);
+    void *buf = malloc(n * es + 1);
+    if (!buf)
+        return PIT_ERR_OUT_OF_MEMORY;
+    pit_ref_from_double(d.dtype, x, n, buf);
+    pit_status s = pit_tensor_upload(t, NULL, buf, n * es);
+    free(buf);
+    return s;
+}
+
+pit_status conf_download(const pit_tensor *t, double *x, size_t n)
+{
+    pit_tensor_desc d;
+    pit_tensor_get_desc(t, &d);
+    size_t es = pit_dtype_size(d.dtype);
+    void *buf = malloc(n * es + 1);
+    if (!buf)
+        return PIT_ERR_OUT_OF_MEMORY;
+    pit_status s = pit_tensor_download(t, NULL, buf, n * es);
+    if (s == PIT_SUCCESS)
+        pit_ref_to_double(d.dtype, buf, n, x);
+    free(buf);
+    return s;
+}
+
+pit_status conf_poison(pit_tensor *t, size_t n)
+{
+    double *nan = malloc(n * sizeof(double) + 1);
+    if (!nan)
+        return PIT_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++)
+        nan[i] = NAN;
+    pit_status s = conf_upload(t, nan, n);
+    free(nan);
+    return s;
+}
+
+void conf_round(pit_dtype dt, double *x, size_t n)
+{
+    uint32_t tmp;
+    for (size_t i = 0; i < n; i++) {
+        pit_ref_from_double(dt, &x[i], 1, &tmp);
+        pit_ref_to_double(dt, &tmp, 1, &x[i]);
+    }
+}
+
+void conf_check(conf_tally *t, const conf_opts *o, const char *what, double err, double tol)
+{
+    int ok = err <= tol;
+    if (ok)
+        t->passed++;
+    else
+        t->failed++;
+    if (!ok || o->verbose)
+        printf("    %s %s: rel error %.3g (tolerance %.0e)\n", ok ? "pass" : "FAIL", what, err, tol);
+}
+
+void conf_call_failed(conf_tally *t, const char *what, pit_status s)
+{
+    t->failed++;
+    printf("    FAIL %s: %s: %s\n", what, pit_status_string(s), pit_last_error());
+}
+
+static int run_device(const char *backend, int index, const conf_opts *o, const char *only_op,
+                      conf_tally *out)
+{
+    pit_context *ctx = NULL;
+    pit_status s = pit_context_create(backend, index, &ctx);
+    if (s != PIT_SUCCESS) {
+        printf("  %s:%d FAILED to create a context: %s: %s\n", backend, index,
+               pit_status_string(s), pit_last_error());
+        out[0].failed++;
+        return 1;
+    }
+    pit_device_info d;
+    pit_context_get_info(ctx, &d);
+    printf("%s:%d  %s (%s)\n", backend, index, d.name, d.arch);
+    int failed = 0;
+    for (int i = 0; i < CONF_NOPS; i++) {
+        if (only_op && strcmp(only_op, conf_ops[i].name) != 0)
+            continue;
+        conf_tally *t = &out[i];
+        conf_ops[i].run(ctx, o, t);
+        printf("  %-10s %d passed, %d failed, %d skipped%s%s\n", conf_ops[i].name, t->passed,
+               t->failed, t->skipped, t->skip_reason[0] ? " - skipped: " : "", t->skip_reason);
+        failed |= t->failed > 0;
+    }
+    pit_context_destroy(ctx);
+    return failed;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: pit conformance [--quick] [--verbose] [--backend NAME] [--op NAME] [--seed N]\n"
+               "  runs every operator on every device present; PIT_BACKEND limits it to one\n");
+}
+
+typedef struct conf_row {
+    char device[160];
+    conf_tally t[CONF_NOPS];
+    int skipped_backend;
+    char reason[512];
+} conf_row;
+
+static void print_matrix(const conf_row *rows, int nrows)
+{
+    printf("\nconformance matrix (passed/failed/skipped):\n%-34s", "device");
+    for (int i = 0; i < CONF_NOPS; i++)
+        printf(" %-16s", conf_ops[i].name);
+    printf("\n");
+    for (int r = 0; r < nrows; r++) {
+        printf("%-34.34s", rows[r].device);
+        if (rows[r].skipped_backend) {
+            printf(" SKIPPED: %s\n", rows[r].reason);
+            continue;
+        }
+        for (int i = 0; i < CONF_NOPS; i++) {
+            char cell[48];
+            snprintf(cell, sizeof cell, "%d/%d/%d%s", rows[r].t[i].passed, rows[r].t[i].failed,
+                     rows[r].t[i].skipped, rows[r].t[i].failed ? " FAIL" : "");
+            printf(" %-16s", cell);
+        }
+        printf("\n");
+    }
+}
+
+int pit_cmd_conformance(int argc, char **argv)
+{
+    conf_opts o = {.seed = 1234};
+    const char *only_backend = getenv("PIT_BACKEND"), *only_op = NULL;
+    char backend_env[32] = "";
+    int env_index = -1;
+    if (only_backend && *only_backend) {
+        snprintf(backend_env, sizeof backend_env, "%s", only_backend);
+        char *colon = strchr(backend_env, ':');
+        if (colon) {
+            *colon = '\0';
+            env_index = atoi(colon + 1);
+        }
+        only_backend = backend_env;
+    } else {
+        only_backend = NULL;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            o.quick = 1;
+        else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v"))
+            o.verbose = 1;
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            only_backend = argv[++i];
+        else if (!strcmp(argv[i], "--op") && i + 1 < argc)
+            only_op = argv[++i];
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            o.seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+
+    conf_row rows[32];
+    int nrows = 0, any_failed = 0, ran = 0;
+    for (int b = 0; b < 3; b++) {
+        const char *name = pit_tool_backends[b];
+        if (only_backend && strcmp(only_backend, name) != 0)
+            continue;
+        int n = 0;
+        pit_status s = pit_device_count(name, &n);
+        if (s != PIT_SUCCESS || n == 0) {
+            conf_row *r = &rows[nrows++];
+            memset(r, 0, sizeof *r);
+            snprintf(r->device, sizeof r->device, "%s", name);
+            r->skipped_backend = 1;
+            snprintf(r->reason, sizeof r->reason, "%s", s != PIT_SUCCESS ? pit_last_error() : "no device");
+            printf("%s: SKIPPED: %s\n", name, r->reason);
+            /* A backend the user asked for by name must be there. */
+            if (only_backend)
+                any_failed = 1;
+            continue;
+        }
+        for (int i = 0; i < n && nrows < 32; i++) {
+            if (env_index >= 0 && only_backend && i != env_index)
+                continue;
+            conf_row *r = &rows[nrows++];
+            memset(r, 0, sizeof *r);
+            pit_device_info d;
+            pit_device_get_info(name, i, &d);
+            snprintf(r->device, sizeof r->device, "%s:%d %s", name, i, d.name);
+            any_failed |= run_device(name, i, &o, only_op, r->t);
+            ran++;
+        }
+    }
+    print_matrix(rows, nrows);
+    int passed = 0, failed = 0, skipped = 0;
+    for (int r = 0; r < nrows; r++) {
+        if (rows[r].skipped_backend) {
+            skipped++;
+            continue;
+        }
+        for (int i = 0; i < CONF_NOPS; i++) {
+            passed += rows[r].t[i].passed;
+            failed += rows[r].t[i].failed;
+            skipped += rows[r].t[i].skipped;
+        }
+    }
+    if (!ran) {
+        printf("no device ran the suite\n");
+        any_failed = 1;
+    }
+    printf("conformance: %d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    return any_failed || failed ? 1 : 0;
+}

@@ -1,0 +1,44 @@
+/* tools/conformance.h - the conformance suite: one table of operators, each
+ * running its cases on a context against the CPU reference in core. */
+#ifndef PIT_CONFORMANCE_H
+#define PIT_CONFORMANCE_H
+
+#include <stdio.h>
+
+#include "pit.h"
+#include "reference.h"
+
+typedef struct conf_tally {
+    int passed, failed, skipped;
+    char skip_reason[160];
+} conf_tally;
+
+typedef struct conf_opts {
+    int quick;
+    int verbose;
+    uint64_t seed;
+} conf_opts;
+
+typedef struct conf_op {
+    const char *name;
+    void (*run)(pit_context *ctx, const conf_opts *o, conf_tally *t);
+} conf_op;
+
+/* Every operator's cases; a new operator adds one line to the table in conformance.c. */
+void conf_matmul(pit_context *ctx, const conf_opts *o, conf_tally *t);
+
+/* Shared helpers for operator cases. */
+/* Uploads doubles converted to the tensor's dtype. */
+pit_status conf_upload(pit_tensor *t, const double *x, size_t n);
+/* Downloads and converts to doubles. */
+pit_status conf_download(const pit_tensor *t, double *x, size_t n);
+/* Fills a tensor with NaN so an element the operator did not write fails. */
+pit_status conf_poison(pit_tensor *t, size_t n);
+/* Rounds values through the dtype, as the device will see them. */
+void conf_round(pit_dtype dt, double *x, size_t n);
+/* Records one compared case; prints a line when it fails (or verbose). */
+void conf_check(conf_tally *t, const conf_opts *o, const char *what, double err, double tol);
+/* Records a case whose pit call failed. */
+void conf_call_failed(conf_tally *t, const char *what, pit_status s);
+
+#endif

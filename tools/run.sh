@@ -1,0 +1,44 @@
+#!/bin/sh
+# tools/run.sh - the README's two commands: set up a fresh machine, build, and
+#   run the main job:  sh tools/run.sh bench [pit bench options]
+#   run the tests:     sh tools/run.sh test
+# Installs Debian packages when run as root (or with sudo available), builds
+# every backend whose toolchain is present into ./build, then runs.
+set -eu
+cd "$(dirname "$0")/.."
+what="${1:-}"
+[ $# -gt 0 ] && shift
+case "$what" in bench|test) ;; *) echo "usage: sh tools/run.sh bench|test [options]" >&2; exit 2;; esac
+
+PACKAGES="cmake make gcc pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo \
+libclblast-dev libdlpack-dev gnuplot-nox valgrind hipcc libamdhip64-dev"
+
+install_packages() {
+    missing=""
+    for p in $PACKAGES; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+    done
+    [ -z "$missing" ] && return 0
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    echo "run.sh: installing:$missing" >&2
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+}
+
+if command -v apt-get >/dev/null 2>&1; then install_packages; fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPIT_WERROR=ON
+cmake --build build -j"$jobs"
+
+case "$what" in
+bench)
+    ./build/bin/pit info
+    exec ./build/bin/pit bench "$@"
+    ;;
+test)
+    cd build
+    exec ctest --output-on-failure --timeout 3000 "$@"
+    ;;
+esac
