@@ -143,6 +143,74 @@ typedef struct pit_backend {
                                const pit_tdesc *B, const pit_tdesc *C);
     /* Name of what matmul_dense uses ("cuBLAS", "CLBlast", "pit dense tile"). */
     const char *(*dense_name)(void *bctx);
+
+    /* ---- baselines and utilities for pit bench (may be NULL) -------------- */
+    /* Device-to-device copy, asynchronous on stream. */
+    pit_status (*mem_copy)(void *bctx, void *stream, void *dst, size_t dst_offset,
+                           const void *src, size_t src_offset, size_t bytes);
+    /* The vendor's sparse library on the same problem, the dense->sparse
+     * conversion included (the sparsity is dynamic): cuSPARSE CSR SpMM,
+     * rocSPARSE. Times with device events; C is written. */
+    pit_status (*vendor_sparse_matmul)(void *bctx, void *stream, const pit_tdesc *A,
+                                       const pit_tdesc *B, const pit_tdesc *C,
+                                       double *convert_ms, double *compute_ms);
+    /* The vendor's dense->sparse conversion alone: block 1 = CSR, else BSR
+     * with block x block blocks. */
+    pit_status (*vendor_convert)(void *bctx, void *stream, const pit_tdesc *A, int block,
+                                 double *ms);
+    const char *(*vendor_sparse_name)(void *bctx);
+
+    /* ---- operators of dynamic-sparse models (NULL: PIT_ERR_UNSUPPORTED) ---- *
+     * idx below is an index built by detect() on the pattern tensor with
+     * axis K and tile = the output micro-tile: group = row-block of the
+     * [M,N] pattern, entries = column-block indices. The pattern tensor itself
+     * is passed as `mask` for exact element masking inside a block. */
+
+    /* C = (A . B^T) masked, only the indexed blocks; every element of C is
+     * written (zeros outside the indexed blocks and where mask is 0). */
+    pit_status (*sddmm)(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *A,
+                        const pit_tdesc *B, const pit_tdesc *mask, const pit_tdesc *C);
+    /* Row softmax of scale*X over the indexed blocks where mask != 0; every
+     * element of Y written (0 outside; fully masked rows all 0). */
+    pit_status (*softmax_sparse)(void *bctx, void *stream, const pit_index *idx,
+                                 const pit_tdesc *X, const pit_tdesc *mask,
+                                 const pit_tdesc *Y, float scale);
+    /* dX = scale * Y * (dY - rowsum(dY*Y)) where mask != 0, 0 elsewhere. */
+    pit_status (*softmax_sparse_backward)(void *bctx, void *stream, const pit_index *idx,
+                                          const pit_tdesc *Y, const pit_tdesc *dY,
+                                          const pit_tdesc *mask, const pit_tdesc *dX,
+                                          float scale);
+    /* Fused attention over the block index (optional: when NULL core runs
+     * sddmm -> softmax_sparse -> matmul_sparse with the same index). */
+    pit_status (*attention_sparse)(void *bctx, void *stream, const pit_index *idx,
+                                   const pit_tdesc *Q, const pit_tdesc *K, const pit_tdesc *V,
+                                   const pit_tdesc *mask, const pit_tdesc *O, float scale);
+
+    /* MoE routing: fills idx (groups = experts, capacity = T*k, entries =
+     * token-slot t*k+j) from expert_ids [T,k] with atomics. Ids outside
+     * 0..groups-1 are skipped. Zeroes counts first. */
+    pit_status (*moe_route)(void *bctx, void *stream, const pit_tdesc *expert_ids,
+                            const pit_index *idx);
+    /* For each expert e and each listed token-slot s = t*k+j:
+     *   mode 0 (forward):  Y[t] (+)= gates[s] * X[t] . W[e]        X [T,H], W [E,H,N], Y [T,N]
+     *   mode 1 (dX):       Y[t] (+)= gates[s] * X[t] . W[e]^T      X = dY [T,N], Y = dX [T,H]
+     *   mode 2 (dW):       W[e] = sum_s gates[s] * X[t]^T . D[t]   X [T,H], D = Y arg [T,N], W = dW
+     *   mode 3 (dgates):   gates[s] = sum_n (X[t] . W[e])[n] * D[t][n]   D = Y arg; gates = dgates
+     * In modes 0 and 1, Y is zeroed by the backend then accumulated (k > 1)
+     * or stored (k == 1). In mode 2 every expert's dW is written (zeros for an
+     * expert with no token); in mode 3 every dgates slot (0 for skipped ids).
+     * gates may be NULL in modes 0-2 (all 1). */
+    pit_status (*moe_matmul)(void *bctx, void *stream, int mode, const pit_tile *tile,
+                             const pit_index *idx, int32_t max_entries, const pit_tdesc *X,
+                             const pit_tdesc *W, const pit_tdesc *gates, const pit_tdesc *Y);
+    /* C rows listed by idx (axis M, tile 1 x K: one group per batch, entries =
+     * row indices) = A rows . B; other rows zeroed unless keep_skipped. */
+    pit_status (*matmul_rows)(void *bctx, void *stream, const pit_tile *tile, const pit_index *idx,
+                              int32_t max_entries, const pit_tdesc *A, const pit_tdesc *B,
+                              const pit_tdesc *C, int keep_skipped);
+    /* Elementwise and layout helpers. */
+    pit_status (*relu)(void *bctx, void *stream, const pit_tdesc *X, const pit_tdesc *Y);
+    pit_status (*transpose)(void *bctx, void *stream, const pit_tdesc *X, const pit_tdesc *Y);
 } pit_backend;
 
 typedef const pit_backend *(*pit_backend_register_fn)(const pit_host *host);

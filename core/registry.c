@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -83,13 +84,14 @@ static int backend_slot(const char *name)
     return -1;
 }
 
-/* Tries <dir>/pit/libpit-NAME.so then <dir>/libpit-NAME.so; appends each
- * attempt and its dlerror to `tried` so a failure names every place. */
+/* Tries <dir>/pit/libpit-NAME.so then <dir>/libpit-NAME.so. A file that is
+ * absent is only named; a file that exists but does not load gets dlerror's
+ * reason, so a failure says every place looked and why. */
 static void *open_plugin(const char *name, char *tried, size_t tried_len, char *path,
                          size_t path_len)
 {
     const char *dir = pit_plugin_dir();
-    const char *layouts[] = {"%s/pit/libpit-%s.so", "%s/libpit-%s.so", "%s/../lib/libpit-%s.so"};
+    const char *layouts[] = {"%s/pit/libpit-%s.so", "%s/libpit-%s.so"};
     size_t used = 0;
     tried[0] = '\0';
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
@@ -98,8 +100,9 @@ static void *open_plugin(const char *name, char *tried, size_t tried_len, char *
         if (h)
             return h;
         const char *why = dlerror();
-        int n = snprintf(tried + used, tried_len - used, "%s%s (%s)", used ? "; " : "",
-                         path, why ? why : "unknown error");
+        int absent = access(path, F_OK) != 0;
+        int n = snprintf(tried + used, tried_len - used, "%s%s (%s)", used ? "; " : "", path,
+                         absent ? "absent" : why ? why : "unknown error");
         if (n > 0 && (size_t)n < tried_len - used)
             used += (size_t)n;
     }

@@ -225,7 +225,7 @@ int pit_microtile_slow(const pit_microtile *t, pit_dtype dtype)
  * which holds for the small tiles PIT gathers into and makes the penalty an
  * upper bound (L1 catches neighbouring columns at high density). Examples,
  * f32 (w = 8): 32x1 on a 32x64x32 tile 3.33, on 32x128x32 2.4; f16 (w = 16)
- * on 32x128x32 4.2.
+ * on 32x128x32 4.0.
  */
 double pit_slow_penalty(const pit_microtile *t, pit_dtype dtype, const pit_tile *tile)
 {

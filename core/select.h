@@ -151,8 +151,7 @@ const char *pit_tiledb_source(const pit_tiledb *db);
 /* Every problem met while loading, one "file:line: what" a line; "" if none. */
 const char *pit_tiledb_warnings(const pit_tiledb *db);
 /* The entries in use (after the per op/dtype fallback), for pit info/tune. */
-int pit_tiledb_count(const pit_tiledb *db);
-const pit_tiledb_entry *pit_tiledb_entry_at(const pit_tiledb *db, int i);
+const pit_tiledb_entry *pit_tiledb_entries(const pit_tiledb *db, int *count);
 /* The shipped family of a device ("nvidia-sm90", "amd-gfx9", "opencl-cpu"),
  * NULL when there is none. */
 const char *pit_tiledb_family(const pit_device_info *dev);

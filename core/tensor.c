@@ -239,6 +239,24 @@ PIT_API pit_status pit_tensor_download(const pit_tensor *t, pit_stream *stream, 
     return copy_rows(t, stream, host, bytes, 0);
 }
 
+/* Zeroes any byte range: fill32 for the 4-byte-aligned middle, small host
+ * writes for an unaligned head or tail (2-byte dtypes with odd counts). */
+static pit_status zero_bytes(pit_context *ctx, void *bs, void *mem, size_t off, size_t bytes)
+{
+    static const uint8_t zeros[4];
+    size_t head = (4 - off % 4) % 4;
+    if (head > bytes)
+        head = bytes;
+    if (head)
+        PIT_TRY(ctx->be->mem_write(ctx->bctx, bs, mem, off, zeros, head));
+    size_t mid = (bytes - head) & ~(size_t)3, tail = bytes - head - mid;
+    if (mid)
+        PIT_TRY(ctx->be->mem_fill32(ctx->bctx, bs, mem, off + head, 0, mid));
+    if (tail)
+        PIT_TRY(ctx->be->mem_write(ctx->bctx, bs, mem, off + head + mid, zeros, tail));
+    return PIT_SUCCESS;
+}
+
 PIT_API pit_status pit_tensor_zero(pit_tensor *t, pit_stream *stream)
 {
     pit_clear_error();
@@ -251,12 +269,10 @@ PIT_API pit_status pit_tensor_zero(pit_tensor *t, pit_stream *stream)
     if (extent == 0)
         return PIT_SUCCESS;
     if (is_contiguous(&t->d))
-        return ctx->be->mem_fill32(ctx->bctx, s->bs, t->d.mem, t->d.offset, 0, extent);
+        return zero_bytes(ctx, s->bs, t->d.mem, t->d.offset, extent);
     /* Strided: zero only the elements, never the gaps that may hold other data. */
     size_t es = pit_dtype_size(t->d.dtype);
     size_t row_bytes = (size_t)t->d.shape[t->d.rank - 1] * es;
-    if (row_bytes % 4 != 0)
-        return pit_error(PIT_ERR_UNSUPPORTED, "pit_tensor_zero: strided rows of %zu bytes", row_bytes);
     int64_t rows = pit_tensor_numel(&t->d) / t->d.shape[t->d.rank - 1];
     for (int64_t r = 0; r < rows; r++) {
         int64_t rem = r, off = 0;
@@ -264,8 +280,7 @@ PIT_API pit_status pit_tensor_zero(pit_tensor *t, pit_stream *stream)
             off += (rem % t->d.shape[i]) * t->d.strides[i];
             rem /= t->d.shape[i];
         }
-        PIT_TRY(ctx->be->mem_fill32(ctx->bctx, s->bs, t->d.mem, t->d.offset + (size_t)off * es, 0,
-                                    row_bytes));
+        PIT_TRY(zero_bytes(ctx, s->bs, t->d.mem, t->d.offset + (size_t)off * es, row_bytes));
     }
     return PIT_SUCCESS;
 }

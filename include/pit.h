@@ -313,6 +313,136 @@ PIT_API pit_status pit_matmul(pit_context *ctx, pit_stream *stream,
 PIT_API pit_status pit_matmul_dense(pit_context *ctx, pit_stream *stream,
                                     const pit_tensor *A, const pit_tensor *B, pit_tensor *C);
 
+/* ------------------------------------------------------------------------ */
+/* Operators of dynamic-sparse models                                       */
+/* ------------------------------------------------------------------------ */
+/* Pattern tensors ("mask") may be f32, f16, bf16 or i32: an element is in the
+ * pattern when it is non-zero (NaN counts as non-zero), so either a 0/1 mask or
+ * the values whose zeros define the pattern can be passed. A mask of rank 2
+ * applies to every batch; a mask of the operand's rank gives one per batch. */
+
+/* SDDMM (output-sparse matmul): C = (A . B^T) masked by pattern, computing only
+ * the non-zero block_rows x block_cols output micro-tiles (0, 0 = automatic).
+ * A [b,M,K] or [M,K], B [b,N,K] or [N,K], mask [M,N] or [b,M,N], C like mask's
+ * [b,M,N]. C is fully written: zero outside the pattern. f32, f16, bf16. */
+PIT_API pit_status pit_sddmm(pit_context *ctx, pit_stream *stream, const pit_tensor *A,
+                             const pit_tensor *B, const pit_tensor *mask, pit_tensor *C,
+                             int32_t block_rows, int32_t block_cols, pit_report *report);
+
+/* Sparse softmax along rows: Y = softmax(scale * X) over the entries where
+ * mask is non-zero; masked entries and fully masked rows give 0 (never NaN).
+ * X, Y [b,M,N] or [M,N], f32/f16/bf16 (f32 arithmetic). */
+PIT_API pit_status pit_sparse_softmax(pit_context *ctx, pit_stream *stream, const pit_tensor *X,
+                                      const pit_tensor *mask, pit_tensor *Y, float scale,
+                                      pit_report *report);
+
+/* Backward of pit_sparse_softmax: dX = scale * Y * (dY - rowsum(dY * Y)) on
+ * the pattern, 0 elsewhere. */
+PIT_API pit_status pit_sparse_softmax_backward(pit_context *ctx, pit_stream *stream,
+                                               const pit_tensor *Y, const pit_tensor *dY,
+                                               const pit_tensor *mask, pit_tensor *dX, float scale);
+
+/* Dynamic sparse attention: O = softmax(scale * Q K^T masked) V, with one
+ * block index of the mask (built on the device each call) reused by the
+ * SDDMM, the softmax and the sparse x dense product. Q, K [BH,L,D], V, O
+ * [BH,L,Dv], mask [L,L] or [BH,L,L]; block = micro-tile side (0 = 64).
+ * Rows with no allowed key give 0. */
+PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, const pit_tensor *Q,
+                                        const pit_tensor *K, const pit_tensor *V,
+                                        const pit_tensor *mask, pit_tensor *O, float scale,
+                                        int32_t block, pit_report *report);
+
+/* Mixture-of-Experts expert layer without padding: token t goes to experts
+ * expert_ids[t, j] (i32, [T,k]) with gate weights gates[t, j] (f32, [T,k]);
+ * Y[t] = sum_j gates[t,j] * X[t] . W[expert_ids[t,j]]. X [T,H], W [E,H,N],
+ * Y [T,N]. Tokens are gathered per expert on the device (SRead along M), all
+ * experts run in one launch, results are scattered back with the gate (SWrite).
+ * No capacity factor, no token dropped. An id outside 0..E-1 is skipped (the
+ * report's nonzero_tiles counts routed token-slots). */
+PIT_API pit_status pit_moe_forward(pit_context *ctx, pit_stream *stream, const pit_tensor *X,
+                                   const pit_tensor *expert_ids, const pit_tensor *gates,
+                                   const pit_tensor *W, pit_tensor *Y, pit_report *report);
+
+/* Backward of pit_moe_forward given dY [T,N]: dX [T,H], dW [E,H,N], dgates
+ * [T,k] (f32). Any output may be NULL to skip it. */
+PIT_API pit_status pit_moe_backward(pit_context *ctx, pit_stream *stream, const pit_tensor *X,
+                                    const pit_tensor *expert_ids, const pit_tensor *gates,
+                                    const pit_tensor *W, const pit_tensor *dY, pit_tensor *dX,
+                                    pit_tensor *dW, pit_tensor *dgates);
+
+/* Row-sparse matmul: C = A . B computing only the rows of A that have a
+ * non-zero (padding of variable-length batches, masked tokens). Skipped rows
+ * of C are set to zero, or left untouched when keep_skipped_rows is 1. */
+PIT_API pit_status pit_matmul_rows(pit_context *ctx, pit_stream *stream, const pit_tensor *A,
+                                   const pit_tensor *B, pit_tensor *C, int keep_skipped_rows,
+                                   pit_report *report);
+
+/* Y = max(X, 0) elementwise; Y may be X. */
+PIT_API pit_status pit_relu(pit_context *ctx, pit_stream *stream, const pit_tensor *X, pit_tensor *Y);
+
+/* ReLU-activation-sparse FFN (OPT): H = relu(X . W1) (dense), Y = H . W2 with
+ * PIT on the K axis of H, whose zeros are found after the ReLU. X [T,D], W1
+ * [D,F], W2 [F,D2], Y [T,D2]; H [T,F] is the caller's scratch (also useful
+ * for the backward). report describes the second, sparse product. */
+PIT_API pit_status pit_relu_ffn(pit_context *ctx, pit_stream *stream, const pit_tensor *X,
+                                const pit_tensor *W1, const pit_tensor *W2, pit_tensor *H,
+                                pit_tensor *Y, pit_report *report);
+
+/* Backward of C = A . B with A dynamically sparse: dA = (dC . B^T) restricted
+ * to A's pattern (an SDDMM on A's non-zero micro-tiles) and dB = A^T . dC (PIT
+ * on A's M axis). dA or dB may be NULL to skip it. */
+PIT_API pit_status pit_matmul_backward(pit_context *ctx, pit_stream *stream, const pit_tensor *A,
+                                       const pit_tensor *B, const pit_tensor *dC, pit_tensor *dA,
+                                       pit_tensor *dB);
+
+/* Y = X^T for the last two dimensions (a device copy). */
+PIT_API pit_status pit_transpose(pit_context *ctx, pit_stream *stream, const pit_tensor *X,
+                                 pit_tensor *Y);
+
+/* Magnitude pruning, for sparse training: zeroes the block_rows x block_cols
+ * blocks of W (rank 2) with the smallest L1 norm so that a fraction
+ * `sparsity` of the blocks is zero. In place; the pattern may change every
+ * step. Computed on the host from a device copy (pruning is not on the
+ * critical path of a step). */
+PIT_API pit_status pit_prune_magnitude(pit_context *ctx, pit_stream *stream, pit_tensor *W,
+                                       int32_t block_rows, int32_t block_cols, double sparsity);
+
+/* ------------------------------------------------------------------------ */
+/* Device timing and baselines (used by pit bench; useful to users too)     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pit_event pit_event;
+
+/* Records an event on the stream (CUDA/HIP event, OpenCL marker). The caller
+ * destroys it with pit_event_destroy. */
+PIT_API pit_status pit_event_record(pit_context *ctx, pit_stream *stream, pit_event **event);
+
+/* Milliseconds between two recorded events; waits for the second one. */
+PIT_API pit_status pit_event_elapsed_ms(pit_event *start, pit_event *end, double *ms);
+
+/* Releases an event. NULL is a no-op. */
+PIT_API pit_status pit_event_destroy(pit_event *event);
+
+/* Measures device-to-device copy bandwidth with `bytes` per copy (read + write
+ * bytes counted), median of `repeats` copies, in GB/s. PIT_ERR_UNSUPPORTED
+ * when the backend cannot copy device to device. */
+PIT_API pit_status pit_measure_copy_bandwidth(pit_context *ctx, size_t bytes, int repeats,
+                                              double *gbps);
+
+/* Runs the vendor's sparse library on C = A.B (A sparse), with the
+ * dense->sparse conversion included, and reports both parts in milliseconds
+ * and the library's name (static string). PIT_ERR_UNSUPPORTED when the
+ * backend has none (OpenCL). */
+PIT_API pit_status pit_vendor_sparse_matmul(pit_context *ctx, pit_stream *stream,
+                                            const pit_tensor *A, const pit_tensor *B,
+                                            pit_tensor *C, double *convert_ms,
+                                            double *compute_ms, const char **name);
+
+/* Times the vendor's dense->sparse conversion of A alone: block 1 = CSR,
+ * otherwise BSR with block x block blocks. */
+PIT_API pit_status pit_vendor_sparse_convert(pit_context *ctx, pit_stream *stream,
+                                             const pit_tensor *A, int block, double *ms);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,10 +1,220 @@
-/* tools/bench.c - `pit bench` (placeholder until the bench suites land). */
+/*
+ * tools/bench.c - `pit bench`: the paper's micro-benchmarks against the vendor
+ * baselines measured in the same run, as a table, JSON and a plot.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
 #include "tool.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: pit bench [--suite matmul|convert|select|all] [--quick] [--size N]\n"
+            "                 [--dtype f32,f16,bf16] [--repeats R] [--json FILE] [--plot FILE.png]\n"
+            "                 [--explain]\n"
+            "  matmul   M=N=K sparse matmul, micro-tiles 32x1, 1x64, 32x64 at sparsity\n"
+            "           0.5/0.9/0.95/0.99, against dense, the vendor sparse library and the floor\n"
+            "  convert  detection+index against the vendor's dense->sparse conversion\n"
+            "  select   host cost of a selection and the cost model's accuracy\n"
+            "On a CPU device the default is --quick (size 256).\n");
+}
+
+void bench_progress(const char *what, int done, int total)
+{
+    if (!isatty(2))
+        return;
+    int width = 30, filled = total ? done * width / total : width;
+    fprintf(stderr, "\r[%.*s%*s] %3d/%-3d %-40.40s", filled, "##############################",
+            width - filled, "", done, total, what);
+    if (done == total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n ? v[n / 2] : 0.0;
+}
+
+double bench_spread(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    if (n < 3 || v[n / 2] <= 0)
+        return 0.0;
+    return (v[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1] - v[n / 10]) / v[n / 2];
+}
+
+pit_status bench_time(pit_context *ctx, const bench_opts *o, bench_fn fn, void *arg, double *median_ms,
+                      double *spread)
+{
+    for (int i = 0; i < o->warmup; i++) {
+        pit_status w = fn(arg, i);
+        if (w != PIT_SUCCESS)
+            return w;
+    }
+    double *ms = calloc((size_t)o->repeats, sizeof *ms);
+    if (!ms)
+        return PIT_ERR_OUT_OF_MEMORY;
+    pit_status s = PIT_SUCCESS;
+    for (int i = 0; i < o->repeats && s == PIT_SUCCESS; i++) {
+        pit_event *e0 = NULL, *e1 = NULL;
+        s = pit_event_record(ctx, NULL, &e0);
+        if (s == PIT_SUCCESS)
+            s = fn(arg, i);
+        if (s == PIT_SUCCESS)
+            s = pit_event_record(ctx, NULL, &e1);
+        if (s == PIT_SUCCESS)
+            s = pit_event_elapsed_ms(e0, e1, &ms[i]);
+        pit_event_destroy(e0);
+        pit_event_destroy(e1);
+    }
+    if (s == PIT_SUCCESS) {
+        *spread = bench_spread(ms, o->repeats);
+        *median_ms = bench_median(ms, o->repeats);
+    }
+    free(ms);
+    return s;
+}
+
+static int parse_dtypes(const char *list, int *mask)
+{
+    *mask = 0;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (!strcmp(tok, "f32"))
+            *mask |= 1 << PIT_F32;
+        else if (!strcmp(tok, "f16"))
+            *mask |= 1 << PIT_F16;
+        else if (!strcmp(tok, "bf16"))
+            *mask |= 1 << PIT_BF16;
+        else
+            return -1;
+    }
+    return *mask ? 0 : -1;
+}
+
+static int parse_args(int argc, char **argv, bench_opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--quick"))
+            o->quick = 1;
+        else if (!strcmp(a, "--explain"))
+            o->explain = 1;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            return 1;
+        else if (v && !strcmp(a, "--suite"))
+            o->suite = argv[++i];
+        else if (v && !strcmp(a, "--size"))
+            o->size = atoll(argv[++i]);
+        else if (v && !strcmp(a, "--repeats"))
+            o->repeats = atoi(argv[++i]);
+        else if (v && !strcmp(a, "--json"))
+            o->json_path = argv[++i];
+        else if (v && !strcmp(a, "--plot"))
+            o->plot_path = argv[++i];
+        else if (v && !strcmp(a, "--dtype")) {
+            if (parse_dtypes(argv[++i], &o->dtype_mask) != 0)
+                return -1;
+        } else
+            return -1;
+    }
+    if (o->size < 0 || o->repeats < 0)
+        return -1;
+    return 0;
+}
+
+static void write_header(FILE *json, const pit_device_info *d, const bench_opts *o)
+{
+    time_t now = time(NULL);
+    char when[64];
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    fprintf(json, "{\n  \"pit_version\": \"%d.%d.%d\",\n  \"commit\": \"%s\",\n  \"date\": \"%s\",\n",
+            PIT_VERSION_MAJOR, PIT_VERSION_MINOR, PIT_VERSION_PATCH,
+            getenv("PIT_COMMIT") ? getenv("PIT_COMMIT") : "unknown", when);
+    fprintf(json, "  \"device\": {\"backend\": \"%s\", \"name\": \"%s\", \"vendor\": \"%s\", \"arch\": \"%s\", "
+                  "\"driver\": \"%s\", \"compute_units\": %d},\n",
+            d->backend, d->name, d->vendor, d->arch, d->driver_version, d->compute_units);
+    fprintf(json, "  \"options\": {\"size\": %lld, \"repeats\": %d, \"warmup\": %d, \"sets\": %d, "
+                  "\"quick\": %d},\n",
+            (long long)o->size, o->repeats, o->warmup, o->sets, o->quick);
+}
 
 int pit_cmd_bench(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "pit bench: not built yet\n");
-    return 1;
+    bench_opts o = {.suite = "matmul", .dtype_mask = 0};
+    int pr = parse_args(argc, argv, &o);
+    if (pr != 0) {
+        usage(pr > 0 ? stdout : stderr);
+        return pr > 0 ? 0 : 2;
+    }
+    pit_context *ctx = NULL;
+    pit_status s = pit_context_create(NULL, -1, &ctx);
+    if (s != PIT_SUCCESS)
+        return pit_tool_fail("no device to bench", s);
+    pit_device_info d;
+    pit_context_get_info(ctx, &d);
+    int cpu = strstr(d.arch, "cpu") != NULL;
+    if (cpu && !o.size && !o.quick) {
+        fprintf(stderr, "pit bench: %s is a CPU device: using --quick\n", d.name);
+        o.quick = 1;
+    }
+    if (!o.size)
+        o.size = o.quick ? 256 : 4096;
+    if (!o.repeats)
+        o.repeats = o.quick ? 5 : 20;
+    o.warmup = o.quick ? 1 : 3;
+    o.sets = o.quick ? 2 : 3;
+    if (!o.dtype_mask)
+        o.dtype_mask = (1 << PIT_F32) | (d.has_f16 ? 1 << PIT_F16 : 0) | (d.has_bf16 ? 1 << PIT_BF16 : 0);
+    printf("pit bench on %s:%d %s (%s, driver %s), size %lld, median of %d\n", d.backend,
+           d.device_index, d.name, d.arch, d.driver_version, (long long)o.size, o.repeats);
+
+    FILE *json = NULL;
+    if (o.json_path) {
+        json = fopen(o.json_path, "w");
+        if (!json) {
+            fprintf(stderr, "pit bench: cannot write %s\n", o.json_path);
+            pit_context_destroy(ctx);
+            return 1;
+        }
+        write_header(json, &d, &o);
+    }
+    int all = !strcmp(o.suite, "all"), rc = 0, ran = 0;
+    if (all || !strcmp(o.suite, "matmul")) {
+        rc |= bench_matmul_suite(ctx, &o, json);
+        ran = 1;
+    }
+    if (all || !strcmp(o.suite, "convert")) {
+        rc |= bench_convert_suite(ctx, &o, json);
+        ran = 1;
+    }
+    if (all || !strcmp(o.suite, "select")) {
+        rc |= bench_select_suite(ctx, &o, json);
+        ran = 1;
+    }
+    if (json) {
+        fprintf(json, "  \"end\": true\n}\n");
+        fclose(json);
+    }
+    pit_context_destroy(ctx);
+    if (!ran) {
+        usage(stderr);
+        return 2;
+    }
+    return rc;
 }

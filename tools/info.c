@@ -46,6 +46,7 @@ int pit_cmd_info(int argc, char **argv)
     const char *env = getenv("PIT_BACKEND");
     printf("selection: %s\n", env && *env ? "PIT_BACKEND is set" :
                               "PIT_BACKEND unset: first backend with a device (cuda, hip, opencl)");
+    fflush(stdout);
     if (env && *env)
         printf("  PIT_BACKEND=%s\n", env);
     pit_context *ctx = NULL;

@@ -48,6 +48,17 @@ const char *ocl_error_name(cl_int err)
     }
 }
 
+/* Copies src into out (cap bytes), truncating; intended where vendor strings
+ * may be longer than pit's fixed fields. */
+static void copy_truncated(char *out, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, src, n);
+    out[n] = '\0';
+}
+
 static const char *base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -141,7 +152,7 @@ static pit_status device_string(cl_device_id d, cl_device_info what, const char 
     size_t got = 0;
     OCL_TRY(OCL_CHECK(label, clGetDeviceInfo(d, what, sizeof buf - 1, buf, &got)));
     buf[got < sizeof buf ? got : sizeof buf - 1] = '\0';
-    snprintf(out, cap, "%s", buf);
+    copy_truncated(out, cap, buf);
     return PIT_SUCCESS;
 }
 
@@ -221,7 +232,13 @@ static pit_status query_context_limits(ocl_ctx *c)
                       clGetPlatformInfo(c->platform, CL_PLATFORM_VERSION, sizeof platform - 1,
                                         platform, &got)));
     platform[got < sizeof platform ? got : sizeof platform - 1] = '\0';
-    snprintf(c->identity, sizeof c->identity, "%s|%s|%s|%s", name, driver, version, platform);
+    /* The disk cache key: a new driver or device never reuses old binaries. */
+    const char *parts[] = {name, "|", driver, "|", version, "|", platform};
+    c->identity[0] = '\0';
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; ++i) {
+        size_t used = strlen(c->identity);
+        copy_truncated(c->identity + used, sizeof c->identity - used, parts[i]);
+    }
     c->cl_version = parse_cl_version(version);
     c->has_fp16 = device_has_extension(c->device, "cl_khr_fp16");
     cl_ulong local = 0;

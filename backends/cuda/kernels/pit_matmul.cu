@@ -65,7 +65,7 @@ constexpr int B_ITERS = (B_UNITS + THREADS - 1) / THREADS;
 
 /* ---- CUDA-core register block: TM x TN per thread, as square as possible */
 constexpr int CC_OUT = (BM * BN) / THREADS;
-constexpr int cc_pick_tm()
+__host__ __device__ constexpr int cc_pick_tm()
 {
     int best = 0, bestd = 1 << 30;
     for (int tm = 1; tm <= 16; tm *= 2) {
@@ -82,7 +82,7 @@ constexpr int CC_TN = TC ? 1 : CC_OUT / (CC_TM ? CC_TM : 1);
 
 /* ---- tensor-core warp layout: WM x WN warps, warp tile WTM x WTN */
 constexpr int WARPS = THREADS / PIT_WARP;
-constexpr int tc_pick_wm()
+__host__ __device__ constexpr int tc_pick_wm()
 {
     int best = 0, bestd = 1 << 30;
     for (int wm = 1; wm <= WARPS; ++wm) {

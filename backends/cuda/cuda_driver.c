@@ -1,0 +1,108 @@
+/*
+ * cuda_driver.c - libcuda.so.1 loaded at init with dlopen: the plug-in links
+ * no driver, so it loads (and reports "no CUDA driver") where none exists.
+ */
+#include "cuda_driver.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+pit_cu_api pit_cu;
+const pit_host *pit_cuda_host;
+static void *driver_lib;
+
+const char *pit_cuda_basename(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+pit_status pit_cu_fail(CUresult r, const char *what, const char *file, int line)
+{
+    const char *name = NULL;
+    if (!pit_cu.GetErrorName || pit_cu.GetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "CUDA_ERROR_?";
+    pit_status st = r == CUDA_ERROR_OUT_OF_MEMORY ? PIT_ERR_OUT_OF_MEMORY : PIT_ERR_BACKEND;
+    return pit_cuda_host->error(st, "%s failed: %d %s at %s:%d", what, (int)r, name,
+                                pit_cuda_basename(file), line);
+}
+
+/* One entry: where in the table, and the exported (versioned) symbol. */
+typedef struct symbol {
+    void **slot;
+    const char *name;
+} symbol;
+
+#define SYM(field, sym) {(void **)&pit_cu.field, sym}
+
+pit_status pit_cuda_driver_load(void)
+{
+    const symbol symbols[] = {
+        SYM(Init, "cuInit"),
+        SYM(DriverGetVersion, "cuDriverGetVersion"),
+        SYM(DeviceGetCount, "cuDeviceGetCount"),
+        SYM(DeviceGet, "cuDeviceGet"),
+        SYM(DeviceGetName, "cuDeviceGetName"),
+        SYM(DeviceGetAttribute, "cuDeviceGetAttribute"),
+        SYM(DeviceTotalMem, "cuDeviceTotalMem_v2"),
+        SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+        SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+        SYM(CtxPushCurrent, "cuCtxPushCurrent_v2"),
+        SYM(CtxPopCurrent, "cuCtxPopCurrent_v2"),
+        SYM(StreamCreate, "cuStreamCreate"),
+        SYM(StreamDestroy, "cuStreamDestroy_v2"),
+        SYM(StreamSynchronize, "cuStreamSynchronize"),
+        SYM(MemAlloc, "cuMemAlloc_v2"),
+        SYM(MemFree, "cuMemFree_v2"),
+        SYM(MemAllocAsync, "cuMemAllocAsync"),
+        SYM(MemFreeAsync, "cuMemFreeAsync"),
+        SYM(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
+        SYM(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+        SYM(MemsetD32Async, "cuMemsetD32Async"),
+        SYM(EventCreate, "cuEventCreate"),
+        SYM(EventRecord, "cuEventRecord"),
+        SYM(EventSynchronize, "cuEventSynchronize"),
+        SYM(EventElapsedTime, "cuEventElapsedTime"),
+        SYM(EventDestroy, "cuEventDestroy_v2"),
+        SYM(ModuleLoadData, "cuModuleLoadData"),
+        SYM(ModuleUnload, "cuModuleUnload"),
+        SYM(ModuleGetFunction, "cuModuleGetFunction"),
+        SYM(ModuleGetGlobal, "cuModuleGetGlobal_v2"),
+        SYM(MemcpyDtoH, "cuMemcpyDtoH_v2"),
+        SYM(FuncSetAttribute, "cuFuncSetAttribute"),
+        SYM(LaunchKernel, "cuLaunchKernel"),
+        SYM(GetErrorName, "cuGetErrorName"),
+    };
+    memset(&pit_cu, 0, sizeof pit_cu);
+    driver_lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!driver_lib) {
+        const char *e = dlerror();
+        return pit_cuda_host->error(PIT_ERR_NO_DEVICE, "no CUDA driver (libcuda.so.1: %s)",
+                                    e ? e : "not found");
+    }
+    for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; ++i) {
+        /* POSIX guarantees data and function pointers convert through dlsym */
+        *symbols[i].slot = dlsym(driver_lib, symbols[i].name);
+        if (!*symbols[i].slot) {
+            pit_cuda_driver_unload();
+            return pit_cuda_host->error(PIT_ERR_NO_DEVICE,
+                                        "no usable CUDA driver (libcuda.so.1 lacks %s: driver too old)",
+                                        symbols[i].name);
+        }
+    }
+    CUresult r = pit_cu.Init(0);
+    if (r != CUDA_SUCCESS) {
+        const char *name = "?";
+        pit_cu.GetErrorName(r, &name);
+        pit_cuda_driver_unload();
+        return pit_cuda_host->error(PIT_ERR_NO_DEVICE, "no CUDA device (cuInit failed: %d %s)", (int)r, name);
+    }
+    return PIT_SUCCESS;
+}
+
+void pit_cuda_driver_unload(void)
+{
+    if (driver_lib) dlclose(driver_lib);
+    driver_lib = NULL;
+    memset(&pit_cu, 0, sizeof pit_cu);
+}

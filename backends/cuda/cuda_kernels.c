@@ -1,0 +1,259 @@
+/*
+ * cuda_kernels.c - kernel variants: names, embedded sources, -D defines,
+ * the tile validity rules and the one table of variants CI compiles.
+ */
+#include "cuda_kernels.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "pit_cuda_sources.h" /* generated from kernels/ at build time */
+
+const char *pit_cuda_kernel_name(pit_cuda_kernel_kind kind)
+{
+    switch (kind) {
+    case PIT_CUDA_DETECT: return "pit_detect";
+    case PIT_CUDA_MATMUL: return "pit_matmul";
+    case PIT_CUDA_ZERO: return "pit_zero_f32";
+    case PIT_CUDA_CONVERT: return "pit_convert_f32";
+    }
+    return "?";
+}
+
+const char *pit_cuda_kernel_source(pit_cuda_kernel_kind kind)
+{
+    switch (kind) {
+    case PIT_CUDA_DETECT: return pit_cuda_src_pit_detect_cu;
+    case PIT_CUDA_MATMUL: return pit_cuda_src_pit_matmul_cu;
+    case PIT_CUDA_ZERO:
+    case PIT_CUDA_CONVERT: return pit_cuda_src_pit_util_cu;
+    }
+    return NULL;
+}
+
+int pit_cuda_kernel_headers(const char *const **sources, const char *const **names)
+{
+    static const char *const header_names[] = {"pit_port.cuh"};
+    static const char *header_sources[1];
+    header_sources[0] = pit_cuda_src_pit_port_cuh;
+    *sources = header_sources;
+    *names = header_names;
+    return 1;
+}
+
+char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size)
+{
+    int dt = (int)v->dtype;
+    switch (v->kind) {
+    case PIT_CUDA_DETECT:
+        snprintf(buf, size, "-DPIT_DTYPE=%d -DVEC=%d -DDETECT_H=%d -DDETECT_TW=%d", dt, v->vec,
+                 PIT_CUDA_DETECT_H, PIT_CUDA_DETECT_TW);
+        break;
+    case PIT_CUDA_MATMUL:
+        snprintf(buf, size,
+                 "-DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DTHREADS=%d -DSTAGES=%d -DTC=%d "
+                 "-DAXIS=%d -DMT_ROWS=%d -DMT_COLS=%d -DA_VEC=%d -DB_VEC=%d",
+                 dt, v->tile.bm, v->tile.bn, v->tile.bk, v->tile.threads, v->tile.stages,
+                 v->tile.tensor_core ? 1 : 0, (int)v->axis, v->mt_rows, v->mt_cols, v->a_vec,
+                 v->b_vec);
+        break;
+    case PIT_CUDA_ZERO:
+    case PIT_CUDA_CONVERT:
+        snprintf(buf, size, "-DPIT_DTYPE=%d", dt);
+        break;
+    }
+    return buf;
+}
+
+/* ---- tile rules: mirror the constexpr pickers of pit_matmul.cu ---------- */
+static int cuda_core_layout_exists(int bm, int bn, int threads)
+{
+    if ((bm * bn) % threads) return 0;
+    int out = bm * bn / threads;
+    for (int tm = 1; tm <= 16; tm *= 2) {
+        if (bm % tm || out % tm) continue;
+        int tn = out / tm;
+        if (tn >= 1 && bn % tn == 0 && (bm / tm) * (bn / tn) == threads) return 1;
+    }
+    return 0;
+}
+
+static int tensor_core_layout_exists(int bm, int bn, int threads)
+{
+    int warps = threads / 32;
+    for (int wm = 1; wm <= warps; ++wm) {
+        if (warps % wm || bm % wm) continue;
+        int wn = warps / wm;
+        if (bn % wn) continue;
+        if ((bm / wm) % 16 == 0 && (bn / wn) % 16 == 0) return 1;
+    }
+    return 0;
+}
+
+static int tile_smem_bytes(pit_dtype dtype, const pit_tile *t)
+{
+    int stages = t->stages < 2 ? 2 : t->stages;
+    if (t->tensor_core) return stages * (t->bm * (t->bk + 8) + t->bk * (t->bn + 8)) * 2;
+    (void)dtype;
+    return stages * (t->bk * (t->bm + 4) + t->bk * (t->bn + 4)) * 4;
+}
+
+int pit_cuda_tile_valid(pit_dtype dtype, const pit_tile *t, const char **why)
+{
+    const char *dummy;
+    if (!why) why = &dummy;
+    if (t->bm < 1 || t->bn < 1 || t->bk < 1 || t->bm > 256 || t->bn > 256 || t->bk > 128) {
+        *why = "tile sizes outside 1..256 (bk 1..128)";
+        return 0;
+    }
+    if (t->threads < 32 || t->threads > 1024 || t->threads % 32) {
+        *why = "threads must be a multiple of 32 in 32..1024";
+        return 0;
+    }
+    if (t->stages > 8) {
+        *why = "at most 8 pipeline stages";
+        return 0;
+    }
+    if (t->tensor_core) {
+        if (dtype == PIT_F32) {
+            *why = "tensor-core tiles take f16/bf16";
+            return 0;
+        }
+        if (t->bk % 16 || t->bn % 16 || !tensor_core_layout_exists(t->bm, t->bn, t->threads)) {
+            *why = "no warp layout: warp tiles must be multiples of 16x16";
+            return 0;
+        }
+        int acc = (t->bm * t->bn) / t->threads;
+        if (acc > 128) {
+            *why = "more than 128 accumulators per thread";
+            return 0;
+        }
+    } else {
+        if (!cuda_core_layout_exists(t->bm, t->bn, t->threads)) {
+            *why = "no thread layout: bm*bn/threads must split into a TMxTN block";
+            return 0;
+        }
+        if ((t->bm * t->bn) / t->threads > 128) {
+            *why = "more than 128 accumulators per thread";
+            return 0;
+        }
+    }
+    if (tile_smem_bytes(dtype, t) > 227 * 1024) {
+        *why = "shared memory above 227 KB";
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- the one table of variants CI compiles ------------------------------ */
+/* Dense tiles the backend supports, per compute path. threads follow the
+ * tile area (4 warps up to 64x64, 8 above). */
+static const int menu_bm[] = {32, 64, 128};
+static const int menu_bn[] = {64, 128};
+static const int menu_bk_cc[] = {8, 16, 32};
+static const int menu_bk_tc[] = {32, 64};
+static const int menu_stages_tc[] = {2, 3, 4};
+/* extra row-chunk heights for axis M (gathered rows) */
+static const int menu_bm_axis_m[] = {1, 16};
+
+static int menu_threads(int bm, int bn)
+{
+    if (bm * bn >= 8192) return 256;
+    if (bm * bn <= 128) return 64;
+    return 128;
+}
+
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int emit_matmul(pit_dtype dt, const pit_tile *t, pit_axis axis, int mt_rows, int mt_cols,
+                       int a_vec, int b_vec, pit_cuda_variant_fn fn, void *user)
+{
+    pit_cuda_variant v;
+    memset(&v, 0, sizeof v);
+    v.kind = PIT_CUDA_MATMUL;
+    v.dtype = dt;
+    v.tile = *t;
+    v.axis = axis;
+    v.mt_rows = mt_rows;
+    v.mt_cols = mt_cols;
+    v.a_vec = a_vec;
+    v.b_vec = b_vec;
+    if (!pit_cuda_tile_valid(dt, t, NULL)) return 0;
+    fn(&v, user);
+    return 1;
+}
+
+/* The three micro-tiles of the paper for one tile: k32x64-like, k32x1-like
+ * (element gather of A), m1x64. */
+static int emit_tile(pit_dtype dt, const pit_tile *t, pit_cuda_variant_fn fn, void *user)
+{
+    int n = 0;
+    n += emit_matmul(dt, t, PIT_AXIS_K, t->bm, 64, 1, 1, fn, user);
+    n += emit_matmul(dt, t, PIT_AXIS_K, t->bm, 1, 0, 1, fn, user);
+    n += emit_matmul(dt, t, PIT_AXIS_M, 1, 64, 1, 1, fn, user);
+    return n;
+}
+
+static int emit_dtype(pit_dtype dt, int arch, pit_cuda_variant_fn fn, void *user)
+{
+    int tc = dt != PIT_F32 && arch >= 80;
+    int n = 0;
+    for (int i = 0; i < COUNT(menu_bm); ++i) {
+        for (int j = 0; j < COUNT(menu_bn); ++j) {
+            pit_tile t = {menu_bm[i], menu_bn[j], 0, menu_threads(menu_bm[i], menu_bn[j]), 2, tc};
+            if (!tc) {
+                for (int k = 0; k < COUNT(menu_bk_cc); ++k) {
+                    t.bk = menu_bk_cc[k];
+                    n += emit_tile(dt, &t, fn, user);
+                }
+                continue;
+            }
+            for (int k = 0; k < COUNT(menu_bk_tc); ++k) {
+                for (int s = 0; s < COUNT(menu_stages_tc); ++s) {
+                    t.bk = menu_bk_tc[k];
+                    t.stages = menu_stages_tc[s];
+                    n += emit_tile(dt, &t, fn, user);
+                }
+            }
+        }
+    }
+    /* axis M row chunks below the menu, and one unaligned (scalar) variant */
+    for (int i = 0; i < COUNT(menu_bm_axis_m); ++i) {
+        for (int j = 0; j < COUNT(menu_bn); ++j) {
+            int bm = menu_bm_axis_m[i], bn = menu_bn[j];
+            pit_tile t = {bm, bn, 32, menu_threads(bm, bn), 2, tc && bm >= 16};
+            n += emit_matmul(dt, &t, PIT_AXIS_M, 1, 64, 1, 1, fn, user);
+        }
+    }
+    pit_tile t = {32, 64, 32, 128, 2, tc};
+    n += emit_matmul(dt, &t, PIT_AXIS_K, 32, 1, 0, 0, fn, user);
+    n += emit_matmul(dt, &t, PIT_AXIS_M, 1, 64, 0, 0, fn, user);
+    return n;
+}
+
+int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
+{
+    static const pit_dtype dtypes[] = {PIT_F32, PIT_F16, PIT_BF16};
+    int n = 0;
+    for (int d = 0; d < COUNT(dtypes); ++d) {
+        pit_cuda_variant v;
+        memset(&v, 0, sizeof v);
+        v.dtype = dtypes[d];
+        v.kind = PIT_CUDA_DETECT;
+        v.vec = 1;
+        fn(&v, user);
+        v.vec = 16 / (int)(dtypes[d] == PIT_F32 ? 4 : 2);
+        fn(&v, user);
+        v.kind = PIT_CUDA_CONVERT;
+        v.vec = 0;
+        fn(&v, user);
+        n += 3;
+        n += emit_dtype(dtypes[d], arch, fn, user);
+    }
+    pit_cuda_variant z;
+    memset(&z, 0, sizeof z);
+    z.kind = PIT_CUDA_ZERO;
+    z.dtype = PIT_F32;
+    fn(&z, user);
+    return n + 1;
+}

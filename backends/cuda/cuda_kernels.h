@@ -1,0 +1,57 @@
+/*
+ * cuda_kernels.h - the kernel variants of the CUDA backend: which kernels
+ * exist, which -D defines select a variant, which tiles are valid, and the
+ * one table of variants CI compiles. Shared by the plug-in and by
+ * pit-nvrtc-check; needs neither a driver nor a device.
+ */
+#ifndef PIT_CUDA_KERNELS_H
+#define PIT_CUDA_KERNELS_H
+
+#include <stddef.h>
+
+#include "backend.h"
+
+typedef enum pit_cuda_kernel_kind {
+    PIT_CUDA_DETECT = 0,  /* pit_detect.cu: pit_detect             */
+    PIT_CUDA_MATMUL = 1,  /* pit_matmul.cu: pit_matmul             */
+    PIT_CUDA_ZERO = 2,    /* pit_util.cu:   pit_zero_f32           */
+    PIT_CUDA_CONVERT = 3  /* pit_util.cu:   pit_convert_f32        */
+} pit_cuda_kernel_kind;
+
+/* Detection region of one CTA: DETECT_H rows x DETECT_TW vectors. */
+#define PIT_CUDA_DETECT_H 32
+#define PIT_CUDA_DETECT_TW 64
+#define PIT_CUDA_DETECT_THREADS 256
+#define PIT_CUDA_DETECT_MAX 8
+
+/* Everything that selects one compiled kernel. */
+typedef struct pit_cuda_variant {
+    pit_cuda_kernel_kind kind;
+    pit_dtype dtype;
+    int vec;              /* detect: elements per load (1 or 16/elem) */
+    pit_tile tile;        /* matmul: bm (== micro rows on axis K), bn, bk, threads, stages, tc */
+    pit_axis axis;        /* matmul: K or M */
+    int mt_rows, mt_cols; /* matmul: micro-tile */
+    int a_vec, b_vec;     /* matmul: 16-byte vector loads allowed */
+} pit_cuda_variant;
+
+/* The kernel's entry point and its embedded source. */
+const char *pit_cuda_kernel_name(pit_cuda_kernel_kind kind);
+const char *pit_cuda_kernel_source(pit_cuda_kernel_kind kind);
+/* Headers the sources include, for nvrtcCreateProgram. */
+int pit_cuda_kernel_headers(const char *const **sources, const char *const **names);
+
+/* The -D defines of a variant as one string ("-DPIT_DTYPE=1 -DBM=32 ..."),
+ * written into buf; returns buf. The JIT splits it at spaces. */
+char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size);
+
+/* 1 when the kernel sources accept this matmul tile (the same rules as the
+ * static_asserts and layout pickers of pit_matmul.cu); why says what fails. */
+int pit_cuda_tile_valid(pit_dtype dtype, const pit_tile *t, const char **why);
+
+/* Every variant CI compiles for arch (sm_XY as XY). Calls fn for each;
+ * returns how many. Tensor-core variants only for arch >= 80. */
+typedef void (*pit_cuda_variant_fn)(const pit_cuda_variant *v, void *user);
+int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user);
+
+#endif /* PIT_CUDA_KERNELS_H */

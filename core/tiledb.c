@@ -1,0 +1,735 @@
+/*
+ * core/tiledb.c - the tile database: which dense computation tiles exist on a
+ * device and what one tile-step of each costs.
+ *
+ * File format (plain text, diffable, one tile a line, '#' starts a comment):
+ *   device backend op dtype bm bn bk threads stages tensor_core us_per_tile gflops
+ * device is an fnmatch glob tried (case-insensitively) on the device name, its
+ * arch and its vendor; backend is "cuda", "hip", "opencl" or "*". The cost
+ * unit is defined in select.h (pit_tiledb_entry): us_per_tile is one
+ * bm x bn x bk tile-step amortised over the full device.
+ *
+ * Sources, in order, each one a layer: $PIT_TILEDB, the tuned file of this
+ * exact device (<cache>/tiledb/<device name>.tiledb), the shipped family file
+ * ($PIT_TILEDB_DIR, <libdir>/../share/pit/tiledb, the source tree), then the
+ * built-in table. For every (op, dtype) the first layer that has entries for
+ * the device wins, so a tuned file holding only f32 tiles still gets f16 from
+ * the family file, and nothing is ever missing. A file with any malformed
+ * line is skipped whole (a half-read file would silently mix sources) with a
+ * "file:line: what" warning, and loading goes on with the next source.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr, FNM_CASEFOLD */
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define TILEDB_COLUMNS 12
+#define TILEDB_LINE_MAX 512
+#define TILEDB_WARN_MAX 8192
+#define TILEDB_MAX_LAYERS 4
+#define TILEDB_MAX_TILE_DIM 1024
+
+typedef struct entry_list {
+    pit_tiledb_entry *v;
+    int n, cap;
+} entry_list;
+
+typedef struct layer {
+    char name[256];
+    entry_list list;
+} layer;
+
+struct pit_tiledb {
+    entry_list list;
+    char source[256];
+    char warnings[TILEDB_WARN_MAX];
+    size_t warn_len;
+};
+
+/* ---- names ---------------------------------------------------------------- */
+
+static const char *const op_names[PIT_TILE_OP_COUNT] = {
+    [PIT_TILE_DENSE] = "dense",       [PIT_TILE_MATMUL_K] = "matmul_k",
+    [PIT_TILE_MATMUL_M] = "matmul_m", [PIT_TILE_MATMUL_N] = "matmul_n",
+    [PIT_TILE_FILL] = "fill",
+};
+
+const char *pit_tile_op_name(pit_tile_op op)
+{
+    return (int)op >= 0 && op < PIT_TILE_OP_COUNT ? op_names[op] : "?";
+}
+
+static int parse_op(const char *s, pit_tile_op *op)
+{
+    for (int i = 0; i < PIT_TILE_OP_COUNT; i++)
+        if (strcmp(s, op_names[i]) == 0) {
+            *op = (pit_tile_op)i;
+            return 1;
+        }
+    return 0;
+}
+
+static int parse_dtype(const char *s, pit_dtype *dt)
+{
+    static const pit_dtype matmul_dtypes[] = {PIT_F32, PIT_F16, PIT_BF16};
+    for (size_t i = 0; i < sizeof matmul_dtypes / sizeof matmul_dtypes[0]; i++)
+        if (strcmp(s, pit_dtype_name(matmul_dtypes[i])) == 0) {
+            *dt = matmul_dtypes[i];
+            return 1;
+        }
+    return 0;
+}
+
+double pit_tiledb_us_per_tile(double kernel_us, int64_t tile_steps)
+{
+    return tile_steps > 0 ? kernel_us / (double)tile_steps : 0.0;
+}
+
+double pit_tiledb_gflops(const pit_tile *tile, double us_per_tile)
+{
+    if (!tile || !(us_per_tile > 0))
+        return 0.0;
+    return 2.0 * tile->bm * tile->bn * tile->bk / us_per_tile / 1e3;
+}
+
+/* ---- validation, shared by the reader and the writer ---------------------- */
+
+static int check_int(const char *what, int32_t v, int32_t lo, int32_t hi, char *why, size_t n)
+{
+    if (v >= lo && v <= hi)
+        return 1;
+    snprintf(why, n, "%s must be %d..%d, got %d", what, lo, hi, v);
+    return 0;
+}
+
+static int entry_valid(const pit_tiledb_entry *e, char *why, size_t n)
+{
+    if (!e->device[0] || !e->backend[0]) {
+        snprintf(why, n, "empty device pattern or backend");
+        return 0;
+    }
+    if ((int)e->op < 0 || e->op >= PIT_TILE_OP_COUNT) {
+        snprintf(why, n, "invalid op %d", (int)e->op);
+        return 0;
+    }
+    if (e->dtype != PIT_F32 && e->dtype != PIT_F16 && e->dtype != PIT_BF16) {
+        snprintf(why, n, "invalid dtype %d", (int)e->dtype);
+        return 0;
+    }
+    const pit_tile *t = &e->tile;
+    if (!check_int("bm", t->bm, 1, TILEDB_MAX_TILE_DIM, why, n) ||
+        !check_int("bn", t->bn, 1, TILEDB_MAX_TILE_DIM, why, n) ||
+        !check_int("bk", t->bk, 1, TILEDB_MAX_TILE_DIM, why, n) ||
+        !check_int("threads", t->threads, 1, 4096, why, n) ||
+        !check_int("stages", t->stages, 1, 16, why, n) ||
+        !check_int("tensor_core", t->tensor_core, 0, 1, why, n))
+        return 0;
+    if (!isfinite(e->us_per_tile) || e->us_per_tile <= 0) {
+        snprintf(why, n, "us_per_tile must be a positive number, got %g", e->us_per_tile);
+        return 0;
+    }
+    if (!isfinite(e->gflops) || e->gflops < 0) {
+        snprintf(why, n, "gflops must be a number >= 0, got %g", e->gflops);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- parsing one line ----------------------------------------------------- */
+
+static int parse_int_field(const char *s, const char *what, int32_t *out, char *why, size_t n)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno == ERANGE || v < INT32_MIN || v > INT32_MAX) {
+        snprintf(why, n, "%s: '%s' is not an integer", what, s);
+        return 0;
+    }
+    *out = (int32_t)v;
+    return 1;
+}
+
+static int parse_real_field(const char *s, const char *what, double *out, char *why, size_t n)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno == ERANGE || !isfinite(v)) {
+        snprintf(why, n, "%s: '%s' is not a finite number", what, s);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static int copy_field(char *dst, size_t size, const char *src, const char *what, char *why,
+                      size_t n)
+{
+    if (strlen(src) >= size) {
+        snprintf(why, n, "%s '%.40s...' is longer than %zu characters", what, src, size - 1);
+        return 0;
+    }
+    memcpy(dst, src, strlen(src) + 1);
+    return 1;
+}
+
+/* Splits line in place on blanks; returns the number of fields (up to max+1
+ * so that "too many" is visible). */
+static int split_fields(char *line, char **fields, int max)
+{
+    int n = 0;
+    for (char *tok = strtok(line, " \t\r"); tok; tok = strtok(NULL, " \t\r")) {
+        if (n <= max)
+            fields[n] = tok;
+        n++;
+    }
+    return n;
+}
+
+static int parse_entry(char *line, pit_tiledb_entry *e, char *why, size_t n)
+{
+    char *f[TILEDB_COLUMNS + 1];
+    int nf = split_fields(line, f, TILEDB_COLUMNS);
+    if (nf != TILEDB_COLUMNS) {
+        snprintf(why, n, "expected %d columns (device backend op dtype bm bn bk threads "
+                 "stages tensor_core us_per_tile gflops), found %d", TILEDB_COLUMNS, nf);
+        return 0;
+    }
+    memset(e, 0, sizeof *e);
+    if (!copy_field(e->device, sizeof e->device, f[0], "device pattern", why, n) ||
+        !copy_field(e->backend, sizeof e->backend, f[1], "backend", why, n))
+        return 0;
+    if (!parse_op(f[2], &e->op)) {
+        snprintf(why, n, "unknown op '%s' (dense, matmul_k, matmul_m, matmul_n, fill)", f[2]);
+        return 0;
+    }
+    if (!parse_dtype(f[3], &e->dtype)) {
+        snprintf(why, n, "unknown dtype '%s' (f32, f16, bf16)", f[3]);
+        return 0;
+    }
+    pit_tile *t = &e->tile;
+    return parse_int_field(f[4], "bm", &t->bm, why, n) &&
+           parse_int_field(f[5], "bn", &t->bn, why, n) &&
+           parse_int_field(f[6], "bk", &t->bk, why, n) &&
+           parse_int_field(f[7], "threads", &t->threads, why, n) &&
+           parse_int_field(f[8], "stages", &t->stages, why, n) &&
+           parse_int_field(f[9], "tensor_core", &t->tensor_core, why, n) &&
+           parse_real_field(f[10], "us_per_tile", &e->us_per_tile, why, n) &&
+           parse_real_field(f[11], "gflops", &e->gflops, why, n) && entry_valid(e, why, n);
+}
+
+/* ---- entry lists ---------------------------------------------------------- */
+
+static pit_status list_push(entry_list *l, const pit_tiledb_entry *e)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 64;
+        pit_tiledb_entry *v = realloc(l->v, (size_t)cap * sizeof *v);
+        if (!v)
+            return pit_error(PIT_ERR_OUT_OF_MEMORY, "tile database: out of host memory");
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *e;
+    return PIT_SUCCESS;
+}
+
+static void list_free(entry_list *l)
+{
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+/* ---- warnings --------------------------------------------------------------- */
+
+static void warn(pit_tiledb *db, const char *fmt, ...) PIT_PRINTF(2, 3);
+static void warn(pit_tiledb *db, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pit_log_debug("tile database: %s", msg);
+    size_t room = sizeof db->warnings - db->warn_len;
+    if (room <= 1)
+        return;
+    int w = snprintf(db->warnings + db->warn_len, room, "%s\n", msg);
+    db->warn_len = w < 0 ? db->warn_len : (size_t)w >= room ? sizeof db->warnings - 1
+                                                             : db->warn_len + (size_t)w;
+}
+
+/* ---- device matching ---------------------------------------------------- */
+
+static int glob_match(const char *pattern, const char *s)
+{
+    return s && s[0] && fnmatch(pattern, s, FNM_CASEFOLD) == 0;
+}
+
+static int entry_matches(const pit_tiledb_entry *e, const pit_device_info *dev)
+{
+    if (!dev)
+        return 1;
+    if (strcmp(e->backend, "*") != 0 && dev->backend[0] && strcmp(e->backend, dev->backend) != 0)
+        return 0;
+    return glob_match(e->device, dev->name) || glob_match(e->device, dev->arch) ||
+           glob_match(e->device, dev->vendor);
+}
+
+/* ---- reading a file ----------------------------------------------------- */
+
+typedef enum read_result { READ_OK, READ_MISSING, READ_MALFORMED, READ_NO_MEMORY } read_result;
+
+/* Reads one line into buf; returns its length, -1 at end of file, -2 when
+ * too long, -3 when it holds bytes no text file has (NUL, control codes). */
+static int read_line(FILE *f, char *buf, int size)
+{
+    int n = 0, c, bad = 0, too_long = 0;
+    while ((c = getc(f)) != EOF && c != '\n') {
+        if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f)
+            bad = 1;
+        if (n < size - 1)
+            buf[n++] = (char)c;
+        else
+            too_long = 1;
+    }
+    buf[n] = '\0';
+    if (c == EOF && n == 0 && !bad && !too_long)
+        return -1;
+    return bad ? -3 : too_long ? -2 : n;
+}
+
+static void strip_comment(char *line)
+{
+    char *hash = strchr(line, '#');
+    if (hash)
+        *hash = '\0';
+}
+
+static int blank(const char *s)
+{
+    return s[strspn(s, " \t\r")] == '\0';
+}
+
+/* Parses path; keeps the entries matching dev in out. On a malformed line
+ * records the warning and returns READ_MALFORMED with out emptied. */
+static read_result read_file(pit_tiledb *db, const char *path, const pit_device_info *dev,
+                             entry_list *out)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return READ_MISSING;
+    char line[TILEDB_LINE_MAX], why[256];
+    read_result r = READ_OK;
+    for (int lineno = 1, len; r == READ_OK && (len = read_line(f, line, sizeof line)) != -1;
+         lineno++) {
+        pit_tiledb_entry e;
+        if (len == -3 || len == -2) {
+            warn(db, "%s:%d: %s", path, lineno,
+                 len == -3 ? "binary data (not a text tile database)"
+                           : "line longer than 511 characters");
+            r = READ_MALFORMED;
+            continue;
+        }
+        strip_comment(line);
+        if (blank(line))
+            continue;
+        if (!parse_entry(line, &e, why, sizeof why)) {
+            warn(db, "%s:%d: %s", path, lineno, why);
+            r = READ_MALFORMED;
+        } else if (entry_matches(&e, dev) && list_push(out, &e) != PIT_SUCCESS) {
+            r = READ_NO_MEMORY;
+        }
+    }
+    if (ferror(f)) {
+        warn(db, "%s: read error", path);
+        r = READ_MALFORMED;
+    }
+    fclose(f);
+    if (r != READ_OK)
+        list_free(out);
+    return r;
+}
+
+/* ---- the built-in table ------------------------------------------------- */
+
+/* The last resort, for any device: a generic GPU-like throughput of 1 TFLOP/s
+ * at the best tile and 100 GB/s for fill. Only the ratios between entries
+ * steer the selection; every micro-tile pit_matmul_candidates proposes finds
+ * its tile here (matmul_k bm 16/32/64, matmul_m and matmul_n bk 32/64). */
+typedef struct builtin_shape {
+    pit_tile_op op;
+    int32_t bm, bn, bk, threads;
+} builtin_shape;
+
+static const builtin_shape builtin_shapes[] = {
+    {PIT_TILE_DENSE, 128, 128, 32, 256},  {PIT_TILE_DENSE, 64, 64, 32, 256},
+    {PIT_TILE_MATMUL_K, 16, 64, 32, 128}, {PIT_TILE_MATMUL_K, 32, 64, 32, 128},
+    {PIT_TILE_MATMUL_K, 32, 128, 32, 256}, {PIT_TILE_MATMUL_K, 64, 64, 32, 256},
+    {PIT_TILE_MATMUL_K, 64, 128, 32, 256}, {PIT_TILE_MATMUL_M, 64, 64, 32, 256},
+    {PIT_TILE_MATMUL_M, 64, 64, 64, 256}, {PIT_TILE_MATMUL_N, 64, 64, 32, 256},
+    {PIT_TILE_MATMUL_N, 64, 64, 64, 256}, {PIT_TILE_FILL, 64, 64, 1, 256},
+};
+
+#define BUILTIN_GFLOPS 1000.0
+#define BUILTIN_FILL_GBS 100.0
+
+/* Share of the best throughput a bm x bn tile reaches: its arithmetic
+ * intensity bm*bn/(bm+bn) against a saturation constant, 1 at 128 x 128. */
+static double tile_efficiency(int32_t bm, int32_t bn)
+{
+    const double half = 16.0, best = 64.0 / (64.0 + half);
+    double ai = (double)bm * bn / (bm + bn);
+    return ai / (ai + half) / best;
+}
+
+static void builtin_entry(const builtin_shape *s, pit_dtype dt, pit_tiledb_entry *e)
+{
+    memset(e, 0, sizeof *e);
+    snprintf(e->device, sizeof e->device, "*");
+    snprintf(e->backend, sizeof e->backend, "*");
+    e->op = s->op;
+    e->dtype = dt;
+    e->tile = (pit_tile){s->bm, s->bn, s->bk, s->threads, 1, 0};
+    if (s->op == PIT_TILE_FILL) {
+        double bytes = (double)s->bm * s->bn * (double)pit_dtype_size(dt);
+        e->us_per_tile = bytes / (BUILTIN_FILL_GBS * 1e3);
+        return;
+    }
+    /* The fused SRead/SWrite kernels pay ~10% over the plain dense tile. */
+    double gflops = BUILTIN_GFLOPS * tile_efficiency(s->bm, s->bn) *
+                    (s->op == PIT_TILE_DENSE ? 1.0 : 0.9);
+    e->us_per_tile = 2.0 * s->bm * s->bn * s->bk / (gflops * 1e3);
+    e->gflops = gflops;
+}
+
+static pit_status load_builtin(entry_list *out)
+{
+    static const pit_dtype dtypes[] = {PIT_F32, PIT_F16, PIT_BF16};
+    for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
+        for (size_t i = 0; i < sizeof builtin_shapes / sizeof builtin_shapes[0]; i++) {
+            pit_tiledb_entry e;
+            builtin_entry(&builtin_shapes[i], dtypes[d], &e);
+            PIT_TRY(list_push(out, &e));
+        }
+    return PIT_SUCCESS;
+}
+
+/* ---- where the files are ------------------------------------------------ */
+
+const char *pit_tiledb_family(const pit_device_info *dev)
+{
+    if (!dev)
+        return NULL;
+    if (strcmp(dev->backend, "cuda") == 0) {
+        int sm = strncmp(dev->arch, "sm_", 3) == 0 ? atoi(dev->arch + 3) : 0;
+        return sm >= 90 ? "nvidia-sm90" : sm >= 80 ? "nvidia-sm80" : "nvidia-sm70";
+    }
+    if (strcmp(dev->backend, "hip") == 0) {
+        if (strncmp(dev->arch, "gfx9", 4) == 0)
+            return "amd-gfx9";
+        if (strncmp(dev->arch, "gfx1", 4) == 0) /* RDNA: gfx10, gfx11, gfx12 */
+            return "amd-gfx11";
+        return NULL;
+    }
+    if (strcmp(dev->backend, "opencl") == 0)
+        return strcmp(dev->arch, "opencl-cpu") == 0 ? "opencl-cpu" : "opencl-gpu";
+    return NULL;
+}
+
+static void sanitise(const char *in, char *out, size_t size)
+{
+    size_t n = 0;
+    for (; in && in[n] && n + 1 < size; n++) {
+        char c = in[n];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '-' || c == '_';
+        out[n] = ok ? c : '_';
+    }
+    out[n] = '\0';
+    if (n == 0)
+        snprintf(out, size, "unknown-device");
+}
+
+pit_status pit_tiledb_tuned_path(const pit_device_info *dev, char *buf, size_t size)
+{
+    if (!dev || !buf || size == 0)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "pit_tiledb_tuned_path: null argument");
+    const char *cache = pit_cache_dir();
+    if (!cache)
+        return pit_error(PIT_ERR_IO, "no cache folder (set PIT_CACHE_DIR or HOME)");
+    char name[160];
+    sanitise(dev->name, name, sizeof name);
+    int w = snprintf(buf, size, "%s/tiledb/%s.tiledb", cache, name);
+    if (w < 0 || (size_t)w >= size)
+        return pit_error(PIT_ERR_IO, "tuned tile database path too long under %s", cache);
+    return PIT_SUCCESS;
+}
+
+/* <folder of the library holding this code>/../share/pit/tiledb */
+static int installed_dir(char *buf, size_t size)
+{
+    Dl_info info;
+    if (!dladdr((void *)&pit_tiledb_open, &info) || !info.dli_fname)
+        return 0;
+    const char *slash = strrchr(info.dli_fname, '/');
+    if (!slash)
+        return 0;
+    int w = snprintf(buf, size, "%.*s/../share/pit/tiledb", (int)(slash - info.dli_fname),
+                     info.dli_fname);
+    return w > 0 && (size_t)w < size;
+}
+
+/* The shipped folders, in search order; returns how many. */
+static int shipped_dirs(char dirs[][512], int max)
+{
+    int n = 0;
+    const char *env = getenv("PIT_TILEDB_DIR");
+    if (env && *env && n < max)
+        snprintf(dirs[n++], 512, "%s", env);
+    if (n < max && installed_dir(dirs[n], 512))
+        n++;
+#ifdef PIT_SOURCE_TILEDB_DIR
+    if (n < max)
+        snprintf(dirs[n++], 512, "%s", PIT_SOURCE_TILEDB_DIR);
+#endif
+    return n;
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+/* Reads one source into a new layer. Missing files are silent unless
+ * required ($PIT_TILEDB names a file that must exist). */
+static pit_status try_source(pit_tiledb *db, const char *path, int required,
+                             const pit_device_info *dev, layer *layers, int *nlayers)
+{
+    layer *l = &layers[*nlayers];
+    memset(l, 0, sizeof *l);
+    read_result r = read_file(db, path, dev, &l->list);
+    if (r == READ_NO_MEMORY)
+        return pit_error(PIT_ERR_OUT_OF_MEMORY, "tile database: out of host memory");
+    if (r == READ_MISSING) {
+        if (required)
+            warn(db, "%s: cannot open (%s)", path, strerror(errno));
+        else
+            pit_log_debug("tile database: %s: not present", path);
+        return PIT_SUCCESS;
+    }
+    if (r == READ_MALFORMED) {
+        warn(db, "%s: skipped, using the next source", path);
+        return PIT_SUCCESS;
+    }
+    if (l->list.n == 0) {
+        warn(db, "%s: no entry for device \"%s\" (%s), using the next source", path,
+             dev ? dev->name : "?", dev ? dev->arch : "?");
+        list_free(&l->list);
+        return PIT_SUCCESS;
+    }
+    snprintf(l->name, sizeof l->name, "%s", path);
+    (*nlayers)++;
+    return PIT_SUCCESS;
+}
+
+static pit_status load_family(pit_tiledb *db, const pit_device_info *dev, layer *layers,
+                              int *nlayers)
+{
+    const char *family = pit_tiledb_family(dev);
+    if (!family) {
+        pit_log_debug("tile database: no shipped family for %s %s", dev ? dev->backend : "?",
+                      dev ? dev->arch : "?");
+        return PIT_SUCCESS;
+    }
+    char dirs[3][512], path[640];
+    int ndirs = shipped_dirs(dirs, 3);
+    for (int i = 0; i < ndirs; i++) {
+        int before = *nlayers;
+        snprintf(path, sizeof path, "%s/%s.tiledb", dirs[i], family);
+        PIT_TRY(try_source(db, path, 0, dev, layers, nlayers));
+        if (*nlayers > before)
+            return PIT_SUCCESS; /* one family file is enough */
+    }
+    return PIT_SUCCESS;
+}
+
+/* Keeps, for every (op, dtype), the entries of the first layer that has any. */
+static pit_status merge_layers(pit_tiledb *db, layer *layers, int nlayers)
+{
+    int used[TILEDB_MAX_LAYERS] = {0};
+    for (int op = 0; op < PIT_TILE_OP_COUNT; op++)
+        for (int dt = PIT_F32; dt <= PIT_BF16; dt++) {
+            int from = -1;
+            for (int l = 0; l < nlayers && from < 0; l++)
+                for (int i = 0; i < layers[l].list.n; i++) {
+                    const pit_tiledb_entry *e = &layers[l].list.v[i];
+                    if ((int)e->op != op || (int)e->dtype != dt)
+                        continue;
+                    PIT_TRY(list_push(&db->list, e));
+                    used[l] = 1;
+                    from = l;
+                }
+            if (from > 0)
+                pit_log_debug("tile database: no %s %s tile in %s: using %s", op_names[op],
+                              pit_dtype_name((pit_dtype)dt), layers[0].name, layers[from].name);
+        }
+    size_t len = 0;
+    for (int l = 0; l < nlayers; l++) {
+        if (!used[l])
+            continue;
+        int w = snprintf(db->source + len, sizeof db->source - len, "%s%s", len ? " + " : "",
+                         layers[l].name);
+        len = w < 0 ? len : len + (size_t)w >= sizeof db->source ? sizeof db->source - 1
+                                                                 : len + (size_t)w;
+    }
+    return PIT_SUCCESS;
+}
+
+static pit_status load_all(pit_tiledb *db, const pit_device_info *dev, layer *layers,
+                           int *nlayers)
+{
+    const char *env = getenv("PIT_TILEDB");
+    if (env && *env)
+        PIT_TRY(try_source(db, env, 1, dev, layers, nlayers));
+    char tuned[640];
+    if (dev && pit_tiledb_tuned_path(dev, tuned, sizeof tuned) == PIT_SUCCESS)
+        PIT_TRY(try_source(db, tuned, 0, dev, layers, nlayers));
+    else
+        pit_clear_error(); /* no cache folder: not an error for loading */
+    PIT_TRY(load_family(db, dev, layers, nlayers));
+    layer *b = &layers[*nlayers];
+    memset(b, 0, sizeof *b);
+    snprintf(b->name, sizeof b->name, "built-in defaults");
+    (*nlayers)++;
+    return load_builtin(&b->list);
+}
+
+pit_status pit_tiledb_open(const pit_device_info *dev, pit_tiledb **out)
+{
+    if (!out)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "pit_tiledb_open: argument 'db' is NULL");
+    *out = NULL;
+    pit_tiledb *db = calloc(1, sizeof *db);
+    if (!db)
+        return pit_error(PIT_ERR_OUT_OF_MEMORY, "tile database: out of host memory");
+    layer layers[TILEDB_MAX_LAYERS];
+    int nlayers = 0;
+    pit_status s = load_all(db, dev, layers, &nlayers);
+    if (s == PIT_SUCCESS)
+        s = merge_layers(db, layers, nlayers);
+    for (int l = 0; l < nlayers; l++)
+        list_free(&layers[l].list);
+    if (s != PIT_SUCCESS) {
+        pit_tiledb_close(db);
+        return s;
+    }
+    pit_log_debug("tile database: %d entries from %s", db->list.n, db->source);
+    *out = db;
+    return PIT_SUCCESS;
+}
+
+void pit_tiledb_close(pit_tiledb *db)
+{
+    if (!db)
+        return;
+    list_free(&db->list);
+    free(db);
+}
+
+const char *pit_tiledb_source(const pit_tiledb *db)
+{
+    return db ? db->source : "";
+}
+
+const char *pit_tiledb_warnings(const pit_tiledb *db)
+{
+    return db ? db->warnings : "";
+}
+
+const pit_tiledb_entry *pit_tiledb_entries(const pit_tiledb *db, int *count)
+{
+    if (count)
+        *count = db ? db->list.n : 0;
+    return db ? db->list.v : NULL;
+}
+
+/* ---- writing -------------------------------------------------------------- */
+
+static void write_comment(FILE *f, const char *text)
+{
+    while (text && *text) {
+        size_t n = strcspn(text, "\n");
+        fprintf(f, "# %.*s\n", (int)n, text);
+        text += n + (text[n] == '\n');
+    }
+}
+
+static void write_header(FILE *f, const char *header_comment)
+{
+    fputs("# pit tile database: one dense computation tile a line.\n", f);
+    write_comment(f, header_comment);
+    fputs("# us_per_tile: device time of one bm x bn x bk tile-step amortised over the\n"
+          "# full device (a kernel of T tile-steps filling the device takes\n"
+          "# T * us_per_tile); gflops = 2*bm*bn*bk / us_per_tile / 1e3 (0 for fill).\n"
+          "# device backend op dtype bm bn bk threads stages tensor_core us_per_tile gflops\n",
+          f);
+}
+
+static void make_parent_dir(const char *path)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        mkdir(dir, 0755); /* best effort; fopen reports the real problem */
+    }
+}
+
+pit_status pit_tiledb_write(const char *path, const pit_tiledb_entry *entries, int n,
+                            const char *header_comment)
+{
+    if (!path || !*path || n < 0 || (n > 0 && !entries))
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "pit_tiledb_write: invalid argument");
+    char why[256];
+    for (int i = 0; i < n; i++) {
+        if (!entry_valid(&entries[i], why, sizeof why) || strpbrk(entries[i].device, " \t#") ||
+            strpbrk(entries[i].backend, " \t#"))
+            return pit_error(PIT_ERR_INVALID_ARGUMENT, "pit_tiledb_write: entry %d: %s", i,
+                             entry_valid(&entries[i], why, sizeof why)
+                                 ? "blank or '#' in device pattern or backend" : why);
+    }
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    make_parent_dir(path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return pit_error(PIT_ERR_IO, "pit_tiledb_write: cannot create %s: %s", tmp, strerror(errno));
+    write_header(f, header_comment);
+    for (int i = 0; i < n; i++) {
+        const pit_tiledb_entry *e = &entries[i];
+        const pit_tile *t = &e->tile;
+        fprintf(f, "%-14s %-7s %-9s %-5s %4d %4d %4d %5d %2d %d %-12.6g %.1f\n", e->device,
+                e->backend, op_names[e->op], pit_dtype_name(e->dtype), t->bm, t->bn, t->bk,
+                t->threads, t->stages, t->tensor_core, e->us_per_tile, e->gflops);
+    }
+    int failed = ferror(f);
+    failed |= fflush(f) != 0;
+    failed |= fsync(fileno(f)) != 0;
+    failed |= fclose(f) != 0;
+    if (failed || rename(tmp, path) != 0) {
+        int err = errno;
+        remove(tmp);
+        return pit_error(PIT_ERR_IO, "pit_tiledb_write: cannot write %s: %s", path, strerror(err));
+    }
+    return PIT_SUCCESS;
+}

@@ -1,0 +1,11 @@
+# Unit tests of the backend-independent brain: PIT rules, the tile database
+# and the selection (core/rules.c, core/tiledb.c, core/select.c). Included
+# from tests/CMakeLists.txt; they need no device.
+foreach(t test_rules test_tiledb test_select)
+  add_executable(${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.c)
+  target_link_libraries(${t} PRIVATE pit_core_static m pthread)
+  # The shipped databases, checked line by line by test_tiledb and used by test_select.
+  target_compile_definitions(${t} PRIVATE PIT_TEST_TILEDB_DIR="${PROJECT_SOURCE_DIR}/tiledb")
+  add_test(NAME unit_${t} COMMAND ${t})
+  set_tests_properties(unit_${t} PROPERTIES LABELS unit TIMEOUT 120)
+endforeach()

@@ -1,0 +1,43 @@
+/* tools/bench.h - shared pieces of the pit bench suites. */
+#ifndef PIT_BENCH_H
+#define PIT_BENCH_H
+
+#include <stdio.h>
+
+#include "pit.h"
+#include "reference.h"
+
+typedef struct bench_opts {
+    int quick;
+    int64_t size;       /* M = N = K */
+    int repeats;
+    int warmup;
+    int sets;           /* input sets rotated */
+    int explain;
+    int dtype_mask;     /* 1 << pit_dtype */
+    const char *json_path;
+    const char *plot_path;
+    const char *suite;
+} bench_opts;
+
+/* A JSON writer kept deliberately tiny: objects of numbers and strings. */
+typedef struct bench_json {
+    FILE *f;
+    int first;
+} bench_json;
+
+void bench_progress(const char *what, int done, int total);
+double bench_median(double *v, int n);
+double bench_spread(double *v, int n); /* (p90 - p10) / median */
+
+/* Times `fn(arg, i)` with device events: warm-up, then `repeats` runs, input
+ * set i % sets. Returns the median in ms, fills spread. */
+typedef pit_status (*bench_fn)(void *arg, int i);
+pit_status bench_time(pit_context *ctx, const bench_opts *o, bench_fn fn, void *arg, double *median_ms,
+                      double *spread);
+
+int bench_matmul_suite(pit_context *ctx, const bench_opts *o, FILE *json);
+int bench_convert_suite(pit_context *ctx, const bench_opts *o, FILE *json);
+int bench_select_suite(pit_context *ctx, const bench_opts *o, FILE *json);
+
+#endif
