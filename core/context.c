@@ -100,6 +100,7 @@ static void release_context(pit_context *ctx)
 {
     if (ctx->bctx) {
         pit_plans_release(ctx);
+        pit_workspaces_release(ctx);
         if (ctx->default_stream.bs)
             ctx->be->stream_destroy(ctx->bctx, ctx->default_stream.bs);
         ctx->be->context_destroy(ctx->bctx);

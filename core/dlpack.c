@@ -67,7 +67,7 @@ PIT_API pit_status pit_tensor_from_dlpack(pit_context *ctx, struct DLManagedTens
                          "this context is %s device %d (DLPack type %d)",
                          (int)t->device.device_type, t->device.device_id, ctx->be->name,
                          ctx->device_index, want);
-    pit_dtype dtype;
+    pit_dtype dtype = PIT_F32; /* set by dtype_from_dlpack on success */
     PIT_TRY(dtype_from_dlpack(t->dtype, &dtype));
     if (t->ndim < 1 || t->ndim > PIT_MAX_RANK)
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "DLPack tensor has %d dimensions; pit takes 1..%d",

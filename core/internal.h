@@ -87,6 +87,7 @@ struct pit_context {
     pthread_mutex_t lock; /* guards plans */
     pit_plan plans[PIT_PLAN_CACHE];
     uint64_t clock;
+    struct pit_workspace *workspaces; /* op_util.c; guarded by lock */
 };
 
 struct DLManagedTensor;
@@ -114,6 +115,8 @@ pit_status pit_plan_acquire(pit_context *ctx, const pit_problem *p, void *stream
                             pit_plan **out);
 void pit_plan_release(pit_context *ctx, pit_plan *p);
 void pit_plans_release(pit_context *ctx);
+/* Frees the operators' cached device buffers (op_util.c). */
+void pit_workspaces_release(pit_context *ctx);
 
 /* ---- CPU references (reference.c), double accumulation ------------------- */
 #include "reference.h"

@@ -8,11 +8,13 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "pit_testing.h"
 
 static pthread_once_t pit_env_once = PTHREAD_ONCE_INIT;
 static int pit_log_on;
 static char pit_cache_path[1024];
 static atomic_long pit_alloc_countdown; /* <= 0: no injection armed */
+static atomic_long pit_alloc_attempts;  /* every device allocation, for tests */
 
 /* Creates every folder of path; best effort: callers check the final one. */
 static int make_dirs(char *path)
@@ -74,7 +76,20 @@ const char *pit_cache_dir(void)
 int pit_fault_alloc_now(void)
 {
     pthread_once(&pit_env_once, read_environment);
+    atomic_fetch_add(&pit_alloc_attempts, 1);
     if (atomic_load(&pit_alloc_countdown) <= 0)
         return 0;
     return atomic_fetch_sub(&pit_alloc_countdown, 1) == 1;
+}
+
+PIT_API void pit_debug_fail_alloc_after(long n)
+{
+    /* Read the environment first so that it cannot overwrite this later. */
+    pthread_once(&pit_env_once, read_environment);
+    atomic_store(&pit_alloc_countdown, n > 0 ? n : 0);
+}
+
+PIT_API long pit_debug_alloc_count(void)
+{
+    return atomic_load(&pit_alloc_attempts);
 }

@@ -163,12 +163,25 @@ static pit_status choose(pit_context *ctx, pit_plan *p, const pit_candidate_stat
         dens[i] = density_of(&st[i], &mx[i]);
         if (fabs(dens[i] - p->density[i]) > PIT_RESELECT_DENSITY_DELTA)
             moved = 1;
+        pit_log_debug("detect: %dx%d axis %s: density %.4f of %d groups x %d, largest group %d",
+                      st[i].tile.rows, st[i].tile.cols, st[i].tile.axis == PIT_AXIS_M ? "M" : "K",
+                      dens[i], st[i].groups, st[i].capacity, mx[i]);
     }
     *reselected = moved;
     if (moved) {
         double t0 = now_us();
         PIT_TRY(pit_select(ctx->db, &p->problem, st, p->ncands, &p->sel));
         *select_us = now_us() - t0;
+        if (ctx->be->dense_name)
+            pit_selection_name_dense(&p->sel, ctx->be->dense_name(ctx->bctx));
+        if (p->forced.rows != 0 && p->sel.dense) {
+            /* The caller forced a micro-tile: dense is not an option. */
+            p->sel.dense = 0;
+            p->sel.candidate = 0;
+            PIT_TRY(pit_select_fixed(ctx->db, &p->problem, &p->forced, &p->sel.tile));
+            snprintf(p->sel.choice, sizeof p->sel.choice, "forced %dx%d tile %dx%dx%d", p->forced.rows,
+                     p->forced.cols, p->sel.tile.bm, p->sel.tile.bn, p->sel.tile.bk);
+        }
         memcpy(p->density, dens, sizeof(double) * (size_t)p->ncands);
         p->have_sel = 1;
     }

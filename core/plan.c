@@ -3,6 +3,7 @@
  * micro-tiles, their device indices and the last selection, cached in the
  * context so steady workloads allocate and select nothing.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,16 @@ static void index_shape(const pit_microtile *t, int64_t rows, int64_t cols, int3
     }
 }
 
+/* Zeroes a plan except its busy flag: busy is only ever written under
+ * ctx->lock (by pit_plan_acquire and pit_plan_release), so that other threads
+ * scanning the cache never see a plan being rebuilt as free. */
+static void clear_plan(pit_plan *p)
+{
+    size_t at = offsetof(pit_plan, busy), after = at + sizeof p->busy;
+    memset(p, 0, at);
+    memset((char *)p + after, 0, sizeof *p - after);
+}
+
 static void free_plan(pit_context *ctx, pit_plan *p)
 {
     for (int i = 0; i < p->ncands; i++) {
@@ -39,7 +50,7 @@ static void free_plan(pit_context *ctx, pit_plan *p)
             ctx->be->mem_free(ctx->bctx, x->total);
         free(p->host_counts[i]);
     }
-    memset(p, 0, sizeof *p);
+    clear_plan(p);
 }
 
 void pit_plans_release(pit_context *ctx)
@@ -90,12 +101,14 @@ static pit_plan *find_slot(pit_context *ctx, const pit_problem *prob, void *stre
     pit_plan *victim = NULL;
     for (int i = 0; i < PIT_PLAN_CACHE; i++) {
         pit_plan *p = &ctx->plans[i];
-        if (p->used && !p->busy && same_key(p, prob, stream, forced, &p->stream)) {
+        /* A busy plan belongs to the call using it (it may be half built):
+         * look at nothing else of it. */
+        if (p->busy)
+            continue;
+        if (p->used && same_key(p, prob, stream, forced, &p->stream)) {
             *found = 1;
             return p;
         }
-        if (p->busy)
-            continue;
         if (!victim || !p->used || (victim->used && p->last_use < victim->last_use))
             victim = p;
     }
@@ -148,15 +161,16 @@ pit_status pit_plan_acquire(pit_context *ctx, const pit_problem *prob, void *str
         *out = p;
         return PIT_SUCCESS;
     }
+    uint64_t stamp = p->last_use; /* only this call touches a busy plan */
     if (p->used)
         free_plan(ctx, p);
     pit_status s = build_plan(ctx, p, prob, stream, rows, cols, forced);
     if (s != PIT_SUCCESS) {
-        free_plan(ctx, p); /* clears busy too */
+        free_plan(ctx, p);
+        pit_plan_release(ctx, p);
         return s;
     }
-    p->busy = 1;
-    p->last_use = ctx->clock;
+    p->last_use = stamp;
     *out = p;
     return PIT_SUCCESS;
 }

@@ -9,9 +9,9 @@
  *   compute = tiles * us_per_tile * strided-gather penalty (rules.c)
  *   index   = (groups + nonzero * other) * 4 bytes at fill bandwidth
  *   + for gathers that split the K reduction (axis M and N):
- *     zero C once, and every tile's SWrite adds its bm x bn partial result
- *     (both at fill bandwidth; an atomic add costs about one write:
- *     ATOMIC_WRITE_FACTOR)
+ *     zero C once (fill entries), and every tile's SWrite adds its bm x bn
+ *     partial result with atomics (accum entries: cheap where the hardware
+ *     adds floats in L2, a compare-and-swap loop on OpenCL)
  *
  *   axis  entry     tile must have  extent  divisor  other
  *   K     matmul_k  bm == Tm        Tk      bk       ceil(N / bn)
@@ -31,7 +31,6 @@
 
 #include "internal.h"
 
-#define ATOMIC_WRITE_FACTOR 1.0 /* an L2 atomic add of a tile ~ writing it to DRAM */
 #define INDEX_ENTRY_BYTES 4.0
 #define MAX_DIVISORS 16
 
@@ -167,26 +166,40 @@ static pit_status summarise(const pit_candidate_stats *st, int i, cand_summary *
 
 /* ---- costs ---------------------------------------------------------------- */
 
-/* Device time of one byte written, from the cheapest fill entry. */
-static double fill_us_per_byte(const pit_tiledb_entry *v, int n, pit_dtype dt)
+/* Device time of one byte of C written (fill) or atomically added (accum),
+ * from the cheapest entry of that op; 0 when the database has none. */
+static double us_per_byte(const pit_tiledb_entry *v, int n, pit_tile_op op, pit_dtype dt)
 {
     double best = 0;
     for (int i = 0; i < n; i++) {
-        if (v[i].op != PIT_TILE_FILL || v[i].dtype != dt)
+        if (v[i].op != op || v[i].dtype != dt)
             continue;
         double per = v[i].us_per_tile /
                      ((double)v[i].tile.bm * v[i].tile.bn * (double)pit_dtype_size(dt));
         if (best == 0 || per < best)
             best = per;
     }
-    return best > 0 ? best : 1e-5; /* 100 GB/s if a database lacks fill */
+    return best;
 }
 
 typedef struct cost_ctx {
     const pit_problem *p;
     double fill_byte;
+    double accum_byte;
     double elem;
 } cost_ctx;
+
+static cost_ctx make_cost_ctx(const pit_problem *p, const pit_tiledb_entry *v, int n)
+{
+    cost_ctx cx = {p, us_per_byte(v, n, PIT_TILE_FILL, p->dtype),
+                   us_per_byte(v, n, PIT_TILE_ACCUM, p->dtype), (double)pit_dtype_size(p->dtype)};
+    /* The built-in table always has both; guard against a bare database anyway. */
+    if (cx.fill_byte <= 0)
+        cx.fill_byte = 1e-5; /* 100 GB/s */
+    if (cx.accum_byte <= 0)
+        cx.accum_byte = 2 * cx.fill_byte;
+    return cx;
+}
 
 static double sparse_cost(const cost_ctx *cx, const pit_microtile *t, const pit_tile *tile,
                           double us_per_tile, int64_t gathered_tiles, int64_t nonzero,
@@ -201,7 +214,7 @@ static double sparse_cost(const cost_ctx *cx, const pit_microtile *t, const pit_
         double c_bytes = (double)batch_of(p) * (double)p->m * (double)p->n * cx->elem;
         double tile_bytes = (double)tile->bm * tile->bn * cx->elem;
         us += c_bytes * cx->fill_byte;
-        us += (double)tiles * tile_bytes * cx->fill_byte * ATOMIC_WRITE_FACTOR;
+        us += (double)tiles * tile_bytes * cx->accum_byte;
     }
     *tiles_out = tiles;
     return us;
@@ -344,8 +357,7 @@ pit_status pit_select(const pit_tiledb *db, const pit_problem *problem,
                          n, PIT_MAX_CANDIDATES, (const void *)stats);
     int nentries;
     const pit_tiledb_entry *v = pit_tiledb_entries(db, &nentries);
-    cost_ctx cx = {problem, fill_us_per_byte(v, nentries, problem->dtype),
-                   (double)pit_dtype_size(problem->dtype)};
+    cost_ctx cx = make_cost_ctx(problem, v, nentries);
     cand_summary cs[PIT_MAX_CANDIDATES];
     option opts[PIT_MAX_CANDIDATES];
     int all_zero = n > 0;
@@ -420,8 +432,7 @@ pit_status pit_select_fixed(const pit_tiledb *db, const pit_problem *problem,
                          (int)tile->axis);
     int n;
     const pit_tiledb_entry *v = pit_tiledb_entries(db, &n);
-    cost_ctx cx = {problem, fill_us_per_byte(v, n, problem->dtype),
-                   (double)pit_dtype_size(problem->dtype)};
+    cost_ctx cx = make_cost_ctx(problem, v, n);
     int64_t groups, capacity;
     full_index_shape(problem, tile, &groups, &capacity);
     /* No statistics: the grid is sized for a full index, so cost it full. */

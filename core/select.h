@@ -112,8 +112,10 @@ typedef enum pit_tile_op {
     PIT_TILE_MATMUL_K,     /* "matmul_k": sparse A gathered along K; bm == Tm  */
     PIT_TILE_MATMUL_M,     /* "matmul_m": sparse A gathered along M; bk == Tk  */
     PIT_TILE_MATMUL_N,     /* "matmul_n": sparse B gathered along N; bk == Tk  */
-    PIT_TILE_FILL,         /* "fill":     writing a bm x bn tile of C (zeroing
-                            *             before, and each accumulating SWrite) */
+    PIT_TILE_FILL,         /* "fill":     writing a bm x bn tile of C (zeroing C
+                            *             before an accumulating kernel)        */
+    PIT_TILE_ACCUM,        /* "accum":    adding a bm x bn partial tile into C
+                            *             with atomics (axis M and N SWrite)    */
     PIT_TILE_OP_COUNT
 } pit_tile_op;
 
@@ -121,7 +123,8 @@ typedef enum pit_tile_op {
  * us_per_tile gflops`. us_per_tile is the device time of ONE tile-step (one
  * bm x bn x bk slab: 2*bm*bn*bk flops) amortised over a full device: a kernel
  * of T tile-steps, T large enough to fill the device, takes T * us_per_tile.
- * gflops = 2*bm*bn*bk / us_per_tile / 1e3 (informational; 0 for fill). */
+ * gflops = 2*bm*bn*bk / us_per_tile / 1e3 (informational; 0 for fill
+ * and accum, whose bk is 1 and whose cost is per bm x bn tile of C). */
 typedef struct pit_tiledb_entry {
     char device[64];   /* fnmatch glob on the device name, arch or vendor */
     char backend[16];  /* "cuda", "hip", "opencl" or "*"                   */
@@ -132,7 +135,7 @@ typedef struct pit_tiledb_entry {
     double gflops;
 } pit_tiledb_entry;
 
-/* "dense", "matmul_k", ... ; "?" for an invalid value. */
+/* "dense", "matmul_k", "matmul_m", "matmul_n", "fill", "accum"; "?" if invalid. */
 const char *pit_tile_op_name(pit_tile_op op);
 /* The one definition of the cost unit, for `pit tune`: a kernel that ran
  * tile_steps tile-steps (filling the device) in kernel_us. */

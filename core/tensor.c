@@ -55,6 +55,32 @@ static int is_contiguous(const pit_tdesc *d)
     return 1;
 }
 
+/* Element count and extent in bytes must fit in int64_t: byte sizes, offsets
+ * and overlap checks are computed from them. Hostile shapes and strides (four
+ * dimensions of 2^31-1, a stride of 2^62) would otherwise overflow. */
+static pit_status check_extent(const pit_tdesc *d)
+{
+    int64_t numel = 1, last = 0, term;
+    for (int i = 0; i < d->rank; i++)
+        if (__builtin_mul_overflow(numel, d->shape[i], &numel))
+            goto too_big;
+    if (numel == 0)
+        return PIT_SUCCESS;
+    for (int i = 0; i < d->rank; i++)
+        if (d->shape[i] > 1 && (__builtin_mul_overflow(d->shape[i] - 1, d->strides[i], &term) ||
+                                __builtin_add_overflow(last, term, &last)))
+            goto too_big;
+    if (__builtin_add_overflow(last, 1, &last) ||
+        __builtin_mul_overflow(last, (int64_t)pit_dtype_size(d->dtype), &last))
+        goto too_big;
+    return PIT_SUCCESS;
+too_big:
+    return pit_error(PIT_ERR_INVALID_ARGUMENT, "tensor of shape [%lld, %lld, %lld, %lld] (rank %d) "
+                     "with these strides spans more than 2^63 bytes",
+                     (long long)d->shape[0], (long long)d->shape[1], (long long)d->shape[2],
+                     (long long)d->shape[3], d->rank);
+}
+
 /* Checks dtype, rank and shape; fills contiguous strides when none are given,
  * else checks they are row-major compatible (innermost 1, rows not overlapping). */
 static pit_status describe(pit_dtype dtype, int rank, const int64_t *shape,
@@ -89,7 +115,7 @@ static pit_status describe(pit_dtype dtype, int rank, const int64_t *shape,
         if (shape[i] > 1)
             expect = d->strides[i] * shape[i];
     }
-    return PIT_SUCCESS;
+    return check_extent(d);
 }
 
 PIT_API pit_status pit_tensor_create(pit_context *ctx, pit_dtype dtype, int rank,
@@ -133,6 +159,9 @@ PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
     if (byte_offset % pit_dtype_size(dtype) != 0)
         return pit_error(PIT_ERR_BAD_STRIDES, "byte_offset %zu is not a multiple of the %s element "
                          "size %zu", byte_offset, pit_dtype_name(dtype), pit_dtype_size(dtype));
+    if (byte_offset > (size_t)INT64_MAX - pit_tensor_extent_bytes(&d))
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "byte_offset %zu plus the tensor's extent of "
+                         "%zu bytes exceeds 2^63", byte_offset, pit_tensor_extent_bytes(&d));
     d.mem = data;
     d.offset = byte_offset;
     pit_tensor *t = calloc(1, sizeof *t);

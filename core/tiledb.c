@@ -61,7 +61,7 @@ struct pit_tiledb {
 static const char *const op_names[PIT_TILE_OP_COUNT] = {
     [PIT_TILE_DENSE] = "dense",       [PIT_TILE_MATMUL_K] = "matmul_k",
     [PIT_TILE_MATMUL_M] = "matmul_m", [PIT_TILE_MATMUL_N] = "matmul_n",
-    [PIT_TILE_FILL] = "fill",
+    [PIT_TILE_FILL] = "fill",         [PIT_TILE_ACCUM] = "accum",
 };
 
 const char *pit_tile_op_name(pit_tile_op op)
@@ -211,7 +211,7 @@ static int parse_entry(char *line, pit_tiledb_entry *e, char *why, size_t n)
         !copy_field(e->backend, sizeof e->backend, f[1], "backend", why, n))
         return 0;
     if (!parse_op(f[2], &e->op)) {
-        snprintf(why, n, "unknown op '%s' (dense, matmul_k, matmul_m, matmul_n, fill)", f[2]);
+        snprintf(why, n, "unknown op '%s' (dense, matmul_k, matmul_m, matmul_n, fill, accum)", f[2]);
         return 0;
     }
     if (!parse_dtype(f[3], &e->dtype)) {
@@ -365,7 +365,7 @@ static read_result read_file(pit_tiledb *db, const char *path, const pit_device_
 /* ---- the built-in table ------------------------------------------------- */
 
 /* The last resort, for any device: a generic GPU-like throughput of 1 TFLOP/s
- * at the best tile and 100 GB/s for fill. Only the ratios between entries
+ * at the best tile, 100 GB/s for fill and half that for accum. Only the ratios between entries
  * steer the selection; every micro-tile pit_matmul_candidates proposes finds
  * its tile here (matmul_k bm 16/32/64, matmul_m and matmul_n bk 32/64). */
 typedef struct builtin_shape {
@@ -380,10 +380,12 @@ static const builtin_shape builtin_shapes[] = {
     {PIT_TILE_MATMUL_K, 64, 128, 32, 256}, {PIT_TILE_MATMUL_M, 64, 64, 32, 256},
     {PIT_TILE_MATMUL_M, 64, 64, 64, 256}, {PIT_TILE_MATMUL_N, 64, 64, 32, 256},
     {PIT_TILE_MATMUL_N, 64, 64, 64, 256}, {PIT_TILE_FILL, 64, 64, 1, 256},
+    {PIT_TILE_ACCUM, 64, 64, 1, 256},
 };
 
 #define BUILTIN_GFLOPS 1000.0
 #define BUILTIN_FILL_GBS 100.0
+#define BUILTIN_ACCUM_GBS 50.0 /* an atomic add reads and writes */
 
 /* Share of the best throughput a bm x bn tile reaches: its arithmetic
  * intensity bm*bn/(bm+bn) against a saturation constant, 1 at 128 x 128. */
@@ -402,9 +404,10 @@ static void builtin_entry(const builtin_shape *s, pit_dtype dt, pit_tiledb_entry
     e->op = s->op;
     e->dtype = dt;
     e->tile = (pit_tile){s->bm, s->bn, s->bk, s->threads, 1, 0};
-    if (s->op == PIT_TILE_FILL) {
+    if (s->op == PIT_TILE_FILL || s->op == PIT_TILE_ACCUM) {
         double bytes = (double)s->bm * s->bn * (double)pit_dtype_size(dt);
-        e->us_per_tile = bytes / (BUILTIN_FILL_GBS * 1e3);
+        double gbs = s->op == PIT_TILE_FILL ? BUILTIN_FILL_GBS : BUILTIN_ACCUM_GBS;
+        e->us_per_tile = bytes / (gbs * 1e3);
         return;
     }
     /* The fused SRead/SWrite kernels pay ~10% over the plain dense tile. */
@@ -500,6 +503,11 @@ static int shipped_dirs(char dirs[][512], int max)
         snprintf(dirs[n++], 512, "%s", env);
     if (n < max && installed_dir(dirs[n], 512))
         n++;
+#ifdef PIT_INSTALL_TILEDB_DIR
+    /* The configured data folder: right for multiarch libdirs (lib/x86_64-linux-gnu). */
+    if (n < max)
+        snprintf(dirs[n++], 512, "%s", PIT_INSTALL_TILEDB_DIR);
+#endif
 #ifdef PIT_SOURCE_TILEDB_DIR
     if (n < max)
         snprintf(dirs[n++], 512, "%s", PIT_SOURCE_TILEDB_DIR);
@@ -679,7 +687,7 @@ static void write_header(FILE *f, const char *header_comment)
     write_comment(f, header_comment);
     fputs("# us_per_tile: device time of one bm x bn x bk tile-step amortised over the\n"
           "# full device (a kernel of T tile-steps filling the device takes\n"
-          "# T * us_per_tile); gflops = 2*bm*bn*bk / us_per_tile / 1e3 (0 for fill).\n"
+          "# T * us_per_tile); gflops = 2*bm*bn*bk / us_per_tile / 1e3 (0 for fill, accum).\n"
           "# device backend op dtype bm bn bk threads stages tensor_core us_per_tile gflops\n",
           f);
 }

@@ -408,6 +408,30 @@ PIT_API pit_status pit_prune_magnitude(pit_context *ctx, pit_stream *stream, pit
                                        int32_t block_rows, int32_t block_cols, double sparsity);
 
 /* ------------------------------------------------------------------------ */
+/* Tuning                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Called after each measured tile: done of total, and what was measured. */
+typedef void (*pit_progress_fn)(void *user, int done, int total, const char *what);
+
+typedef struct pit_tune_options {
+    int quick;                /* small problems, few repeats (CI, CPUs)          */
+    int repeats;              /* timed runs per tile, median kept (0: default)   */
+    const char *output_path;  /* NULL: this device's file under $PIT_CACHE_DIR   */
+    pit_progress_fn progress; /* may be NULL */
+    void *user;
+} pit_tune_options;
+
+/* Measures every candidate dense tile of the context's tile database for this
+ * device (each operator and dtype the device supports: warm-up, median of
+ * repeats, random non-zero data) and writes the device's tile database, which
+ * later contexts on this device load before the shipped defaults. The path
+ * written goes to written_path (may be NULL). Errors: PIT_ERR_IO (cannot
+ * write), backend errors. */
+PIT_API pit_status pit_tune(pit_context *ctx, const pit_tune_options *options,
+                            char *written_path, size_t written_path_size);
+
+/* ------------------------------------------------------------------------ */
 /* Device timing and baselines (used by pit bench; useful to users too)     */
 /* ------------------------------------------------------------------------ */
 

@@ -185,7 +185,7 @@ static void test_malformed(void)
     char text[2048];
     snprintf(text, sizeof text, "# ok\n%ssm_90* cuda dense f32 128 128 32 256 3 0 0.03\n",
              good_line);
-    check_malformed("column count", text, strlen(text), 3, "expected 12 columns, found 11");
+    check_malformed("column count", text, strlen(text), 3, "gflops), found 11");
 
     snprintf(text, sizeof text, "%ssm_90* cuda matmul_k f32 32 64 32 128 3 0 fast 100\n",
              good_line);
@@ -200,7 +200,7 @@ static void test_malformed(void)
     check_malformed("binary junk", junk, sizeof junk - 1, 2, "binary data");
 
     snprintf(text, sizeof text, "%ssm_90* cuda matmul_m f16 64 64", good_line);
-    check_malformed("truncated line", text, strlen(text), 2, "found 8");
+    check_malformed("truncated line", text, strlen(text), 2, "found 6");
 
     snprintf(text, sizeof text, "%ssm_90* cuda matmul_q f32 32 64 32 128 3 0 0.01 100\n",
              good_line);
@@ -311,11 +311,12 @@ static void test_writer_and_tuned(void)
     CHECK(strstr(tuned, "/cache/tiledb/NVIDIA_H100_80GB_HBM3.tiledb") != NULL);
 
     pit_tiledb_entry v[3] = {
-        entry("NVIDIA H100 80GB HBM3", PIT_TILE_DENSE, PIT_F32, 128, 128, 32, 0.0257),
+        entry("NVIDIA?H100*", PIT_TILE_DENSE, PIT_F32, 128, 128, 32, 0.0257),
         entry("sm_90", PIT_TILE_MATMUL_K, PIT_F32, 32, 64, 32, 0.00491234567),
         entry("sm_90", PIT_TILE_FILL, PIT_F16, 64, 64, 1, 2.5e-3),
     };
     v[2].gflops = 0;
+    CHECK(pit_tiledb_write(tuned, v, 3, "x") == PIT_SUCCESS); /* replaced below */
     CHECK(pit_tiledb_write(tuned, v, 3, "measured by test_tiledb\nsecond line") == PIT_SUCCESS);
     char dir[800];
     snprintf(dir, sizeof dir, "%s/cache/tiledb", tmpdir);

@@ -1,1 +1,715 @@
-/* placeholder */
+/*
+ * test_cuda_direct.c - drives libpit-cuda.so through its pit_backend table
+ * alone (no libpit): detection and index, sparse matmul along K and M, and
+ * cuBLAS dense, for f32/f16/bf16, against a double-precision CPU reference.
+ * Exit 77 (skipped) when there is no CUDA driver or device.
+ *
+ *   test_cuda_direct            correctness
+ *   test_cuda_direct --bench    the paper's 4096^3 point, timed with events
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend.h"
+
+#define SKIP 77
+
+/* ---- the host services a plug-in expects -------------------------------- */
+static char last_error[4096];
+static int debug_log;
+
+static pit_status host_error(pit_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static void host_log(const char *fmt, ...)
+{
+    if (!debug_log) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[pit debug] ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+static const char *host_cache_dir(void)
+{
+    static char dir[1024];
+    const char *env = getenv("PIT_CACHE_DIR");
+    snprintf(dir, sizeof dir, "%s", env && *env ? env : "/tmp/pit-cache-test");
+    mkdir(dir, 0755);
+    return dir;
+}
+
+static int fail_next_alloc;
+static int host_inject(void)
+{
+    int f = fail_next_alloc;
+    fail_next_alloc = 0;
+    return f;
+}
+
+static const pit_host host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache_dir, host_inject};
+
+static const pit_backend *be;
+static void *bctx, *stream;
+static int failures;
+
+#define CHECK(call)                                                                            \
+    do {                                                                                       \
+        pit_status st_ = (call);                                                               \
+        if (st_ != PIT_SUCCESS) {                                                              \
+            printf("FAIL %s:%d: %s -> %d: %s\n", __FILE__, __LINE__, #call, (int)st_, last_error); \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+/* ---- 16-bit floats on the host ----------------------------------------- */
+static uint16_t f32_to_f16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xffu, man = u & 0x7fffffu;
+    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
+    int e = (int)exp - 127 + 15;
+    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10) return (uint16_t)sign;
+        man |= 0x800000u;
+        int shift = 14 - e;
+        uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) ++h;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) ++h;
+    return (uint16_t)(sign | h);
+}
+
+static float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, u;
+    if (exp == 0) {
+        float f = ldexpf((float)man, -24);
+        return sign ? -f : f;
+    }
+    if (exp == 31) u = sign | 0x7f800000u | (man << 13);
+    else u = sign | ((exp - 15 + 127) << 23) | (man << 13);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float bf16_to_f32(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static size_t el_size(pit_dtype d)
+{
+    return d == PIT_F32 ? 4 : 2;
+}
+
+static const char *dt_name(pit_dtype d)
+{
+    return d == PIT_F32 ? "f32" : d == PIT_F16 ? "f16" : "bf16";
+}
+
+/* host floats -> device bytes of dtype */
+static void *to_device_bytes(const float *x, size_t n, pit_dtype dt)
+{
+    void *out = malloc(n * el_size(dt) + 1);
+    for (size_t i = 0; i < n; ++i) {
+        if (dt == PIT_F32) ((float *)out)[i] = x[i];
+        else if (dt == PIT_F16) ((uint16_t *)out)[i] = f32_to_f16(x[i]);
+        else ((uint16_t *)out)[i] = f32_to_bf16(x[i]);
+    }
+    return out;
+}
+
+static float from_device(const void *p, size_t i, pit_dtype dt)
+{
+    if (dt == PIT_F32) return ((const float *)p)[i];
+    if (dt == PIT_F16) return f16_to_f32(((const uint16_t *)p)[i]);
+    return bf16_to_f32(((const uint16_t *)p)[i]);
+}
+
+/* round a host value to what the dtype can hold, so the reference sees the same inputs */
+static float representable(float x, pit_dtype dt)
+{
+    if (dt == PIT_F16) return f16_to_f32(f32_to_f16(x));
+    if (dt == PIT_BF16) return bf16_to_f32(f32_to_bf16(x));
+    return x;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double urand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* non-zero values in [-1, -0.1] u [0.1, 1] */
+static float nonzero_value(void)
+{
+    float v = (float)(0.1 + 0.9 * urand());
+    return urand() < 0.5 ? -v : v;
+}
+
+/* ---- a device matrix (rank 2 or 3) ---------------------------------------- */
+typedef struct dmat {
+    pit_tdesc d;
+    float *h; /* host copy, representable values, with padding */
+    size_t elems;
+} dmat;
+
+static dmat make_dmat(pit_dtype dt, int64_t batch, int64_t rows, int64_t cols, int64_t ld)
+{
+    dmat m;
+    memset(&m, 0, sizeof m);
+    m.d.dtype = dt;
+    m.d.rank = batch > 1 ? 3 : 2;
+    int r = m.d.rank;
+    if (r == 3) {
+        m.d.shape[0] = batch;
+        m.d.strides[0] = rows * ld;
+    }
+    m.d.shape[r - 2] = rows;
+    m.d.shape[r - 1] = cols;
+    m.d.strides[r - 2] = ld;
+    m.d.strides[r - 1] = 1;
+    m.elems = (size_t)(batch * rows * ld);
+    m.h = calloc(m.elems + 1, sizeof(float));
+    CHECK(be->mem_alloc(bctx, m.elems * el_size(dt), &m.d.mem));
+    return m;
+}
+
+static void upload(dmat *m)
+{
+    void *bytes = to_device_bytes(m->h, m->elems, m->d.dtype);
+    CHECK(be->mem_write(bctx, stream, m->d.mem, 0, bytes, m->elems * el_size(m->d.dtype)));
+    free(bytes);
+}
+
+static void free_dmat(dmat *m)
+{
+    be->mem_free(bctx, m->d.mem);
+    free(m->h);
+}
+
+static int64_t rows_of(const dmat *m) { return m->d.shape[m->d.rank - 2]; }
+static int64_t cols_of(const dmat *m) { return m->d.shape[m->d.rank - 1]; }
+static int64_t batch_of(const dmat *m) { return m->d.rank == 3 ? m->d.shape[0] : 1; }
+static int64_t ld_of(const dmat *m) { return m->d.strides[m->d.rank - 2]; }
+static float *at(dmat *m, int64_t b, int64_t r, int64_t c) { return &m->h[(b * rows_of(m) + r) * ld_of(m) + c]; }
+
+/* ---- sparsity patterns -------------------------------------------------------- */
+typedef enum pattern { P_32X1, P_1X64, P_32X64, P_ZERO, P_DENSE, P_FINE } pattern;
+static const char *pattern_name[] = {"32x1", "1x64", "32x64", "zero", "dense", "fine"};
+
+/* zeros are written as -0.0 half the time: detection must see them as zero */
+static float zero_value(void)
+{
+    return urand() < 0.5 ? -0.0f : 0.0f;
+}
+
+static void fill_pattern(dmat *a, pattern p, double s)
+{
+    int64_t B = batch_of(a), M = rows_of(a), K = cols_of(a);
+    int bh = p == P_32X1 || p == P_32X64 ? 32 : 1, bw = p == P_1X64 || p == P_32X64 ? 64 : 1;
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t r0 = 0; r0 < M; r0 += bh)
+            for (int64_t c0 = 0; c0 < K; c0 += bw) {
+                int zero_tile = p == P_ZERO || ((p == P_32X1 || p == P_1X64 || p == P_32X64) && urand() < s);
+                for (int64_t r = r0; r < r0 + bh && r < M; ++r)
+                    for (int64_t c = c0; c < c0 + bw && c < K; ++c) {
+                        int z = zero_tile || (p == P_FINE && urand() < s);
+                        *at(a, b, r, c) = z ? zero_value() : representable(nonzero_value(), a->d.dtype);
+                    }
+            }
+}
+
+static void fill_dense(dmat *m)
+{
+    for (int64_t b = 0; b < batch_of(m); ++b)
+        for (int64_t r = 0; r < rows_of(m); ++r)
+            for (int64_t c = 0; c < cols_of(m); ++c) *at(m, b, r, c) = representable(nonzero_value(), m->d.dtype);
+}
+
+/* ---- index buffers -------------------------------------------------------- */
+static pit_index make_index(const dmat *a, pit_microtile t)
+{
+    pit_index ix;
+    memset(&ix, 0, sizeof ix);
+    ix.tile = t;
+    int64_t tr = (rows_of(a) + t.rows - 1) / t.rows, tc = (cols_of(a) + t.cols - 1) / t.cols;
+    ix.groups_per_batch = (int32_t)(t.axis == PIT_AXIS_M ? tc : tr);
+    ix.capacity = (int32_t)(t.axis == PIT_AXIS_M ? tr : tc);
+    ix.groups = ix.groups_per_batch * (int32_t)batch_of(a);
+    CHECK(be->mem_alloc(bctx, (size_t)ix.groups * 4, &ix.counts));
+    CHECK(be->mem_alloc(bctx, (size_t)ix.groups * (size_t)ix.capacity * 4, &ix.entries));
+    CHECK(be->mem_alloc(bctx, 4, &ix.total));
+    return ix;
+}
+
+static void free_index(pit_index *ix)
+{
+    be->mem_free(bctx, ix->counts);
+    be->mem_free(bctx, ix->entries);
+    be->mem_free(bctx, ix->total);
+}
+
+static int bits_nonzero(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return (u & 0x7fffffffu) != 0;
+}
+
+/* Compares the device index with the micro-tiles the host finds non-zero;
+ * returns max counts[g]. */
+static int32_t check_index(dmat *a, const pit_index *ix, const char *what)
+{
+    int32_t *counts = malloc((size_t)ix->groups * 4 + 4), total = -1, maxc = 0;
+    int32_t *entries = malloc((size_t)ix->groups * (size_t)ix->capacity * 4 + 4);
+    CHECK(be->mem_read(bctx, stream, ix->counts, 0, counts, (size_t)ix->groups * 4));
+    CHECK(be->mem_read(bctx, stream, ix->entries, 0, entries, (size_t)ix->groups * (size_t)ix->capacity * 4));
+    CHECK(be->mem_read(bctx, stream, ix->total, 0, &total, 4));
+    const pit_microtile t = ix->tile;
+    int64_t sum = 0, bad = 0;
+    char *seen = malloc((size_t)ix->capacity + 1);
+    for (int32_t g = 0; g < ix->groups; ++g) {
+        int64_t b = g / ix->groups_per_batch, gl = g % ix->groups_per_batch;
+        memset(seen, 0, (size_t)ix->capacity);
+        if (counts[g] < 0 || counts[g] > ix->capacity) {
+            ++bad;
+            continue;
+        }
+        for (int32_t i = 0; i < counts[g]; ++i) {
+            int32_t e = entries[(int64_t)g * ix->capacity + i];
+            if (e < 0 || e >= ix->capacity || seen[e]) ++bad;
+            else seen[e] = 1;
+        }
+        int32_t expected = 0;
+        for (int32_t e = 0; e < ix->capacity; ++e) {
+            int64_t tr = t.axis == PIT_AXIS_M ? e : gl, tc = t.axis == PIT_AXIS_M ? gl : e;
+            int nz = 0;
+            for (int64_t r = tr * t.rows; r < (tr + 1) * t.rows && r < rows_of(a) && !nz; ++r)
+                for (int64_t c = tc * t.cols; c < (tc + 1) * t.cols && c < cols_of(a); ++c)
+                    if (bits_nonzero(*at(a, b, r, c))) {
+                        nz = 1;
+                        break;
+                    }
+            expected += nz;
+            if (nz != seen[e]) ++bad;
+        }
+        if (expected != counts[g]) ++bad;
+        sum += counts[g];
+        if (counts[g] > maxc) maxc = counts[g];
+    }
+    if (sum != total) ++bad;
+    if (bad) {
+        printf("FAIL index %s micro-tile %dx%d axis %d: %lld mismatches (total %d, sum %lld)\n", what, t.rows, t.cols,
+               (int)t.axis, (long long)bad, total, (long long)sum);
+        ++failures;
+    }
+    free(seen);
+    free(counts);
+    free(entries);
+    return maxc;
+}
+
+/* ---- matmul check ---------------------------------------------------------- */
+static uint32_t nan_pattern(pit_dtype dt)
+{
+    return dt == PIT_F32 ? 0x7fc00000u : dt == PIT_F16 ? 0x7e007e00u : 0x7fc07fc0u;
+}
+
+/* C = A.B in double on the host: batch x M x N */
+static double *reference(dmat *a, dmat *b)
+{
+    int64_t B = batch_of(a), M = rows_of(a), K = cols_of(a), N = cols_of(b);
+    double *ref = calloc((size_t)(B * M * N) + 1, sizeof(double));
+    for (int64_t bb = 0; bb < B; ++bb)
+        for (int64_t m = 0; m < M; ++m)
+            for (int64_t k = 0; k < K; ++k) {
+                double av = *at(a, bb, m, k);
+                if (av == 0) continue;
+                const float *brow = at(b, bb, k, 0);
+                double *crow = ref + (bb * M + m) * N;
+                for (int64_t n = 0; n < N; ++n) crow[n] += av * (double)brow[n];
+            }
+    return ref;
+}
+
+static double compare(const double *ref, dmat *c, const char *what)
+{
+    pit_dtype dt = c->d.dtype;
+    size_t bytes = c->elems * el_size(dt);
+    void *raw = malloc(bytes + 1);
+    CHECK(be->mem_read(bctx, stream, c->d.mem, 0, raw, bytes));
+    double num = 0, den = 0;
+    int nan = 0;
+    int64_t B = batch_of(c), M = rows_of(c), N = cols_of(c);
+    for (int64_t bb = 0; bb < B; ++bb)
+        for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+                double r = ref[(bb * M + m) * N + n];
+                double got = from_device(raw, (size_t)((bb * M + m) * ld_of(c) + n), dt);
+                if (isnan(got)) nan = 1;
+                num += (got - r) * (got - r);
+                den += r * r;
+            }
+    free(raw);
+    double err = den > 0 ? sqrt(num / den) : sqrt(num);
+    double tol = dt == PIT_F32 ? 1e-4 : 1e-2;
+    if (nan || err > tol || isnan(err)) {
+        printf("FAIL %s: rel err %.3g (tol %.0e)%s\n", what, err, tol, nan ? " NaN in output" : "");
+        ++failures;
+    }
+    return err;
+}
+
+static void poison(dmat *c)
+{
+    CHECK(be->mem_fill32(bctx, stream, c->d.mem, 0, nan_pattern(c->d.dtype), c->elems * el_size(c->d.dtype)));
+}
+
+typedef struct tcase {
+    int64_t batch, M, K, N, lda_pad;
+    pattern p;
+    double s;
+} tcase;
+
+static pit_tile default_tile(pit_dtype dt, pit_axis axis)
+{
+    int tc = dt != PIT_F32;
+    if (axis == PIT_AXIS_K) return tc ? (pit_tile){32, 64, 32, 128, 3, 1} : (pit_tile){32, 64, 16, 128, 2, 0};
+    return tc ? (pit_tile){64, 64, 32, 128, 3, 1} : (pit_tile){64, 64, 32, 128, 2, 0};
+}
+
+static void run_case(const tcase *tc, pit_dtype dt, const pit_tile *tiles, int ntiles)
+{
+    dmat a = make_dmat(dt, tc->batch, tc->M, tc->K, tc->K + tc->lda_pad);
+    dmat b = make_dmat(dt, tc->batch, tc->K, tc->N, tc->N);
+    dmat c = make_dmat(dt, tc->batch, tc->M, tc->N, tc->N);
+    fill_pattern(&a, tc->p, tc->s);
+    fill_dense(&b);
+    upload(&a);
+    upload(&b);
+    /* 32x1, 32x64, 1x64 of the paper, and two that straddle detection regions */
+    const pit_microtile cands[] = {{32, 1, PIT_AXIS_K}, {32, 64, PIT_AXIS_K}, {1, 64, PIT_AXIS_M},
+                                   {64, 1, PIT_AXIS_K}, {1, 3, PIT_AXIS_M}};
+    const int ncand = 5;
+    pit_index ix[5];
+    for (int i = 0; i < ncand; ++i) ix[i] = make_index(&a, cands[i]);
+    CHECK(be->detect(bctx, stream, &a.d, ix, ncand));
+    double *ref = reference(&a, &b);
+    char what[256];
+    int64_t cases = 0;
+    for (int i = 0; i < ncand; ++i) {
+        snprintf(what, sizeof what, "%s %s s=%.2f %lldx%lldx%lld b%lld", dt_name(dt), pattern_name[tc->p], tc->s,
+                 (long long)tc->M, (long long)tc->K, (long long)tc->N, (long long)tc->batch);
+        int32_t maxc = check_index(&a, &ix[i], what);
+        for (int t = 0; t < (ntiles ? ntiles : 1); ++t) {
+            pit_tile tile = ntiles ? tiles[t] : default_tile(dt, cands[i].axis);
+            if (ntiles && cands[i].axis == PIT_AXIS_K && tile.bm != cands[i].rows) continue;
+            for (int worst = 0; worst < 2; ++worst) {
+                poison(&c);
+                pit_status st = be->matmul_sparse(bctx, stream, &tile, &ix[i], maxc, worst, &a.d, &b.d, &c.d);
+                snprintf(what, sizeof what, "%s %s s=%.2f %lldx%lldx%lld b%lld mt %dx%d%s tile %dx%dx%d/%d/%d/%s",
+                         dt_name(dt), pattern_name[tc->p], tc->s, (long long)tc->M, (long long)tc->K,
+                         (long long)tc->N, (long long)tc->batch, cands[i].rows, cands[i].cols,
+                         cands[i].axis == PIT_AXIS_K ? "K" : "M", tile.bm, tile.bn, tile.bk, tile.threads,
+                         tile.stages, tile.tensor_core ? "tc" : "cc");
+                if (st != PIT_SUCCESS) {
+                    printf("FAIL %s: status %d: %s\n", what, (int)st, last_error);
+                    ++failures;
+                    continue;
+                }
+                compare(ref, &c, what);
+                ++cases;
+            }
+        }
+    }
+    poison(&c);
+    CHECK(be->matmul_dense(bctx, stream, &a.d, &b.d, &c.d));
+    snprintf(what, sizeof what, "%s dense cuBLAS %lldx%lldx%lld", dt_name(dt), (long long)tc->M, (long long)tc->K,
+             (long long)tc->N);
+    compare(ref, &c, what);
+    free(ref);
+    printf("ok? %-5s %-6s s=%.2f %5lldx%5lldx%5lld b%lld pad%lld: %lld sparse runs, failures so far %d\n", dt_name(dt),
+           pattern_name[tc->p], tc->s, (long long)tc->M, (long long)tc->K, (long long)tc->N, (long long)tc->batch,
+           (long long)tc->lda_pad, (long long)cases, failures);
+    for (int i = 0; i < ncand; ++i) free_index(&ix[i]);
+    free_dmat(&a);
+    free_dmat(&b);
+    free_dmat(&c);
+}
+
+static void test_errors(void)
+{
+    /* injected allocation failure -> PIT_ERR_OUT_OF_MEMORY */
+    void *mem = NULL;
+    fail_next_alloc = 1;
+    pit_status st = be->mem_alloc(bctx, 1024, &mem);
+    if (st != PIT_ERR_OUT_OF_MEMORY) {
+        printf("FAIL injected alloc failure gave %d\n", (int)st);
+        ++failures;
+    }
+    /* an absurd allocation -> PIT_ERR_OUT_OF_MEMORY with the driver's code */
+    st = be->mem_alloc(bctx, (size_t)1 << 50, &mem);
+    if (st != PIT_ERR_OUT_OF_MEMORY || !strstr(last_error, "CUDA_ERROR_OUT_OF_MEMORY")) {
+        printf("FAIL huge alloc gave %d: %s\n", (int)st, last_error);
+        ++failures;
+    }
+}
+
+static int correctness(void)
+{
+    const tcase cases[] = {
+        {1, 256, 512, 192, 0, P_32X1, 0.7}, {1, 256, 512, 192, 0, P_1X64, 0.7}, {1, 256, 512, 192, 0, P_32X64, 0.7},
+        {1, 256, 512, 192, 0, P_ZERO, 0}, {1, 256, 512, 192, 0, P_DENSE, 0},  {1, 256, 512, 192, 0, P_FINE, 0.9},
+        {1, 1, 7, 33, 0, P_DENSE, 0},       {1, 33, 1000, 7, 0, P_32X1, 0.5},  {1, 1000, 33, 65, 0, P_1X64, 0.5},
+        {1, 7, 1, 1, 0, P_DENSE, 0},        {3, 100, 300, 96, 0, P_32X64, 0.5}, {1, 128, 256, 128, 8, P_32X1, 0.5},
+        {1, 1000, 1000, 1000, 0, P_32X1, 0.9},
+    };
+    const pit_dtype dts[] = {PIT_F32, PIT_F16, PIT_BF16};
+    for (int d = 0; d < 3; ++d)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_case(&cases[i], dts[d], NULL, 0);
+    /* a sweep of tiles on one case with edges in every dimension */
+    const pit_tile cc_tiles[] = {{32, 128, 32, 128, 2, 0}, {64, 128, 8, 128, 2, 0}, {32, 64, 32, 128, 2, 0},
+                                 {128, 128, 32, 256, 2, 0}, {1, 128, 32, 128, 2, 0}, {16, 64, 16, 128, 2, 0}};
+    const pit_tile tc_tiles[] = {{32, 128, 64, 128, 4, 1}, {64, 128, 32, 128, 2, 1}, {32, 64, 64, 128, 3, 1},
+                                 {128, 128, 64, 256, 4, 1}, {1, 128, 32, 128, 2, 1}, {16, 64, 32, 128, 2, 1},
+                                 {64, 64, 32, 128, 4, 1}};
+    const tcase sweep = {2, 200, 600, 300, 0, P_32X1, 0.6};
+    run_case(&sweep, PIT_F32, cc_tiles, 6);
+    run_case(&sweep, PIT_F16, tc_tiles, 7);
+    run_case(&sweep, PIT_BF16, tc_tiles, 7);
+    test_errors();
+    return failures;
+}
+
+/* ---- bench ------------------------------------------------------------------- */
+typedef void (*op_fn)(void *user);
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* median of 20 timed runs after 3 warm-ups, in ms */
+static double time_op(op_fn fn, void *user)
+{
+    double t[20];
+    for (int i = 0; i < 3; ++i) fn(user);
+    for (int i = 0; i < 20; ++i) {
+        pit_event *e0, *e1;
+        CHECK(be->event_record(bctx, stream, &e0));
+        fn(user);
+        CHECK(be->event_record(bctx, stream, &e1));
+        CHECK(be->event_elapsed_ms(bctx, e0, e1, &t[i]));
+        be->event_destroy(bctx, e0);
+        be->event_destroy(bctx, e1);
+    }
+    qsort(t, 20, sizeof t[0], cmp_double);
+    return 0.5 * (t[9] + t[10]);
+}
+
+typedef struct bench_ctx {
+    dmat *a, *b, *c;
+    pit_index *ix;
+    pit_tile tile;
+    int32_t maxc;
+} bench_ctx;
+
+static void op_detect(void *u)
+{
+    bench_ctx *b = u;
+    CHECK(be->detect(bctx, stream, &b->a->d, b->ix, 1));
+}
+static void op_sparse(void *u)
+{
+    bench_ctx *b = u;
+    CHECK(be->matmul_sparse(bctx, stream, &b->tile, b->ix, b->maxc, 0, &b->a->d, &b->b->d, &b->c->d));
+}
+static void op_dense(void *u)
+{
+    bench_ctx *b = u;
+    CHECK(be->matmul_dense(bctx, stream, &b->a->d, &b->b->d, &b->c->d));
+}
+
+/* device-to-device copy bandwidth (read + write bytes / time), through the
+ * driver directly: the backend table has no copy */
+static double copy_bandwidth(void)
+{
+    typedef int (*retain_fn)(void **, int);
+    typedef int (*set_fn)(void *);
+    typedef int (*copy_fn)(uint64_t, uint64_t, size_t);
+    typedef int (*sync_fn)(void);
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!lib) return 0;
+    retain_fn retain = (retain_fn)(uintptr_t)dlsym(lib, "cuDevicePrimaryCtxRetain");
+    set_fn set = (set_fn)(uintptr_t)dlsym(lib, "cuCtxSetCurrent");
+    copy_fn copy = (copy_fn)(uintptr_t)dlsym(lib, "cuMemcpyDtoD_v2");
+    sync_fn sync = (sync_fn)(uintptr_t)dlsym(lib, "cuCtxSynchronize");
+    void *ctx = NULL;
+    if (!retain || !set || !copy || !sync || retain(&ctx, 0) || set(ctx)) return 0;
+    size_t bytes = (size_t)1 << 30;
+    void *src, *dst;
+    CHECK(be->mem_alloc(bctx, bytes, &src));
+    CHECK(be->mem_alloc(bctx, bytes, &dst));
+    double best = 0;
+    for (int i = 0; i < 6; ++i) {
+        pit_event *e0, *e1;
+        CHECK(be->stream_synchronize(bctx, stream));
+        CHECK(be->event_record(bctx, stream, &e0));
+        CHECK(be->stream_synchronize(bctx, stream));
+        copy((uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src, bytes);
+        sync();
+        CHECK(be->event_record(bctx, stream, &e1));
+        double ms;
+        CHECK(be->event_elapsed_ms(bctx, e0, e1, &ms));
+        be->event_destroy(bctx, e0);
+        be->event_destroy(bctx, e1);
+        double bw = 2.0 * (double)bytes / (ms * 1e-3);
+        if (i > 0 && bw > best) best = bw;
+    }
+    be->mem_free(bctx, src);
+    be->mem_free(bctx, dst);
+    return best;
+}
+
+static int bench(int64_t n)
+{
+    double bw = copy_bandwidth();
+    printf("device-to-device copy: %.0f GB/s (read + write)\n", bw / 1e9);
+    const pit_dtype dts[] = {PIT_F32, PIT_F16, PIT_BF16};
+    const pattern pats[] = {P_32X1, P_1X64, P_32X64};
+    const pit_microtile mts[] = {{32, 1, PIT_AXIS_K}, {1, 64, PIT_AXIS_M}, {32, 64, PIT_AXIS_K}};
+    const double sps[] = {0.5, 0.9, 0.95, 0.99};
+    printf("%-5s %-6s %5s %9s %9s %9s %9s %9s %7s %8s  %s\n", "dtype", "micro", "s", "detect_us", "sparse_us",
+           "total_us", "dense_us", "floor_us", "x_floor", "det_GB/s", "best tile");
+    for (int d = 0; d < 3; ++d) {
+        pit_dtype dt = dts[d];
+        dmat a = make_dmat(dt, 1, n, n, n), b = make_dmat(dt, 1, n, n, n), c = make_dmat(dt, 1, n, n, n);
+        fill_dense(&b);
+        upload(&b);
+        fill_dense(&a);
+        upload(&a);
+        bench_ctx bc = {&a, &b, &c, NULL, {0}, 0};
+        double dense_ms = time_op(op_dense, &bc);
+        int tc = dt != PIT_F32;
+        for (int p = 0; p < 3; ++p) {
+            for (int si = 0; si < 4; ++si) {
+                fill_pattern(&a, pats[p], sps[si]);
+                upload(&a);
+                pit_index ix = make_index(&a, mts[p]);
+                bc.ix = &ix;
+                CHECK(be->detect(bctx, stream, &a.d, &ix, 1));
+                bc.maxc = check_index(&a, &ix, "bench");
+                double det_ms = time_op(op_detect, &bc);
+                pit_tile tiles_k[] = {{32, 128, 64, 128, 3, 1}, {32, 128, 32, 128, 4, 1}, {32, 64, 64, 128, 3, 1}};
+                pit_tile tiles_k_cc[] = {{32, 128, 16, 128, 2, 0}, {32, 64, 32, 128, 2, 0}, {32, 128, 32, 256, 2, 0}};
+                pit_tile tiles_m[] = {{128, 128, 64, 256, 3, 1}, {64, 128, 64, 128, 3, 1}, {128, 128, 32, 256, 4, 1}};
+                pit_tile tiles_m_cc[] = {{128, 128, 16, 256, 2, 0}, {64, 128, 32, 128, 2, 0}, {128, 128, 32, 256, 2, 0}};
+                pit_tile *tiles = mts[p].axis == PIT_AXIS_K ? (tc ? tiles_k : tiles_k_cc) : (tc ? tiles_m : tiles_m_cc);
+                double best = 1e30;
+                pit_tile best_tile = tiles[0];
+                for (int t = 0; t < 3; ++t) {
+                    bc.tile = tiles[t];
+                    double ms = time_op(op_sparse, &bc);
+                    if (ms < best) {
+                        best = ms;
+                        best_tile = tiles[t];
+                    }
+                }
+                bc.tile = best_tile;
+                double floor_ms = (double)(n * n) * (double)el_size(dt) / bw * 1e3 + (1 - sps[si]) * dense_ms;
+                double total = det_ms + best;
+                printf("%-5s %-6s %5.2f %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f %8.0f  %dx%dx%d/%d/%d/%s\n", dt_name(dt),
+                       pattern_name[pats[p]], sps[si], det_ms * 1e3, best * 1e3, total * 1e3, dense_ms * 1e3,
+                       floor_ms * 1e3, total / floor_ms, (double)(n * n) * (double)el_size(dt) / (det_ms * 1e-3) / 1e9,
+                       best_tile.bm, best_tile.bn, best_tile.bk, best_tile.threads, best_tile.stages,
+                       best_tile.tensor_core ? "tc" : "cc");
+                fflush(stdout);
+                free_index(&ix);
+            }
+        }
+        free_dmat(&a);
+        free_dmat(&b);
+        free_dmat(&c);
+    }
+    return failures;
+}
+
+int main(int argc, char **argv)
+{
+    const char *plugin = getenv("PIT_CUDA_PLUGIN_PATH");
+    if (!plugin || !*plugin) plugin = PIT_CUDA_PLUGIN;
+    debug_log = getenv("PIT_LOG") && !strcmp(getenv("PIT_LOG"), "debug");
+    void *lib = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        printf("FAIL cannot load %s: %s\n", plugin, dlerror());
+        return 1;
+    }
+    pit_backend_register_fn reg = (pit_backend_register_fn)(uintptr_t)dlsym(lib, PIT_BACKEND_REGISTER_SYMBOL);
+    if (!reg || !(be = reg(&host)) || be->abi_version != PIT_BACKEND_ABI_VERSION) {
+        printf("FAIL %s has no compatible %s\n", plugin, PIT_BACKEND_REGISTER_SYMBOL);
+        return 1;
+    }
+    pit_status st = be->init(&host);
+    if (st == PIT_ERR_NO_DEVICE) {
+        printf("SKIPPED: %s\n", last_error);
+        return SKIP;
+    }
+    CHECK(st);
+    int count = 0;
+    CHECK(be->device_count(&count));
+    if (count < 1) {
+        printf("SKIPPED: no CUDA device\n");
+        return SKIP;
+    }
+    pit_device_info info;
+    CHECK(be->device_info(0, &info));
+    printf("device: %s %s, %s, %d SMs, %.1f GiB, f16 %d bf16 %d, dense %s\n", info.name, info.arch, info.driver_version,
+           info.compute_units, (double)info.global_mem_bytes / (1 << 30), info.has_f16, info.has_bf16,
+           be->dense_name(NULL));
+    CHECK(be->context_create(0, &bctx));
+    CHECK(be->stream_create(bctx, &stream));
+    int rc;
+    if (argc > 1 && !strcmp(argv[1], "--bench")) rc = bench(argc > 2 ? atoll(argv[2]) : 4096);
+    else rc = correctness();
+    be->stream_destroy(bctx, stream);
+    be->context_destroy(bctx);
+    be->shutdown();
+    printf(rc ? "FAILED: %d failures\n" : "PASSED\n", rc);
+    return rc ? 1 : 0;
+}

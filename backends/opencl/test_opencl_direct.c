@@ -419,10 +419,15 @@ static void check_c(dtensor *C, const double *ref, int64_t batch, int64_t M, int
                 double want = ref[(b * M + m) * N + n];
                 if (!isfinite(got))
                     bad = 1;
+                if (g_verbose > 1 && fabs(got - want) > 1e-3 * (1 + fabs(want)) && bad < 8) {
+                    fprintf(stderr, "    C[%lld][%lld][%lld] = %g, want %g\n", (long long)b,
+                            (long long)m, (long long)n, got, want);
+                    bad += 2;
+                }
                 num += (got - want) * (got - want);
                 den += want * want;
             }
-    double err = bad ? INFINITY : den > 0 ? sqrt(num / den) : sqrt(num);
+    double err = (bad & 1) ? INFINITY : den > 0 ? sqrt(num / den) : sqrt(num);
     double tol = C->d.dtype == PIT_F32 ? 1e-4 : 1e-2;
     EXPECT(err <= tol, "%s: relative error %.3g > %.0e", label, err, tol);
     if (g_verbose)
@@ -609,6 +614,8 @@ static void test_events(void)
 int main(int argc, char **argv)
 {
     g_verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
+    if (argc > 1 && strcmp(argv[1], "-vv") == 0)
+        g_verbose = 2;
     be = pit_backend_register(&g_host);
     if (!be || be->abi_version != PIT_BACKEND_ABI_VERSION) {
         fprintf(stderr, "pit_backend_register failed\n");

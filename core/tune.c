@@ -1,0 +1,228 @@
+/*
+ * core/tune.c - pit_tune: measures the dense computation tiles of the tile
+ * database on this device and writes the device's own database file.
+ *
+ * us_per_tile is measured the way the database defines it: a kernel of T
+ * tile-steps (bm x bn x bk each) that fills the device takes T * us_per_tile.
+ * Sparse tiles are timed through the real fused kernels with a full index
+ * (every micro-tile non-zero), so SRead/SWrite costs are in the figure.
+ */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct tune_problem {
+    pit_context *ctx;
+    void *bs;
+    pit_tdesc A, B, C;
+    pit_index idx;
+    int repeats;
+} tune_problem;
+
+static int entry_applies(const pit_tiledb_entry *e, const pit_device_info *d)
+{
+    if (strcmp(e->backend, "*") != 0 && strcmp(e->backend, d->backend) != 0)
+        return 0;
+    return fnmatch(e->device, d->name, 0) == 0 || fnmatch(e->device, d->arch, 0) == 0 ||
+           fnmatch(e->device, d->vendor, 0) == 0;
+}
+
+static int dtype_on_device(pit_dtype dt, const pit_device_info *d)
+{
+    return dt == PIT_F32 || (dt == PIT_F16 && d->has_f16) || (dt == PIT_BF16 && d->has_bf16);
+}
+
+static void free_problem(tune_problem *p)
+{
+    pit_context *ctx = p->ctx;
+    void *bufs[] = {p->A.mem, p->B.mem, p->C.mem, p->idx.counts, p->idx.entries, p->idx.total};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i])
+            ctx->be->mem_free(ctx->bctx, bufs[i]);
+    memset(p, 0, sizeof *p);
+}
+
+static pit_status make_matrix(pit_context *ctx, void *bs, pit_dtype dt, int64_t r, int64_t c,
+                              pit_rng *rng, pit_tdesc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->dtype = dt;
+    d->rank = 2;
+    d->shape[0] = r;
+    d->shape[1] = c;
+    d->strides[0] = c;
+    d->strides[1] = 1;
+    size_t n = (size_t)(r * c), es = pit_dtype_size(dt);
+    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, n * es, &d->mem));
+    double *x = malloc(n * sizeof(double));
+    void *buf = malloc(n * es);
+    pit_status s = x && buf ? PIT_SUCCESS : pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tune: host memory");
+    if (s == PIT_SUCCESS) {
+        pit_ref_fill_random(rng, x, n); /* never zero: every micro-tile is non-zero */
+        pit_ref_from_double(dt, x, n, buf);
+        s = ctx->be->mem_write(ctx->bctx, bs, d->mem, 0, buf, n * es);
+    }
+    free(x);
+    free(buf);
+    return s;
+}
+
+/* A problem whose sides are multiples of the tile, and a full index for the
+ * sparse kernels (micro-tile = one tile-step's share of A). */
+static pit_status make_problem(pit_context *ctx, const pit_tiledb_entry *e, int64_t size,
+                               tune_problem *p, pit_rng *rng)
+{
+    memset(p, 0, sizeof *p);
+    p->ctx = ctx;
+    p->bs = ctx->default_stream.bs;
+    const pit_tile *t = &e->tile;
+    int64_t m = ((size + t->bm - 1) / t->bm) * t->bm, n = ((size + t->bn - 1) / t->bn) * t->bn,
+            k = ((size + t->bk - 1) / t->bk) * t->bk;
+    PIT_TRY(make_matrix(ctx, p->bs, e->dtype, m, k, rng, &p->A));
+    PIT_TRY(make_matrix(ctx, p->bs, e->dtype, k, n, rng, &p->B));
+    PIT_TRY(make_matrix(ctx, p->bs, e->dtype, m, n, rng, &p->C));
+    if (e->op == PIT_TILE_DENSE)
+        return PIT_SUCCESS;
+    pit_index *x = &p->idx;
+    x->tile = e->op == PIT_TILE_MATMUL_M ? (pit_microtile){1, t->bk, PIT_AXIS_M}
+                                         : (pit_microtile){t->bm, 1, PIT_AXIS_K};
+    x->groups_per_batch = x->groups = (int32_t)(x->tile.axis == PIT_AXIS_M ? k / t->bk : m / t->bm);
+    x->capacity = (int32_t)(x->tile.axis == PIT_AXIS_M ? m : k);
+    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * 4, &x->counts));
+    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * (size_t)x->capacity * 4, &x->entries));
+    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, 4, &x->total));
+    return ctx->be->detect(ctx->bctx, p->bs, &p->A, x, 1);
+}
+
+static pit_status run_tile(tune_problem *p, const pit_tiledb_entry *e)
+{
+    pit_context *ctx = p->ctx;
+    if (e->op == PIT_TILE_DENSE)
+        return ctx->be->matmul_dense(ctx->bctx, p->bs, &p->A, &p->B, &p->C);
+    return ctx->be->matmul_sparse(ctx->bctx, p->bs, &e->tile, &p->idx, p->idx.capacity, 0, &p->A,
+                                  &p->B, &p->C);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static pit_status time_tile(tune_problem *p, const pit_tiledb_entry *e, double *median_us)
+{
+    pit_context *ctx = p->ctx;
+    PIT_TRY(run_tile(p, e)); /* warm-up: compiles the kernel */
+    double ms[32];
+    int n = p->repeats < 32 ? p->repeats : 32;
+    for (int i = 0; i < n; i++) {
+        pit_event *e0 = NULL, *e1 = NULL;
+        pit_status s = ctx->be->event_record(ctx->bctx, p->bs, &e0);
+        if (s == PIT_SUCCESS)
+            s = run_tile(p, e);
+        if (s == PIT_SUCCESS)
+            s = ctx->be->event_record(ctx->bctx, p->bs, &e1);
+        if (s == PIT_SUCCESS)
+            s = ctx->be->event_elapsed_ms(ctx->bctx, e0, e1, &ms[i]);
+        if (e0)
+            ctx->be->event_destroy(ctx->bctx, e0);
+        if (e1)
+            ctx->be->event_destroy(ctx->bctx, e1);
+        if (s != PIT_SUCCESS)
+            return s;
+    }
+    qsort(ms, (size_t)n, sizeof ms[0], cmp_double);
+    *median_us = ms[n / 2] * 1e3;
+    return PIT_SUCCESS;
+}
+
+static int tunable(const pit_tiledb_entry *e)
+{
+    return e->op == PIT_TILE_DENSE || e->op == PIT_TILE_MATMUL_K || e->op == PIT_TILE_MATMUL_M;
+}
+
+/* Measures one entry in place; an entry the backend refuses keeps its shipped
+ * cost (and is reported at debug level) rather than failing the whole tune. */
+static pit_status tune_entry(pit_context *ctx, pit_tiledb_entry *e, int64_t size, int repeats,
+                             pit_rng *rng)
+{
+    tune_problem p;
+    pit_status s = make_problem(ctx, e, size, &p, rng);
+    p.repeats = repeats;
+    double us = 0;
+    if (s == PIT_SUCCESS)
+        s = time_tile(&p, e, &us);
+    if (s == PIT_SUCCESS) {
+        const pit_tile *t = &e->tile;
+        int64_t steps = (p.A.shape[0] / t->bm) * (p.B.shape[1] / t->bn) * (p.A.shape[1] / t->bk);
+        e->us_per_tile = pit_tiledb_us_per_tile(us, steps);
+        e->gflops = pit_tiledb_gflops(t, e->us_per_tile);
+    }
+    free_problem(&p);
+    if (s == PIT_ERR_UNSUPPORTED || s == PIT_ERR_COMPILE) {
+        pit_log_debug("tune: %s %s %dx%dx%d kept its shipped cost: %s", pit_tile_op_name(e->op),
+                      pit_dtype_name(e->dtype), e->tile.bm, e->tile.bn, e->tile.bk, pit_last_error());
+        return PIT_SUCCESS;
+    }
+    return s;
+}
+
+PIT_API pit_status pit_tune(pit_context *ctx, const pit_tune_options *options, char *written_path,
+                            size_t written_path_size)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(ctx != NULL, "ctx");
+    pit_tune_options o = options ? *options : (pit_tune_options){0};
+    int cpu = strstr(ctx->info.arch, "cpu") != NULL;
+    int64_t size = o.quick ? 128 : cpu ? 256 : 2048;
+    int repeats = o.repeats > 0 ? o.repeats : o.quick ? 3 : 10;
+    int count = 0;
+    const pit_tiledb_entry *all = pit_tiledb_entries(ctx->db, &count);
+    pit_tiledb_entry *mine = calloc((size_t)(count > 0 ? count : 1), sizeof *mine);
+    if (!mine)
+        return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tune: host memory");
+    int n = 0, todo = 0;
+    for (int i = 0; i < count; i++)
+        if (entry_applies(&all[i], &ctx->info) && dtype_on_device(all[i].dtype, &ctx->info)) {
+            mine[n] = all[i];
+            /* The tuned file names this device exactly. */
+            snprintf(mine[n].device, sizeof mine[n].device, "%s", ctx->info.arch);
+            snprintf(mine[n].backend, sizeof mine[n].backend, "%s", ctx->info.backend);
+            todo += tunable(&mine[n]);
+            n++;
+        }
+    pit_rng rng;
+    pit_rng_seed(&rng, 2024);
+    pit_status s = PIT_SUCCESS;
+    for (int i = 0, done = 0; i < n && s == PIT_SUCCESS; i++) {
+        if (!tunable(&mine[i]))
+            continue;
+        char what[96];
+        snprintf(what, sizeof what, "%s %s %dx%dx%d", pit_tile_op_name(mine[i].op),
+                 pit_dtype_name(mine[i].dtype), mine[i].tile.bm, mine[i].tile.bn, mine[i].tile.bk);
+        s = tune_entry(ctx, &mine[i], size, repeats, &rng);
+        if (o.progress)
+            o.progress(o.user, ++done, todo, what);
+    }
+    char path[1024];
+    if (s == PIT_SUCCESS) {
+        if (o.output_path)
+            snprintf(path, sizeof path, "%s", o.output_path);
+        else
+            s = pit_tiledb_tuned_path(&ctx->info, path, sizeof path);
+    }
+    if (s == PIT_SUCCESS) {
+        char header[512];
+        snprintf(header, sizeof header, "measured by pit tune%s on \"%s\" (%s, %s, driver %s), "
+                 "problem side %lld, median of %d", o.quick ? " --quick" : "", ctx->info.name,
+                 ctx->info.backend, ctx->info.arch, ctx->info.driver_version, (long long)size, repeats);
+        s = pit_tiledb_write(path, mine, n, header);
+    }
+    if (s == PIT_SUCCESS && written_path && written_path_size)
+        snprintf(written_path, written_path_size, "%s", path);
+    free(mine);
+    return s;
+}

@@ -1,0 +1,368 @@
+/*
+ * tests/test_select.c - Algorithm 1 on synthetic statistics whose right
+ * answer is known, on every shipped tile database and the built-in table.
+ *
+ * Statistics are computed from a sparsity pattern on a coarse grid (cells of
+ * ch x cw elements, each cell all-zero or not), the way the detection pass
+ * would count non-zero micro-tiles of every candidate.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* setenv */
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int failures;
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            failures++;                                                              \
+        }                                                                            \
+    } while (0)
+
+/* ---- synthetic patterns ----------------------------------------------------- */
+
+typedef struct grid {
+    int ch, cw;       /* cell size in elements */
+    int rows, cols;   /* cells */
+    int32_t *prefix;  /* (rows + 1) x (cols + 1) 2-D prefix sums of non-zero cells */
+} grid;
+
+static uint32_t lcg_state = 12345;
+static uint32_t lcg(void)
+{
+    lcg_state = lcg_state * 1664525u + 1013904223u;
+    return lcg_state >> 8;
+}
+
+/* A rows x cols operand whose ch x cw cells are non-zero with probability p. */
+static grid grid_make(int64_t rows, int64_t cols, int ch, int cw, double p)
+{
+    grid g = {ch, cw, (int)((rows + ch - 1) / ch), (int)((cols + cw - 1) / cw), NULL};
+    size_t w = (size_t)g.cols + 1;
+    g.prefix = calloc(((size_t)g.rows + 1) * w, sizeof *g.prefix);
+    for (int r = 0; g.prefix && r < g.rows; r++)
+        for (int c = 0; c < g.cols; c++) {
+            int on = p >= 1.0 || (p > 0 && (lcg() % 1000000) < (uint32_t)(p * 1e6));
+            g.prefix[(r + 1) * w + c + 1] = on + g.prefix[r * w + c + 1] +
+                                            g.prefix[(r + 1) * w + c] - g.prefix[r * w + c];
+        }
+    return g;
+}
+
+/* Whether the element rectangle [r0, r1) x [c0, c1) holds a non-zero. */
+static int grid_any(const grid *g, int64_t r0, int64_t r1, int64_t c0, int64_t c1)
+{
+    size_t w = (size_t)g->cols + 1;
+    int64_t a = r0 / g->ch, b = (r1 - 1) / g->ch + 1, c = c0 / g->cw, d = (c1 - 1) / g->cw + 1;
+    if (b > g->rows)
+        b = g->rows;
+    if (d > g->cols)
+        d = g->cols;
+    int32_t s = g->prefix[b * w + d] - g->prefix[a * w + d] - g->prefix[b * w + c] +
+                g->prefix[a * w + c];
+    return s > 0;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* The statistics detection produces for micro-tile t on an m x k operand. */
+static pit_candidate_stats stats_for(const grid *g, int64_t m, int64_t k, pit_microtile t)
+{
+    int k_axis = t.axis == PIT_AXIS_K;
+    int64_t groups = k_axis ? (m + t.rows - 1) / t.rows : (k + t.cols - 1) / t.cols;
+    int64_t cap = k_axis ? (k + t.cols - 1) / t.cols : (m + t.rows - 1) / t.rows;
+    int32_t *counts = calloc((size_t)groups, sizeof *counts);
+    for (int64_t gi = 0; counts && gi < groups; gi++)
+        for (int64_t e = 0; e < cap; e++) {
+            int64_t r = k_axis ? gi : e, c = k_axis ? e : gi;
+            counts[gi] += grid_any(g, r * t.rows, min64(m, (r + 1) * t.rows), c * t.cols,
+                                   min64(k, (c + 1) * t.cols));
+        }
+    return (pit_candidate_stats){t, (int32_t)groups, (int32_t)groups, (int32_t)cap, counts};
+}
+
+static void free_stats(pit_candidate_stats *s, int n)
+{
+    for (int i = 0; i < n; i++)
+        free((void *)s[i].counts);
+}
+
+/* ---- databases ---------------------------------------------------------------- */
+
+typedef struct db_case {
+    const char *backend, *name, *arch;
+} db_case;
+
+static const db_case db_cases[] = {
+    {"cuda", "Tesla V100-SXM2-16GB", "sm_70"},
+    {"cuda", "NVIDIA A100-SXM4-80GB", "sm_80"},
+    {"cuda", "NVIDIA H100 80GB HBM3", "sm_90"},
+    {"hip", "AMD Instinct MI250X", "gfx90a"},
+    {"hip", "Radeon RX 7900 XTX", "gfx1100"},
+    {"opencl", "NVIDIA H100 80GB HBM3", "opencl-gpu"},
+    {"opencl", "cpu-haswell-AMD EPYC", "opencl-cpu"},
+    {"none", "no family: built-in", "x"},
+};
+
+#define N_DBS ((int)(sizeof db_cases / sizeof db_cases[0]))
+
+static pit_tiledb *open_case(const db_case *c)
+{
+    pit_device_info d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.backend, sizeof d.backend, "%s", c->backend);
+    snprintf(d.name, sizeof d.name, "%s", c->name);
+    snprintf(d.arch, sizeof d.arch, "%s", c->arch);
+    pit_tiledb *db = NULL;
+    CHECK(pit_tiledb_open(&d, &db) == PIT_SUCCESS);
+    return db;
+}
+
+static pit_problem problem(pit_dtype dt, int64_t m, int64_t n, int64_t k)
+{
+    pit_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = PIT_OP_MATMUL;
+    p.dtype = dt;
+    p.batch = 1;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.sparse = PIT_SPARSE_A;
+    return p;
+}
+
+/* Statistics of one pattern for every candidate, computed once for all databases. */
+typedef struct scenario {
+    int64_t m, n, k;
+    int ncand;
+    pit_candidate_stats st[PIT_MAX_CANDIDATES];
+} scenario;
+
+static scenario scenario_make(int64_t m, int64_t n, int64_t k, int ch, int cw, double p,
+                              const pit_microtile *only, int nonly)
+{
+    scenario sc = {m, n, k, 0, {{{0, 0, PIT_AXIS_AUTO}, 0, 0, 0, NULL}}};
+    pit_microtile c[PIT_MAX_CANDIDATES];
+    if (only) {
+        memcpy(c, only, sizeof *c * (size_t)nonly);
+        sc.ncand = nonly;
+    } else {
+        sc.ncand = pit_matmul_candidates(PIT_SPARSE_A, PIT_F32, m, k, c, PIT_MAX_CANDIDATES);
+    }
+    grid g = grid_make(m, k, ch, cw, p);
+    for (int i = 0; i < sc.ncand; i++)
+        sc.st[i] = stats_for(&g, m, k, c[i]);
+    free(g.prefix);
+    return sc;
+}
+
+static pit_selection select_on(const pit_tiledb *db, const scenario *sc, pit_dtype dt)
+{
+    pit_problem p = problem(dt, sc->m, sc->n, sc->k);
+    pit_selection sel;
+    memset(&sel, 0, sizeof sel);
+    CHECK(pit_select(db, &p, sc->st, sc->ncand, &sel) == PIT_SUCCESS);
+    return sel;
+}
+
+static int64_t total(const pit_candidate_stats *s)
+{
+    int64_t t = 0;
+    for (int32_t g = 0; g < s->groups; g++)
+        t += s->counts[g];
+    return t;
+}
+
+static void report(const char *what, const db_case *c, pit_dtype dt, const pit_selection *s)
+{
+    fprintf(stderr, "%s on %s %s %s: chose %s (%.2f us), runner-up %s (%.2f us)\n", what,
+            c->backend, c->arch, pit_dtype_name(dt), s->choice, s->predicted_us, s->runner_up,
+            s->runner_up_us);
+}
+
+/* ---- the scenarios ----------------------------------------------------------- */
+
+static scenario columns, columns3, blocks, full, zero;
+
+static void make_scenarios(void)
+{
+    /* Every 32-row block keeps 10% of its columns: 32x1 micro-tiles see 10%,
+     * the 1x64 and 32x64 ones see almost everything. */
+    columns = scenario_make(4096, 4096, 4096, 32, 1, 0.10, NULL, 0);
+    const pit_microtile three[] = {{32, 1, PIT_AXIS_K}, {1, 64, PIT_AXIS_M}, {32, 64, PIT_AXIS_K}};
+    columns3 = scenario_make(4096, 4096, 4096, 32, 1, 0.10, three, 3);
+    /* Aligned 64x64 blocks, 10% of them. */
+    blocks = scenario_make(4096, 4096, 4096, 64, 64, 0.10, NULL, 0);
+    full = scenario_make(2048, 1024, 4096, 64, 64, 1.0, NULL, 0);
+    zero = scenario_make(1024, 4096, 1024, 64, 64, 0.0, NULL, 0);
+}
+
+static void free_scenarios(void)
+{
+    free_stats(columns.st, columns.ncand);
+    free_stats(columns3.st, columns3.ncand);
+    free_stats(blocks.st, blocks.ncand);
+    free_stats(full.st, full.ncand);
+    free_stats(zero.st, zero.ncand);
+}
+
+static void test_column_pattern(const pit_tiledb *db, const db_case *c)
+{
+    pit_selection s = select_on(db, &columns, PIT_F32);
+    const pit_candidate_stats *st = columns.st;
+    int ok = !s.dense && st[s.candidate].tile.axis == PIT_AXIS_K && st[s.candidate].tile.cols == 1;
+    if (!ok)
+        report("32x1 pattern", c, PIT_F32, &s);
+    CHECK(ok);
+    CHECK(s.nonzero_tiles == total(&st[s.candidate]));
+    CHECK(s.max_entries > 0 && s.max_entries <= st[s.candidate].capacity);
+    CHECK(s.tile.bm == st[s.candidate].tile.rows);
+    CHECK(s.runner_up_us >= s.predicted_us);
+
+    /* The paper's three candidates: exactly 32x1. */
+    s = select_on(db, &columns3, PIT_F32);
+    if (s.dense || s.candidate != 0)
+        report("32x1 pattern, 3 candidates", c, PIT_F32, &s);
+    CHECK(!s.dense && s.candidate == 0);
+    CHECK(strncmp(s.choice, "k32x1 tile 32x", 14) == 0);
+    CHECK(columns3.st[1].counts[0] > columns3.st[1].capacity * 9 / 10); /* 1x64 sees ~100% */
+    CHECK(columns3.st[2].counts[0] > columns3.st[2].capacity * 9 / 10); /* 32x64 too */
+}
+
+static void test_block_pattern(const pit_tiledb *db, const db_case *c, pit_dtype dt)
+{
+    pit_selection s = select_on(db, &blocks, dt);
+    const pit_microtile *t = &blocks.st[s.candidate].tile;
+    int ok = !s.dense && t->axis == PIT_AXIS_K && t->cols >= 32;
+    if (!ok)
+        report("64x64 blocks", c, dt, &s);
+    CHECK(ok);
+}
+
+static void test_full_density(const pit_tiledb *db, const db_case *c, pit_dtype dt)
+{
+    pit_selection s = select_on(db, &full, dt);
+    if (!s.dense)
+        report("density 1", c, dt, &s);
+    CHECK(s.dense);
+    CHECK(strcmp(s.choice, "dense GEMM") == 0);
+    CHECK(s.runner_up[0] != '\0' && s.runner_up_us >= s.predicted_us);
+    CHECK(s.predicted_us > 0);
+    pit_selection_name_dense(&s, "cuBLAS");
+    CHECK(strcmp(s.choice, "dense cuBLAS") == 0);
+}
+
+static void test_all_zero(const pit_tiledb *db, const db_case *c, pit_dtype dt)
+{
+    pit_selection s = select_on(db, &zero, dt);
+    if (s.dense || s.nonzero_tiles != 0)
+        report("all zero", c, dt, &s);
+    CHECK(!s.dense);
+    CHECK(s.nonzero_tiles == 0);
+    CHECK(s.max_entries == 0);
+}
+
+/* Selection over counts arrays of 4096 groups (a tall operand). */
+static void test_many_groups(const pit_tiledb *db)
+{
+    pit_problem p = problem(PIT_F16, 4096 * 32, 4096, 4096);
+    pit_microtile c[PIT_MAX_CANDIDATES];
+    int n = pit_matmul_candidates(PIT_SPARSE_A, p.dtype, p.m, p.k, c, PIT_MAX_CANDIDATES);
+    CHECK(n == PIT_MAX_CANDIDATES);
+    pit_candidate_stats st[PIT_MAX_CANDIDATES];
+    for (int i = 0; i < n; i++) {
+        int k_axis = c[i].axis == PIT_AXIS_K;
+        int32_t groups = (int32_t)(k_axis ? p.m / c[i].rows : p.k / c[i].cols);
+        int32_t cap = (int32_t)(k_axis ? p.k / c[i].cols : p.m / c[i].rows);
+        int32_t *counts = malloc(sizeof *counts * (size_t)groups);
+        for (int32_t g = 0; counts && g < groups; g++)
+            counts[g] = (int32_t)(lcg() % (uint32_t)(cap + 1));
+        st[i] = (pit_candidate_stats){c[i], groups, groups, cap, counts};
+    }
+    CHECK(st[0].groups == 4096);
+    pit_selection s;
+    CHECK(pit_select(db, &p, st, n, &s) == PIT_SUCCESS);
+    CHECK(s.predicted_us > 0 && (s.dense || (s.candidate >= 0 && s.candidate < n)));
+    free_stats(st, n);
+}
+
+static void test_fixed(const pit_tiledb *db)
+{
+    pit_problem p = problem(PIT_F32, 4096, 4096, 4096);
+    pit_tile t;
+    pit_microtile k32x1 = {32, 1, PIT_AXIS_K}, m1x64 = {1, 64, PIT_AXIS_M};
+    CHECK(pit_select_fixed(db, &p, &k32x1, &t) == PIT_SUCCESS && t.bm == 32);
+    CHECK(pit_select_fixed(db, &p, &m1x64, &t) == PIT_SUCCESS && t.bk == 64);
+    pit_microtile odd = {8, 1, PIT_AXIS_K}; /* no database has bm 8: synthesised */
+    CHECK(pit_select_fixed(db, &p, &odd, &t) == PIT_SUCCESS && t.bm == 8 && t.bn > 0 && t.bk > 0);
+    pit_microtile n32x1 = {32, 1, PIT_AXIS_N};
+    CHECK(pit_select_fixed(db, &p, &n32x1, &t) == PIT_ERR_UNSUPPORTED); /* sparse A */
+    p.sparse = PIT_SPARSE_B;
+    CHECK(pit_select_fixed(db, &p, &n32x1, &t) == PIT_SUCCESS && t.bk == 32);
+}
+
+static void test_errors(const pit_tiledb *db)
+{
+    pit_problem p = problem(PIT_F32, 256, 256, 256);
+    pit_selection s;
+    int32_t counts[8] = {0, 1, 2, 3, 4, 5, 6, 99};
+    pit_candidate_stats st = {{32, 1, PIT_AXIS_K}, 8, 8, 8, counts};
+    CHECK(pit_select(db, &p, &st, 1, &s) == PIT_ERR_INTERNAL); /* 99 > capacity 8 */
+    counts[7] = -1;
+    CHECK(pit_select(db, &p, &st, 1, &s) == PIT_ERR_INTERNAL);
+    counts[7] = 7;
+    CHECK(pit_select(db, &p, &st, 1, &s) == PIT_SUCCESS);
+    CHECK(pit_select(NULL, &p, &st, 1, &s) == PIT_ERR_INVALID_ARGUMENT);
+    CHECK(pit_select(db, &p, NULL, 1, &s) == PIT_ERR_INVALID_ARGUMENT);
+    CHECK(pit_select(db, &p, &st, PIT_MAX_CANDIDATES + 1, &s) == PIT_ERR_INVALID_ARGUMENT);
+    st.counts = NULL;
+    CHECK(pit_select(db, &p, &st, 1, &s) == PIT_ERR_INVALID_ARGUMENT);
+    /* No statistics: the dense GEMM. */
+    CHECK(pit_select(db, &p, NULL, 0, &s) == PIT_SUCCESS && s.dense && s.nonzero_tiles == -1);
+    CHECK(strcmp(s.runner_up, "none") == 0);
+    p.dtype = PIT_I32;
+    CHECK(pit_select(db, &p, NULL, 0, &s) == PIT_ERR_UNSUPPORTED_DTYPE);
+    p = problem(PIT_F32, 0, 256, 256);
+    CHECK(pit_select(db, &p, NULL, 0, &s) == PIT_ERR_INVALID_ARGUMENT);
+    p = problem(PIT_F32, 256, 256, 256);
+    p.op = PIT_OP_SOFTMAX;
+    CHECK(pit_select(db, &p, NULL, 0, &s) == PIT_ERR_UNSUPPORTED);
+}
+
+int main(void)
+{
+    unsetenv("PIT_TILEDB");
+    setenv("PIT_TILEDB_DIR", PIT_TEST_TILEDB_DIR, 1);
+    setenv("PIT_CACHE_DIR", "/nonexistent/pit-test-select/cache", 1); /* no tuned files */
+    make_scenarios();
+    for (int i = 0; i < N_DBS; i++) {
+        pit_tiledb *db = open_case(&db_cases[i]);
+        if (!db)
+            continue;
+        test_column_pattern(db, &db_cases[i]);
+        for (int dt = PIT_F32; dt <= PIT_BF16; dt++) {
+            test_block_pattern(db, &db_cases[i], (pit_dtype)dt);
+            test_full_density(db, &db_cases[i], (pit_dtype)dt);
+            test_all_zero(db, &db_cases[i], (pit_dtype)dt);
+        }
+        test_many_groups(db);
+        test_fixed(db);
+        test_errors(db);
+        pit_tiledb_close(db);
+    }
+    free_scenarios();
+    if (failures)
+        fprintf(stderr, "test_select: %d failure(s)\n", failures);
+    else
+        printf("test_select: all passed\n");
+    return failures ? 1 : 0;
+}
