@@ -265,7 +265,7 @@ static void plot(const bench_opts *o, const mm_result *res, int n, const char *d
     }
     fprintf(g, "set terminal pngcairo size 1000,650\nset output '%s'\n", o->plot_path);
     fprintf(g, "set title 'pit sparse matmul %lld^3 on %s: speed-up over dense'\n", (long long)o->size, device);
-    fprintf(g, "set xlabel 'sparsity'\nset ylabel 'dense time / time'\nset logscale y\nset grid\n"
+    fprintf(g, "set xlabel 'sparsity'\nset ylabel 'dense time / time'\nset logscale y\nset yrange [0.1:*]\nset grid\n"
                "set key left top\nset xrange [0.45:1.0]\n");
     fprintf(g, "plot 1 title 'dense' lc rgb 'black' dt 2");
     for (int i = 0, block = 0; i < n; i++) {

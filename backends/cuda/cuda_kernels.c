@@ -152,7 +152,8 @@ static const int menu_bm[] = {32, 64, 128};
 static const int menu_bn[] = {64, 128};
 static const int menu_bk_cc[] = {8, 16, 32};
 static const int menu_bk_tc[] = {32, 64};
-static const int menu_stages_tc[] = {2, 3, 4};
+/* 3 stages runs the same code as 2 and 4 (a loop bound), so CI checks 2 and 4 */
+static const int menu_stages_tc[] = {2, 4};
 /* extra row-chunk heights for axis M (gathered rows) */
 static const int menu_bm_axis_m[] = {1, 16};
 
