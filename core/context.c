@@ -6,6 +6,7 @@
 #include "internal.h"
 
 const char *pit_backend_name_at(int i);
+void pit_plans_release_stream(pit_context *ctx, void *stream); /* plan.c */
 
 /* Splits "name" or "name:N" from PIT_BACKEND; index stays as given when no ":N". */
 static pit_status parse_backend_spec(const char *spec, char *name, size_t name_len, int *index)
@@ -208,6 +209,7 @@ PIT_API pit_status pit_stream_destroy(pit_stream *stream)
     if (stream == &stream->ctx->default_stream)
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "pit_stream_destroy: the default stream belongs "
                                                    "to its context");
+    pit_plans_release_stream(stream->ctx, stream->bs);
     stream->ctx->be->stream_destroy(stream->ctx->bctx, stream->bs);
     free(stream);
     return PIT_SUCCESS;

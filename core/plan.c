@@ -60,6 +60,21 @@ void pit_plans_release(pit_context *ctx)
             free_plan(ctx, &ctx->plans[i]);
 }
 
+/* Frees the plans of a stream being destroyed: a later stream may get the
+ * same backend handle (address reuse) and must not inherit them, and their
+ * device memory should not wait for eviction. Busy plans are left alone (a
+ * call on a stream being destroyed is the caller's bug). */
+void pit_plans_release_stream(pit_context *ctx, void *stream)
+{
+    pthread_mutex_lock(&ctx->lock);
+    for (int i = 0; i < PIT_PLAN_CACHE; i++) {
+        pit_plan *p = &ctx->plans[i];
+        if (p->used && !p->busy && p->stream == stream)
+            free_plan(ctx, p);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+}
+
 static pit_status alloc_index(pit_context *ctx, pit_plan *p, int i)
 {
     pit_index *x = &p->idx[i];

@@ -1,5 +1,6 @@
 /* core/reference.c - CPU references (double accumulation) and conversions. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "reference.h"
@@ -183,4 +184,233 @@ double pit_ref_sparsify_tiles(pit_rng *r, double *x, int64_t batch, int64_t rows
     }
     int64_t total = batch * rows * cols;
     return total ? (double)zeros / (double)total : 0.0;
+}
+
+/* ---- operators of dynamic-sparse models ----------------------------------------- */
+
+int pit_ref_mask_on(double v)
+{
+    return v != 0.0 || isnan(v);
+}
+
+static const double *mask_of(const double *mask, int mask_batched, int64_t b, int64_t m, int64_t n)
+{
+    return mask + (mask_batched ? b * m * n : 0);
+}
+
+static double dot_rows(const double *a, const double *b, int64_t k)
+{
+    double s = 0.0;
+    for (int64_t p = 0; p < k; p++)
+        s += a[p] * b[p];
+    return s;
+}
+
+void pit_ref_sddmm(int64_t batch, int64_t m, int64_t n, int64_t k, const double *A,
+                   const double *B, const double *mask, int mask_batched, double *C)
+{
+    for (int64_t b = 0; b < batch; b++) {
+        const double *mk = mask_of(mask, mask_batched, b, m, n);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++)
+                C[(b * m + i) * n + j] = pit_ref_mask_on(mk[i * n + j])
+                                             ? dot_rows(A + (b * m + i) * k, B + (b * n + j) * k, k)
+                                             : 0.0;
+    }
+}
+
+/* Softmax of one row over the mask (0 off the mask, all 0 when none is on). */
+static void softmax_row(const double *x, const double *mk, int64_t n, double scale, double *y)
+{
+    double mx = -INFINITY, sum = 0.0;
+    for (int64_t j = 0; j < n; j++)
+        if (pit_ref_mask_on(mk[j]) && scale * x[j] > mx)
+            mx = scale * x[j];
+    for (int64_t j = 0; j < n; j++)
+        if (pit_ref_mask_on(mk[j]))
+            sum += exp(scale * x[j] - mx);
+    for (int64_t j = 0; j < n; j++)
+        y[j] = pit_ref_mask_on(mk[j]) && sum > 0.0 ? exp(scale * x[j] - mx) / sum : 0.0;
+}
+
+void pit_ref_softmax(int64_t batch, int64_t m, int64_t n, const double *X, const double *mask,
+                     int mask_batched, double scale, double *Y)
+{
+    for (int64_t b = 0; b < batch; b++) {
+        const double *mk = mask_of(mask, mask_batched, b, m, n);
+        for (int64_t i = 0; i < m; i++)
+            softmax_row(X + (b * m + i) * n, mk + i * n, n, scale, Y + (b * m + i) * n);
+    }
+}
+
+void pit_ref_softmax_backward(int64_t batch, int64_t m, int64_t n, const double *Y,
+                              const double *dY, const double *mask, int mask_batched,
+                              double scale, double *dX)
+{
+    for (int64_t b = 0; b < batch; b++) {
+        const double *mk = mask_of(mask, mask_batched, b, m, n);
+        for (int64_t i = 0; i < m; i++) {
+            int64_t r = (b * m + i) * n;
+            double s = 0.0;
+            for (int64_t j = 0; j < n; j++)
+                if (pit_ref_mask_on(mk[i * n + j]))
+                    s += dY[r + j] * Y[r + j];
+            for (int64_t j = 0; j < n; j++)
+                dX[r + j] = pit_ref_mask_on(mk[i * n + j]) ? scale * Y[r + j] * (dY[r + j] - s)
+                                                           : 0.0;
+        }
+    }
+}
+
+void pit_ref_attention(int64_t bh, int64_t l, int64_t d, int64_t dv, const double *Q,
+                       const double *K, const double *V, const double *mask, int mask_batched,
+                       double scale, double *O)
+{
+    double *s = malloc((size_t)(l > 0 ? l : 1) * sizeof(double));
+    double *p = malloc((size_t)(l > 0 ? l : 1) * sizeof(double));
+    if (!s || !p) {
+        free(s);
+        free(p);
+        for (int64_t i = 0; i < bh * l * dv; i++)
+            O[i] = NAN; /* the comparison then fails loudly */
+        return;
+    }
+    for (int64_t b = 0; b < bh; b++) {
+        const double *mk = mask_of(mask, mask_batched, b, l, l);
+        for (int64_t i = 0; i < l; i++) {
+            for (int64_t j = 0; j < l; j++)
+                s[j] = dot_rows(Q + (b * l + i) * d, K + (b * l + j) * d, d);
+            softmax_row(s, mk + i * l, l, scale, p);
+            for (int64_t c = 0; c < dv; c++) {
+                double acc = 0.0;
+                for (int64_t j = 0; j < l; j++)
+                    acc += p[j] * V[(b * l + j) * dv + c];
+                O[(b * l + i) * dv + c] = acc;
+            }
+        }
+    }
+    free(s);
+    free(p);
+}
+
+/* out[0..n) = x[0..h) . W (h x n). */
+static void row_times(const double *x, const double *w, int64_t h, int64_t n, double *out)
+{
+    for (int64_t c = 0; c < n; c++)
+        out[c] = 0.0;
+    for (int64_t p = 0; p < h; p++)
+        for (int64_t c = 0; c < n; c++)
+            out[c] += x[p] * w[p * n + c];
+}
+
+void pit_ref_moe_forward(int64_t t, int64_t h, int64_t n, int64_t e, int64_t k, const double *X,
+                         const int32_t *ids, const double *gates, const double *W, double *Y)
+{
+    double *z = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    for (int64_t i = 0; i < t * n; i++)
+        Y[i] = z ? 0.0 : NAN;
+    for (int64_t i = 0; z && i < t; i++)
+        for (int64_t j = 0; j < k; j++) {
+            int32_t x = ids[i * k + j];
+            if (x < 0 || x >= e)
+                continue;
+            row_times(X + i * h, W + (int64_t)x * h * n, h, n, z);
+            for (int64_t c = 0; c < n; c++)
+                Y[i * n + c] += gates[i * k + j] * z[c];
+        }
+    free(z);
+}
+
+void pit_ref_moe_backward(int64_t t, int64_t h, int64_t n, int64_t e, int64_t k,
+                          const double *X, const int32_t *ids, const double *gates,
+                          const double *W, const double *dY, double *dX, double *dW,
+                          double *dgates)
+{
+    double *z = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    if (dX)
+        memset(dX, 0, (size_t)(t * h) * sizeof(double));
+    if (dW)
+        memset(dW, 0, (size_t)(e * h * n) * sizeof(double));
+    if (dgates)
+        memset(dgates, 0, (size_t)(t * k) * sizeof(double));
+    for (int64_t i = 0; z && i < t; i++)
+        for (int64_t j = 0; j < k; j++) {
+            int32_t x = ids[i * k + j];
+            if (x < 0 || x >= e)
+                continue;
+            const double g = gates[i * k + j], *w = W + (int64_t)x * h * n, *dy = dY + i * n;
+            for (int64_t p = 0; dX && p < h; p++)
+                dX[i * h + p] += g * dot_rows(w + p * n, dy, n);
+            for (int64_t p = 0; dW && p < h; p++)
+                for (int64_t c = 0; c < n; c++)
+                    dW[((int64_t)x * h + p) * n + c] += g * X[i * h + p] * dy[c];
+            if (dgates) {
+                row_times(X + i * h, w, h, n, z);
+                dgates[i * k + j] = dot_rows(z, dy, n);
+            }
+        }
+    free(z);
+}
+
+static int row_nonzero(const double *a, int64_t k)
+{
+    for (int64_t p = 0; p < k; p++)
+        if (a[p] != 0.0 || isnan(a[p]))
+            return 1;
+    return 0;
+}
+
+void pit_ref_matmul_rows(int64_t batch, int64_t m, int64_t n, int64_t k, const double *A,
+                         const double *B, int b_batched, int keep, double *C)
+{
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t i = 0; i < m; i++) {
+            const double *a = A + (b * m + i) * k;
+            double *c = C + (b * m + i) * n;
+            if (row_nonzero(a, k))
+                row_times(a, B + (b_batched ? b * k * n : 0), k, n, c);
+            else if (!keep)
+                memset(c, 0, (size_t)n * sizeof(double));
+        }
+}
+
+void pit_ref_relu(size_t n, const double *X, double *Y)
+{
+    for (size_t i = 0; i < n; i++)
+        Y[i] = X[i] < 0.0 ? 0.0 : X[i];
+}
+
+void pit_ref_relu_ffn(int64_t t, int64_t d, int64_t f, int64_t d2, const double *X,
+                      const double *W1, const double *W2, double *H, double *Y)
+{
+    pit_ref_matmul(1, t, f, d, X, W1, H);
+    pit_ref_relu((size_t)(t * f), H, H);
+    pit_ref_matmul(1, t, d2, f, H, W2, Y);
+}
+
+void pit_ref_transpose(int64_t batch, int64_t rows, int64_t cols, const double *X, double *Y)
+{
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++)
+                Y[(b * cols + j) * rows + i] = X[(b * rows + i) * cols + j];
+}
+
+void pit_ref_matmul_backward(int64_t batch, int64_t m, int64_t n, int64_t k, const double *A,
+                             const double *B, const double *dC, double *dA, double *dB)
+{
+    for (int64_t b = 0; b < batch; b++) {
+        const double *a = A + b * m * k, *bb = B + b * k * n, *dc = dC + b * m * n;
+        for (int64_t i = 0; dA && i < m; i++)
+            for (int64_t p = 0; p < k; p++)
+                dA[b * m * k + i * k + p] = pit_ref_mask_on(a[i * k + p])
+                                                ? dot_rows(dc + i * n, bb + p * n, n) : 0.0;
+        for (int64_t p = 0; dB && p < k; p++)
+            for (int64_t j = 0; j < n; j++) {
+                double s = 0.0;
+                for (int64_t i = 0; i < m; i++)
+                    s += a[i * k + p] * dc[i * n + j];
+                dB[b * k * n + p * n + j] = s;
+            }
+    }
 }

@@ -48,4 +48,55 @@ void pit_ref_fill_random(pit_rng *r, double *x, size_t n);
 double pit_ref_sparsify_tiles(pit_rng *r, double *x, int64_t batch, int64_t rows, int64_t cols,
                               int tr, int tc, int off_r, int off_c, double sparsity);
 
+
+/* ---- operators of dynamic-sparse models (all contiguous row-major) ------- *
+ * A mask element is "on" when it is non-zero or NaN (pit_ref_mask_on). Masks
+ * are [m, n], shared by every batch, or [batch, m, n] when mask_batched. */
+int pit_ref_mask_on(double v);
+
+/* C[b] = (A[b] [m,k] . B[b]^T, B[b] [n,k]) where the mask is on, else 0. */
+void pit_ref_sddmm(int64_t batch, int64_t m, int64_t n, int64_t k, const double *A,
+                   const double *B, const double *mask, int mask_batched, double *C);
+
+/* Y = softmax(scale * X) along rows over the mask; 0 off the mask and for
+ * fully masked rows. */
+void pit_ref_softmax(int64_t batch, int64_t m, int64_t n, const double *X, const double *mask,
+                     int mask_batched, double scale, double *Y);
+/* dX = scale * Y * (dY - rowsum(dY * Y)) on the mask, 0 elsewhere. */
+void pit_ref_softmax_backward(int64_t batch, int64_t m, int64_t n, const double *Y,
+                              const double *dY, const double *mask, int mask_batched,
+                              double scale, double *dX);
+
+/* O[b] = softmax(scale * Q[b] K[b]^T masked) V[b]; Q, K [bh,l,d], V, O [bh,l,dv]. */
+void pit_ref_attention(int64_t bh, int64_t l, int64_t d, int64_t dv, const double *Q,
+                       const double *K, const double *V, const double *mask, int mask_batched,
+                       double scale, double *O);
+
+/* MoE: X [t,h], ids [t,k] (ids outside 0..e-1 skipped), gates [t,k], W [e,h,n],
+ * Y [t,n] = sum_j gates[t,j] * X[t] . W[ids[t,j]]. */
+void pit_ref_moe_forward(int64_t t, int64_t h, int64_t n, int64_t e, int64_t k, const double *X,
+                         const int32_t *ids, const double *gates, const double *W, double *Y);
+/* Its backward given dY [t,n]; dX [t,h], dW [e,h,n], dgates [t,k]; any may be NULL. */
+void pit_ref_moe_backward(int64_t t, int64_t h, int64_t n, int64_t e, int64_t k,
+                          const double *X, const int32_t *ids, const double *gates,
+                          const double *W, const double *dY, double *dX, double *dW,
+                          double *dgates);
+
+/* C[b] rows = A[b] rows . B (B [k,n] shared, or [batch,k,n] when b_batched) for
+ * rows of A with a non-zero; other rows 0, or left as they are when keep. */
+void pit_ref_matmul_rows(int64_t batch, int64_t m, int64_t n, int64_t k, const double *A,
+                         const double *B, int b_batched, int keep, double *C);
+
+/* Y = max(X, 0), NaN propagated. */
+void pit_ref_relu(size_t n, const double *X, double *Y);
+/* H = relu(X [t,d] . W1 [d,f]), Y = H . W2 [f,d2]. */
+void pit_ref_relu_ffn(int64_t t, int64_t d, int64_t f, int64_t d2, const double *X,
+                      const double *W1, const double *W2, double *H, double *Y);
+/* Y[b] = X[b]^T, X [batch, rows, cols]. */
+void pit_ref_transpose(int64_t batch, int64_t rows, int64_t cols, const double *X, double *Y);
+/* For C = A . B (A [b,m,k], B [b,k,n], dC [b,m,n]): dA = (dC . B^T) where A is
+ * non-zero, else 0; dB = A^T . dC. Either output may be NULL. */
+void pit_ref_matmul_backward(int64_t batch, int64_t m, int64_t n, int64_t k, const double *A,
+                             const double *B, const double *dC, double *dA, double *dB);
+
 #endif /* PIT_CORE_REFERENCE_H */

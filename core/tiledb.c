@@ -558,11 +558,11 @@ static pit_status load_family(pit_tiledb *db, const pit_device_info *dev, layer 
                       dev ? dev->arch : "?");
         return PIT_SUCCESS;
     }
-    char dirs[3][512], path[640];
-    int ndirs = shipped_dirs(dirs, 3);
+    char dirs[4][512], path[1100];
+    int ndirs = shipped_dirs(dirs, 4);
     for (int i = 0; i < ndirs; i++) {
         int before = *nlayers;
-        snprintf(path, sizeof path, "%s/%s.tiledb", dirs[i], family);
+        snprintf(path, sizeof path, "%.511s/%.200s.tiledb", dirs[i], family);
         PIT_TRY(try_source(db, path, 0, dev, layers, nlayers));
         if (*nlayers > before)
             return PIT_SUCCESS; /* one family file is enough */

@@ -12,6 +12,13 @@
 
 static const conf_op conf_ops[] = {
     {"matmul", conf_matmul},
+    {"sddmm", conf_sddmm},
+    {"softmax", conf_softmax},
+    {"attention", conf_attention},
+    {"moe", conf_moe},
+    {"rows", conf_rows},
+    {"ffn", conf_ffn},
+    {"backward", conf_backward},
 };
 #define CONF_NOPS ((int)(sizeof conf_ops / sizeof conf_ops[0]))
 

@@ -26,6 +26,14 @@ typedef struct conf_op {
 
 /* Every operator's cases; a new operator adds one line to the table in conformance.c. */
 void conf_matmul(pit_context *ctx, const conf_opts *o, conf_tally *t);
+/* The operators of dynamic-sparse models (conf_ops.c). */
+void conf_sddmm(pit_context *ctx, const conf_opts *o, conf_tally *t);
+void conf_softmax(pit_context *ctx, const conf_opts *o, conf_tally *t);
+void conf_attention(pit_context *ctx, const conf_opts *o, conf_tally *t);
+void conf_moe(pit_context *ctx, const conf_opts *o, conf_tally *t);
+void conf_rows(pit_context *ctx, const conf_opts *o, conf_tally *t);
+void conf_ffn(pit_context *ctx, const conf_opts *o, conf_tally *t);
+void conf_backward(pit_context *ctx, const conf_opts *o, conf_tally *t);
 
 /* Shared helpers for operator cases. */
 /* Uploads doubles converted to the tensor's dtype. */

@@ -32,6 +32,9 @@
 #define ELEM_BYTES 2
 #endif
 
+/* static shared memory only; read by the host like every pit kernel */
+extern "C" __device__ const int pit_smem_bytes = 0;
+
 struct pit_detect_target {
     int tm, tk, axis;       /* axis: 1 = K, 2 = M */
     int groups_per_batch, capacity;

@@ -19,6 +19,97 @@ typedef int pit_i32;
 typedef unsigned long long pit_u64;
 typedef long long pit_i64;
 
+/* ---- AMD (HIP). The kernels' warp is a 32-lane logical warp on every
+ * vendor (the u32 ballots and the m16n8k16 fragments assume it); on a
+ * wave64 GPU (gfx9) each hardware wavefront runs two logical warps, and
+ * every warp step below stays inside its own 32-lane half. PIT_WAVE is the
+ * hardware width the code object is compiled for; the host checks it
+ * against the device's warpSize before loading. */
+#if defined(__HIP_PLATFORM_AMD__) || defined(__HIPCC__)
+#define PIT_AMD 1
+#if defined(__AMDGCN_WAVEFRONT_SIZE)
+#define PIT_WAVE __AMDGCN_WAVEFRONT_SIZE
+#elif defined(__GFX9__)
+#define PIT_WAVE 64
+#else
+#define PIT_WAVE 32
+#endif
+#if !defined(PIT_HIP_BARE) && !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h> /* hipcc: the HIP headers give the CUDA names */
+#endif
+#if defined(PIT_HIP_BARE)
+/* Build-time code objects are compiled by plain clang without any HIP
+ * header (-nogpuinc -nogpulib: no ROCm device library is needed, so one
+ * compiler builds every target). The few CUDA names the kernels use come
+ * from clang builtins here; hipcc and hiprtc provide them themselves. */
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __host__ __attribute__((host))
+#define __shared__ __attribute__((shared))
+#define __forceinline__ inline __attribute__((always_inline))
+#define __launch_bounds__(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+#define __align__(n) __attribute__((aligned(n)))
+#define PIT_BARE static __device__ __forceinline__
+
+struct pit_dim3 { unsigned x, y, z; };
+PIT_BARE pit_dim3 pit_thread_idx(void)
+{
+    return pit_dim3{__builtin_amdgcn_workitem_id_x(), __builtin_amdgcn_workitem_id_y(),
+                    __builtin_amdgcn_workitem_id_z()};
+}
+PIT_BARE pit_dim3 pit_block_idx(void)
+{
+    return pit_dim3{__builtin_amdgcn_workgroup_id_x(), __builtin_amdgcn_workgroup_id_y(),
+                    __builtin_amdgcn_workgroup_id_z()};
+}
+/* Grid size in work-groups from the HSA dispatch packet (work-group sizes
+ * are 16-bit at bytes 4..9, grid sizes in work-items 32-bit at 12..23). */
+typedef const __attribute__((address_space(4))) unsigned char *pit_dispatch_ptr;
+PIT_BARE pit_dim3 pit_grid_dim(void)
+{
+    pit_dispatch_ptr p = (pit_dispatch_ptr)__builtin_amdgcn_dispatch_ptr();
+    const __attribute__((address_space(4))) unsigned short *wg =
+        (const __attribute__((address_space(4))) unsigned short *)(p + 4);
+    const __attribute__((address_space(4))) unsigned *gs =
+        (const __attribute__((address_space(4))) unsigned *)(p + 12);
+    return pit_dim3{(gs[0] + wg[0] - 1) / wg[0], (gs[1] + wg[1] - 1) / wg[1], (gs[2] + wg[2] - 1) / wg[2]};
+}
+#define threadIdx (pit_thread_idx())
+#define blockIdx (pit_block_idx())
+#define gridDim (pit_grid_dim())
+
+PIT_BARE void __syncthreads(void)
+{
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+    __builtin_amdgcn_s_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+PIT_BARE void __trap(void) { __builtin_trap(); }
+PIT_BARE float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+PIT_BARE int min(int a, int b) { return a < b ? a : b; }
+PIT_BARE int max(int a, int b) { return a > b ? a : b; }
+PIT_BARE unsigned __float_as_uint(float f) { return __builtin_bit_cast(unsigned, f); }
+PIT_BARE float __uint_as_float(unsigned u) { return __builtin_bit_cast(float, u); }
+struct __attribute__((aligned(16))) uint4 { unsigned x, y, z, w; };
+PIT_BARE uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+/* read-only loads: plain loads (AMD has no separate texture path to ask for) */
+template <typename T> PIT_BARE T __ldg(const T *p) { return *p; }
+/* device-wide relaxed atomics, as CUDA's atomicAdd/atomicOr */
+PIT_BARE int atomicAdd(int *p, int v)
+{
+    return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+PIT_BARE float atomicAdd(float *p, float v)
+{
+    return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+PIT_BARE unsigned atomicOr(unsigned *p, unsigned v)
+{
+    return __hip_atomic_fetch_or(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+#endif /* PIT_HIP_BARE */
+#endif /* AMD */
+
 #define PIT_WARP 32
 #define PIT_DEV __device__ __forceinline__
 #define PIT_KERNEL extern "C" __global__
@@ -36,7 +127,11 @@ PIT_DEV float pit_to_float(float x) { return x; }
 PIT_DEV float pit_to_float(pit_half x)
 {
     float f;
+#if defined(PIT_AMD)
+    f = (float)__builtin_bit_cast(_Float16, x.bits);
+#else
     asm("{ .reg .b16 h; mov.b16 h, %1; cvt.f32.f16 %0, h; }" : "=f"(f) : "h"(x.bits));
+#endif
     return f;
 }
 PIT_DEV float pit_to_float(pit_bf16 x) { return __uint_as_float(((pit_u32)x.bits) << 16); }
@@ -46,7 +141,11 @@ template <> PIT_DEV float pit_from_float<float>(float f) { return f; }
 template <> PIT_DEV pit_half pit_from_float<pit_half>(float f)
 {
     pit_half h;
+#if defined(PIT_AMD)
+    h.bits = __builtin_bit_cast(pit_u16, (_Float16)f);
+#else
     asm("{ .reg .b16 r; cvt.rn.f16.f32 r, %1; mov.b16 %0, r; }" : "=h"(h.bits) : "f"(f));
+#endif
     return h;
 }
 template <> PIT_DEV pit_bf16 pit_from_float<pit_bf16>(float f)
@@ -73,18 +172,67 @@ PIT_DEV bool pit_bits_nonzero32(pit_u32 w) { return (w & 0x7fffffffu) != 0; }
 PIT_DEV bool pit_bits_nonzero16(pit_u32 h) { return (h & 0x7fffu) != 0; }
 
 /* ---- warp primitives */
+#if defined(PIT_AMD)
+/* the hardware lane, and the first hardware lane of this logical warp */
+PIT_DEV int pit_hw_lane(void)
+{
+    return (int)__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+}
+PIT_DEV int pit_warp_base(void) { return pit_hw_lane() & ~(PIT_WARP - 1); }
+/* the value v of hardware lane src (ds_bpermute, any lane of the wavefront) */
+PIT_DEV pit_u32 pit_bperm(int src, pit_u32 v)
+{
+    return (pit_u32)__builtin_amdgcn_ds_bpermute(src << 2, (int)v);
+}
+PIT_DEV pit_u32 pit_ballot(bool p)
+{
+    /* llvm.amdgcn.icmp "!= 0" is the ballot (33 = ICMP_NE); older clang has no ballot builtin */
+#if PIT_WAVE == 64
+    return (pit_u32)(__builtin_amdgcn_uicmpl((unsigned long)p, 0ul, 33) >> pit_warp_base());
+#else
+    return __builtin_amdgcn_uicmp((unsigned)p, 0u, 33);
+#endif
+}
+PIT_DEV int pit_popc(pit_u32 x) { return __builtin_popcount(x); }
+PIT_DEV int pit_shfl(int v, int src) { return (int)pit_bperm(pit_warp_base() + (src & (PIT_WARP - 1)), (pit_u32)v); }
+#else
 PIT_DEV pit_u32 pit_ballot(bool p) { return __ballot_sync(0xffffffffu, p); }
 PIT_DEV int pit_popc(pit_u32 x) { return __popc(x); }
 PIT_DEV int pit_shfl(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+#endif
 PIT_DEV int pit_lane(void) { return threadIdx.x & (PIT_WARP - 1); }
 
 /* ---- atomics */
+#if defined(PIT_AMD)
+PIT_DEV int pit_atomic_add(int *p, int v)
+{
+    return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+PIT_DEV float pit_atomic_addf(float *p, float v)
+{
+    return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+PIT_DEV pit_u32 pit_atomic_or(pit_u32 *p, pit_u32 v)
+{
+    return __hip_atomic_fetch_or(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+#else
 PIT_DEV int pit_atomic_add(int *p, int v) { return atomicAdd(p, v); }
 PIT_DEV float pit_atomic_addf(float *p, float v) { return atomicAdd(p, v); }
 PIT_DEV pit_u32 pit_atomic_or(pit_u32 *p, pit_u32 v) { return atomicOr(p, v); }
+#endif
 
 /* ---- global -> shared copies. cp.async on sm_80+, a plain copy before. */
+#if defined(PIT_AMD)
+/* LDS address (32 bits): what ds_bpermute moves between lanes */
+typedef const __attribute__((address_space(3))) pit_u16 *pit_lds_u16;
+PIT_DEV pit_u32 pit_smem_addr(const void *p)
+{
+    return (pit_u32)(unsigned long)(const __attribute__((address_space(3))) void *)p;
+}
+#else
 PIT_DEV pit_u32 pit_smem_addr(const void *p) { return (pit_u32)__cvta_generic_to_shared(p); }
+#endif
 
 /* 16 bytes, or zeros when !valid (src-size 0 zero-fills). */
 PIT_DEV void pit_copy16(void *dst, const void *src, bool valid)
@@ -114,6 +262,200 @@ template <int N> PIT_DEV void pit_copy_wait(void)
 /* ---- the matrix step: D(16x8,f32) += A(16x16) . B(16x8), 16-bit inputs.
  * NVIDIA: ldmatrix + mma.sync m16n8k16 (sm_80+). This is the one function
  * (with its two fragment loaders) that another vendor replaces. */
+#if defined(PIT_AMD)
+/* ---- AMD: there is no ldmatrix, so the lanes read shared memory
+ * themselves, into layouts chosen for few cross-lane moves; only
+ * pit_mma_16816 reads these registers. Its accumulators d[4] keep NVIDIA's
+ * layout (pit_matmul.cu's SWrite indexes them): lane l holds D[l/4][2(l%4)
+ * + {0,1}] and D[l/4 + 8][...]. Lanes are those of the logical warp.
+ *   A (x4): every lane keeps the 16 bytes at its own row address, so
+ *       A[i][k] is in lane 8m + i%8 with m = i/8 + 2(k/8), half k%8.
+ *   B (x4.trans): for the 16x8 sub-tile s (registers 2s, 2s+1), lane l
+ *       holds B[4q .. 4q+3][c], c = l%8, q = l/8 (the row k of sub-tile s
+ *       is the address of lane 16s + k, as in ldmatrix). */
+#define PIT_HAS_MMA 1
+
+PIT_DEV void pit_ldmatrix_x4(pit_u32 r[4], const void *smem)
+{
+    uint4 v = *(const uint4 *)smem;
+    r[0] = v.x; r[1] = v.y; r[2] = v.z; r[3] = v.w;
+}
+PIT_DEV void pit_ldmatrix_x4_trans(pit_u32 r[4], const void *smem)
+{
+    const int base = pit_warp_base(), l = pit_hw_lane() - base;
+    const pit_u32 mine = pit_smem_addr(smem);
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+        pit_u32 h[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            pit_u32 row = pit_bperm(base + 16 * s + 4 * (l >> 3) + i, mine);
+            h[i] = *(pit_lds_u16)(row + 2u * (pit_u32)(l & 7));
+        }
+        r[2 * s] = h[0] | (h[1] << 16);
+        r[2 * s + 1] = h[2] | (h[3] << 16);
+    }
+}
+
+template <int DT> PIT_DEV float pit_half_to_float(pit_u32 bits)
+{
+    if (DT == PIT_DT_BF16) return __builtin_bit_cast(float, bits << 16);
+    return (float)__builtin_bit_cast(_Float16, (pit_u16)bits);
+}
+
+/* Any AMD GPU: the 16x8x16 product with FMAs, operands gathered by lane
+ * permutes (32 per step). */
+template <int DT> PIT_DEV void pit_mma_fma(float d[4], const pit_u32 a[4], const pit_u32 b[2])
+{
+    const int base = pit_warp_base(), l = pit_hw_lane() - base;
+    const int g = l >> 2, t = l & 3;
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int kb = 0; kb < 2; ++kb) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int k0 = 8 * kb + 2 * j; /* this step: k0 and k0 + 1 */
+            pit_u32 ar[2], bc[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) ar[h] = pit_bperm(base + 16 * kb + 8 * h + g, a[j]);
+#pragma unroll
+            for (int e = 0; e < 2; ++e) bc[e] = pit_bperm(base + 2 * t + e + 8 * (k0 >> 2), b[j & 1]);
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int e = 0; e < 2; ++e)
+#pragma unroll
+                    for (int p = 0; p < 2; ++p)
+                        acc[2 * h + e] = __builtin_fmaf(pit_half_to_float<DT>((ar[h] >> (16 * p)) & 0xffffu),
+                                                        pit_half_to_float<DT>((bc[e] >> (16 * p)) & 0xffffu),
+                                                        acc[2 * h + e]);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) d[i] += acc[i];
+}
+
+typedef float pit_f4 __attribute__((ext_vector_type(4)));
+typedef float pit_f8 __attribute__((ext_vector_type(8)));
+
+/* The element (row, col) of this logical warp's 16x8 result when the
+ * result lies in register row % regs ... picked after permuting every
+ * register of `acc` from lane src (the register wanted differs per lane). */
+template <int N, typename V> PIT_DEV float pit_pick(const V &acc, int src, int reg)
+{
+    float v = 0.f;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        float x = __builtin_bit_cast(float, pit_bperm(src, __builtin_bit_cast(pit_u32, (float)acc[j])));
+        v = reg == j ? x : v;
+    }
+    return v;
+}
+
+#if defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
+typedef _Float16 pit_h4 __attribute__((ext_vector_type(4)));
+typedef short pit_s4 __attribute__((ext_vector_type(4)));
+template <int DT> PIT_DEV pit_f4 pit_mfma16(pit_u32 a0, pit_u32 a1, pit_u32 b0, pit_u32 b1)
+{
+    const pit_u64 a = (pit_u64)a0 | ((pit_u64)a1 << 32), b = (pit_u64)b0 | ((pit_u64)b1 << 32);
+    const pit_f4 z = {0.f, 0.f, 0.f, 0.f};
+    if (DT == PIT_DT_BF16)
+        return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(pit_s4, a),
+                                                         __builtin_bit_cast(pit_s4, b), z, 0, 0, 0);
+    return __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(pit_h4, a), __builtin_bit_cast(pit_h4, b),
+                                                 z, 0, 0, 0);
+}
+/* CDNA (wave64): one v_mfma_f32_16x16x16 per logical warp of the
+ * wavefront; MFMA lane L takes A[L%16][4(L/16)..+3] and B[4(L/16)..+3][L%16]
+ * and returns D[4(L/16)+r][L%16]. Logical warp w's B goes to columns
+ * 8w..8w+7 (zeros elsewhere), so the two results share lanes without
+ * mixing (separate accumulators: a zero column never meets the other
+ * warp's A, which may hold Inf). Both halves run this together: the
+ * callers' loops are warp-uniform. */
+template <int DT> PIT_DEV void pit_mma_mfma(float d[4], const pit_u32 a[4], const pit_u32 b[2])
+{
+    const int L = pit_hw_lane(), w = L >> 5, l = L & 31;
+    const int i = L & 15, kq = L >> 4;
+    const int bsrc = 32 * (i >> 3) + (i & 7) + 8 * kq;
+    const pit_u32 b0 = pit_bperm(bsrc, b[0]), b1 = pit_bperm(bsrc, b[1]);
+    pit_f4 acc[2];
+#pragma unroll
+    for (int wp = 0; wp < 2; ++wp) {
+        const int asrc = 32 * wp + 8 * ((i >> 3) + 2 * (kq >> 1)) + (i & 7);
+        const pit_u32 x0 = pit_bperm(asrc, a[0]), x1 = pit_bperm(asrc, a[1]);
+        const pit_u32 x2 = pit_bperm(asrc, a[2]), x3 = pit_bperm(asrc, a[3]);
+        const bool own = (i >> 3) == wp;
+        acc[wp] = pit_mfma16<DT>((kq & 1) ? x2 : x0, (kq & 1) ? x3 : x1, own ? b0 : 0u, own ? b1 : 0u);
+    }
+    const pit_f4 res = (i >> 3) ? acc[1] : acc[0];
+    const int g = l >> 2, t = l & 3;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int row = g + 8 * h;
+            d[2 * h + e] += pit_pick<4>(res, 8 * w + 2 * t + e + 16 * (row >> 2), row & 3);
+        }
+}
+#endif
+
+#if (defined(__GFX11__) || defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__)) && \
+    __has_builtin(__builtin_amdgcn_wmma_f32_16x16x16_f16_w32)
+#define PIT_AMD_WMMA 1
+typedef _Float16 pit_h16 __attribute__((ext_vector_type(16)));
+typedef short pit_s16 __attribute__((ext_vector_type(16)));
+struct pit_u32x8 { pit_u32 v[8]; };
+/* RDNA3 (wave32): v_wmma_f32_16x16x16; lane l takes row l%16 of A and
+ * column l%16 of B (all 16 k; both half-waves the same) and returns
+ * D[2r + l/16][l%16]. B's columns 8..15 are zero. */
+template <int DT> PIT_DEV void pit_mma_wmma(float d[4], const pit_u32 a[4], const pit_u32 b[2])
+{
+    const int l = pit_hw_lane() & 31, i = l & 15;
+    pit_u32x8 av, bv;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        av.v[j] = pit_bperm(i, a[j]);
+        av.v[4 + j] = pit_bperm(16 + i, a[j]);
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const pit_u32 x0 = pit_bperm((i & 7) + 8 * q, b[0]), x1 = pit_bperm((i & 7) + 8 * q, b[1]);
+        bv.v[2 * q] = i < 8 ? x0 : 0u;
+        bv.v[2 * q + 1] = i < 8 ? x1 : 0u;
+    }
+    const pit_f8 z = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    pit_f8 acc;
+    if (DT == PIT_DT_BF16)
+        acc = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(__builtin_bit_cast(pit_s16, av),
+                                                          __builtin_bit_cast(pit_s16, bv), z);
+    else
+        acc = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(__builtin_bit_cast(pit_h16, av),
+                                                         __builtin_bit_cast(pit_h16, bv), z);
+    const int g = l >> 2, t = l & 3;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int row = g + 8 * h;
+            d[2 * h + e] += pit_pick<8>(acc, 2 * t + e + 16 * (row & 1), row >> 1);
+        }
+}
+#endif
+
+/* D(16x8, f32) += A(16x16) . B(16x8): MFMA on CDNA2/3, WMMA on RDNA3,
+ * FMAs elsewhere. */
+template <int DT> PIT_DEV void pit_mma_16816(float d[4], const pit_u32 a[4], const pit_u32 b[2])
+{
+#if defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
+    pit_mma_mfma<DT>(d, a, b);
+#elif defined(PIT_AMD_WMMA)
+    pit_mma_wmma<DT>(d, a, b);
+#else
+    pit_mma_fma<DT>(d, a, b);
+#endif
+}
+
+#else /* NVIDIA */
 #define PIT_HAS_MMA (__CUDA_ARCH__ >= 800)
 
 PIT_DEV void pit_ldmatrix_x4(pit_u32 r[4], const void *smem)
@@ -153,5 +495,7 @@ template <int DT> PIT_DEV void pit_mma_16816(float d[4], const pit_u32 a[4], con
     __trap(); /* the host never picks a tensor-core tile below sm_80 */
 #endif
 }
+
+#endif /* AMD / NVIDIA */
 
 #endif /* PIT_PORT_CUH */

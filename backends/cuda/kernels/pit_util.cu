@@ -13,6 +13,9 @@ typedef pit_half T;
 typedef pit_bf16 T;
 #endif
 
+/* static shared memory only; read by the host like every pit kernel */
+extern "C" __device__ const int pit_smem_bytes = 0;
+
 struct pit_util_args {
     float *f32;        /* the f32 matrix: zeroed, or converted from */
     pit_u8 *out;       /* converted into (T) */

@@ -368,20 +368,16 @@ void pit_ops_moe_gemm(int mode, __global const st_t *R, long r_off, long ldr,
     }
 }
 
-/* Out[t, n] = sum_j Ys[t*k + j, n] over the slots with a valid id. */
-__kernel void pit_ops_moe_combine(__global const float *Ys, __global const int *ids, long id_off,
-                                  long ldid, int E, int k, __global st_t *Out, long o_off,
-                                  long ldo, int T, int ND)
+/* Out[t, n] = sum_j Ys[t*k + j, n]; slots with a skipped id were left 0. */
+__kernel void pit_ops_moe_combine(__global const float *Ys, int k, __global st_t *Out,
+                                  long o_off, long ldo, int T, int ND)
 {
     const int n = (int)get_global_id(0), t = (int)get_global_id(1);
     if (n >= ND || t >= T)
         return;
     float v = 0.0f;
-    for (int j = 0; j < k; ++j) {
-        const int e = ids[id_off + (long)t * ldid + j];
-        if (e >= 0 && e < E)
-            v += Ys[(long)(t * k + j) * ND + n];
-    }
+    for (int j = 0; j < k; ++j)
+        v += Ys[(long)(t * k + j) * ND + n];
     STORE(Out, o_off + (long)t * ldo + n, v);
 }
 

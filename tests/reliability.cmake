@@ -1,0 +1,23 @@
+# Reliability tests (issue 8), included from tests/CMakeLists.txt. They need
+# an OpenCL device (PoCL in CI) and report themselves skipped (exit 77) without.
+foreach(t test_threads test_faults test_numerics)
+  add_executable(${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.c)
+  target_link_libraries(${t} PRIVATE pit pit_reference m Threads::Threads)
+  # test_faults reaches the testing hooks of core/pit_testing.h.
+  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/core)
+  add_test(NAME reliability_${t} COMMAND ${t})
+  set_tests_properties(reliability_${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+    LABELS reliability ENVIRONMENT "PIT_CACHE_DIR=${CMAKE_BINARY_DIR}/cache")
+endforeach()
+
+# The on-disk kernel cache: corrupted and truncated entries are detected and
+# recompiled; two processes filling an empty cache at once do not corrupt it.
+add_test(NAME reliability_kernel_cache
+  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_kernel_cache.sh $<TARGET_FILE:pit-tool>
+          ${CMAKE_BINARY_DIR}/kernel-cache-test)
+set_tests_properties(reliability_kernel_cache PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1200
+  LABELS reliability)
+
+if(PIT_FUZZ)
+  add_subdirectory(${CMAKE_CURRENT_LIST_DIR}/fuzz ${CMAKE_BINARY_DIR}/tests/fuzz)
+endif()

@@ -1,0 +1,66 @@
+#!/bin/sh
+# tests/test_kernel_cache.sh PIT_TOOL WORKDIR - the OpenCL on-disk kernel cache
+# ($PIT_CACHE_DIR) under abuse:
+#  1. two `pit conformance --quick --op matmul` processes fill an empty cache
+#     at once: both pass, no temporary file is left, every entry is whole;
+#  2. every entry corrupted (bytes flipped) or truncated (or emptied) between
+#     runs: the next run detects it (checksum), recompiles, and passes;
+#  3. the run after that loads every program from the rewritten cache.
+# Exit 77 (skipped) when there is no OpenCL device.
+set -u
+pit="$1"; work="$2"
+rm -rf "$work"; mkdir -p "$work"
+export PIT_BACKEND=opencl
+unset PIT_LOG
+cache="$work/cache"
+export PIT_CACHE_DIR="$cache"
+fail=0
+
+if ! "$pit" info >"$work/info.log" 2>&1 || ! grep -q "opencl  *[1-9]" "$work/info.log"; then
+    echo "kernel cache: SKIPPED: no OpenCL device"; exit 77
+fi
+
+conf() { "$pit" conformance --quick --op matmul >"$1" 2>&1; }
+
+# 1. two processes on an empty cache at once
+conf "$work/p1.log" & p1=$!
+conf "$work/p2.log" & p2=$!
+wait $p1; r1=$?; wait $p2; r2=$?
+echo "concurrent fill: process 1 exit $r1, process 2 exit $r2"
+[ $r1 -eq 0 ] && [ $r2 -eq 0 ] || { fail=1; tail -n 5 "$work/p1.log" "$work/p2.log"; }
+n=$(ls "$cache"/opencl-*.bin 2>/dev/null | wc -l)
+tmp=$(ls "$cache" | grep -c '\.tmp\.' || true)
+echo "cache entries: $n, temporary files left: $tmp"
+[ "$n" -gt 0 ] && [ "$tmp" -eq 0 ] || fail=1
+for f in "$cache"/opencl-*.bin; do
+    [ "$(head -c 8 "$f")" = PITCLBIN ] || { echo "entry $f has no header"; fail=1; }
+done
+
+# 2. corrupt or truncate every entry, then run again
+i=0
+for f in "$cache"/opencl-*.bin; do
+    size=$(wc -c <"$f")
+    case $((i % 3)) in
+    0) printf 'garbage!' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null ;;
+    1) head -c $((size / 2)) "$f" >"$f.cut" && mv "$f.cut" "$f" ;;
+    2) : >"$f" ;;
+    esac
+    i=$((i + 1))
+done
+echo "damaged $i entries (flipped bytes, truncated, emptied)"
+PIT_LOG=debug "$pit" conformance --quick --op matmul >"$work/p3.log" 2>&1; r3=$?
+bad=$(grep -c "corrupt, recompiling\|rejected, recompiling" "$work/p3.log" || true)
+compiled=$(grep -c "opencl: compiled" "$work/p3.log" || true)
+echo "run on the damaged cache: exit $r3, $bad corrupt entries detected, $compiled programs recompiled"
+[ $r3 -eq 0 ] || { fail=1; grep -m 5 FAIL "$work/p3.log"; }
+[ "$compiled" -gt 0 ] || fail=1
+
+# 3. the rewritten cache serves every program
+PIT_LOG=debug "$pit" conformance --quick --op matmul >"$work/p4.log" 2>&1; r4=$?
+loaded=$(grep -c "loaded from" "$work/p4.log" || true)
+compiled=$(grep -c "opencl: compiled" "$work/p4.log" || true)
+echo "run on the repaired cache: exit $r4, $loaded programs loaded from disk, $compiled compiled"
+[ $r4 -eq 0 ] && [ "$compiled" -eq 0 ] || fail=1
+
+[ $fail -eq 0 ] && echo "kernel cache: PASS" || echo "kernel cache: FAIL"
+exit $fail

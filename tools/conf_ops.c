@@ -1,0 +1,781 @@
+/*
+ * tools/conf_ops.c - conformance cases of the operators of dynamic-sparse
+ * models: SDDMM, sparse softmax (+ backward), sparse attention, MoE (forward
+ * and backward), row-sparse matmul, ReLU FFN (+ relu), matmul backward (+
+ * transpose). Each case: seeded data, odd shapes, empty / dense / aligned /
+ * unaligned patterns, outputs poisoned with NaN, relative-norm comparison
+ * with the CPU reference in core/reference.c.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conformance.h"
+
+/* ---- buffers: a device tensor with its host copy in doubles ------------------ */
+
+typedef struct dbuf {
+    pit_tensor *t;
+    double *h;
+    size_t n;
+} dbuf;
+
+static size_t numel(int rank, const int64_t *shape)
+{
+    size_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= (size_t)shape[i];
+    return n;
+}
+
+static pit_status dbuf_make(pit_context *ctx, pit_dtype dt, int rank, const int64_t *shape,
+                            dbuf *b)
+{
+    memset(b, 0, sizeof *b);
+    b->n = numel(rank, shape);
+    b->h = calloc(b->n + 1, sizeof(double));
+    if (!b->h)
+        return PIT_ERR_OUT_OF_MEMORY;
+    return pit_tensor_create(ctx, dt, rank, shape, &b->t);
+}
+
+static void dbuf_free(dbuf *b)
+{
+    pit_tensor_destroy(b->t);
+    free(b->h);
+    memset(b, 0, sizeof *b);
+}
+
+static pit_dtype dtype_of(const dbuf *b)
+{
+    pit_tensor_desc d;
+    pit_tensor_get_desc(b->t, &d);
+    return d.dtype;
+}
+
+/* Random values in [-1, 1] rounded through the dtype, uploaded. */
+static pit_status dbuf_random(dbuf *b, pit_rng *rng)
+{
+    pit_ref_fill_random(rng, b->h, b->n);
+    conf_round(dtype_of(b), b->h, b->n);
+    return conf_upload(b->t, b->h, b->n);
+}
+
+static pit_status dbuf_upload(dbuf *b)
+{
+    conf_round(dtype_of(b), b->h, b->n);
+    return conf_upload(b->t, b->h, b->n);
+}
+
+/* Downloads `out` and compares it with ref. */
+static void compare(conf_tally *t, const conf_opts *o, const char *what, dbuf *out,
+                    const double *ref, pit_dtype dt)
+{
+    pit_status s = conf_download(out->t, out->h, out->n);
+    if (s != PIT_SUCCESS) {
+        conf_call_failed(t, what, s);
+        return;
+    }
+    conf_check(t, o, what, pit_ref_rel_error(ref, out->h, out->n), pit_ref_tolerance(dt));
+}
+
+/* A call's status: a failure is recorded; returns 1 when it succeeded. */
+static int call_ok(conf_tally *t, const char *what, pit_status s)
+{
+    if (s != PIT_SUCCESS)
+        conf_call_failed(t, what, s);
+    return s == PIT_SUCCESS;
+}
+
+static double *ref_alloc(size_t n)
+{
+    return calloc(n + 1, sizeof(double));
+}
+
+/* ---- dtypes ---------------------------------------------------------------------- */
+
+static const pit_dtype all_dtypes[3] = {PIT_F32, PIT_F16, PIT_BF16};
+
+/* 1 when the device has dt; otherwise the op's cases for it are skipped with
+ * the reason recorded once. */
+static int dtype_ok(pit_context *ctx, pit_dtype dt, conf_tally *t, int ncases)
+{
+    pit_device_info d;
+    pit_context_get_info(ctx, &d);
+    if (dt == PIT_F32 || (dt == PIT_F16 && d.has_f16) || (dt == PIT_BF16 && d.has_bf16))
+        return 1;
+    t->skipped += ncases;
+    size_t len = strlen(t->skip_reason);
+    snprintf(t->skip_reason + len, sizeof t->skip_reason - len, "%s%s not supported by the device",
+             len ? "; " : "", pit_dtype_name(dt));
+    return 0;
+}
+
+/* ---- patterns -------------------------------------------------------------------- */
+
+typedef enum pattern_kind {
+    PAT_DENSE,
+    PAT_EMPTY,
+    PAT_BLOCKS_ALIGNED,   /* 32x32 blocks at 0.7 */
+    PAT_BLOCKS_UNALIGNED, /* 8x8 blocks offset (3, 5) at 0.6 */
+    PAT_FINE,             /* 1x1 at 0.5 */
+    PAT_MASKED_ROWS,      /* 4x8 blocks at 0.5, and rows 0 and 3 fully masked */
+    PAT_WINDOW_GLOBAL,    /* attention: sliding window 4 + 2 global tokens */
+    PAT_COUNT
+} pattern_kind;
+
+static const char *const pattern_names[PAT_COUNT] = {
+    "dense", "empty", "32x32@0.7", "8x8@0.6+unaligned", "1x1@0.5", "masked-rows",
+    "window+global"};
+
+static void fill_ones(double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = 1.0;
+}
+
+static void window_global(double *x, int64_t batch, int64_t m, int64_t n)
+{
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                int64_t d = i > j ? i - j : j - i;
+                x[(b * m + i) * n + j] = (d <= 4 || i < 2 || j < 2) ? 1.0 : 0.0;
+            }
+}
+
+/* Fills a 0/1 pattern of batch x m x n. */
+static void make_pattern(pit_rng *rng, pattern_kind k, int64_t batch, int64_t m, int64_t n,
+                         double *x)
+{
+    size_t total = (size_t)(batch * m * n);
+    fill_ones(x, total);
+    switch (k) {
+    case PAT_DENSE: break;
+    case PAT_EMPTY: memset(x, 0, total * sizeof(double)); break;
+    case PAT_BLOCKS_ALIGNED: pit_ref_sparsify_tiles(rng, x, batch, m, n, 32, 32, 0, 0, 0.7); break;
+    case PAT_BLOCKS_UNALIGNED: pit_ref_sparsify_tiles(rng, x, batch, m, n, 8, 8, 3, 5, 0.6); break;
+    case PAT_FINE: pit_ref_sparsify_tiles(rng, x, batch, m, n, 1, 1, 0, 0, 0.5); break;
+    case PAT_MASKED_ROWS:
+        pit_ref_sparsify_tiles(rng, x, batch, m, n, 4, 8, 0, 0, 0.5);
+        for (int64_t b = 0; b < batch; b++)
+            for (int64_t i = 0; i < m; i += 3)
+                if (i == 0 || i == 3)
+                    memset(x + (b * m + i) * n, 0, (size_t)n * sizeof(double));
+        break;
+    case PAT_WINDOW_GLOBAL: window_global(x, batch, m, n); break;
+    case PAT_COUNT: break;
+    }
+}
+
+/* Zeroes the entries of v where the pattern is 0 (a sparse operand). */
+static void apply_pattern(double *v, const double *pattern, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pattern[i] == 0.0)
+            v[i] = 0.0;
+}
+
+/* ---- SDDMM ------------------------------------------------------------------------- */
+
+typedef struct shape4 { int64_t b, m, n, k; } shape4;
+
+static const shape4 sddmm_shapes[] = {
+    {1, 1, 1, 1}, {1, 7, 5, 3}, {1, 33, 17, 65}, {2, 100, 33, 20}, {1, 64, 64, 32}};
+static const int32_t sddmm_blocks[][2] = {{0, 0}, {8, 8}, {1, 32}, {16, 7}};
+static const pattern_kind sddmm_patterns[] = {PAT_DENSE, PAT_EMPTY, PAT_BLOCKS_ALIGNED,
+                                              PAT_BLOCKS_UNALIGNED, PAT_FINE};
+#define NSDDMM_SHAPES (int)(sizeof sddmm_shapes / sizeof sddmm_shapes[0])
+#define NSDDMM_BLOCKS (int)(sizeof sddmm_blocks / sizeof sddmm_blocks[0])
+#define NSDDMM_PATTERNS (int)(sizeof sddmm_patterns / sizeof sddmm_patterns[0])
+
+/* mask_mode 0: f32 [m,n]; 1: i32 [m,n]; 2: f32 [b,m,n] per batch. */
+static void sddmm_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
+                       const shape4 *s, pattern_kind pk, int mask_mode, pit_rng *rng)
+{
+    int rank = s->b > 1 ? 3 : 2, mrank = mask_mode == 2 ? rank : 2;
+    int64_t as[3] = {s->b, s->m, s->k}, bsh[3] = {s->b, s->n, s->k}, cs[3] = {s->b, s->m, s->n};
+    int off = 3 - rank, moff = 3 - mrank;
+    dbuf A, B, M, C;
+    pit_status st = dbuf_make(ctx, dt, rank, as + off, &A);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, rank, bsh + off, &B);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, mask_mode == 1 ? PIT_I32 : PIT_F32, mrank, cs + moff, &M);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, rank, cs + off, &C);
+    double *ref = ref_alloc((size_t)(s->b * s->m * s->n));
+    int64_t mb = mask_mode == 2 ? s->b : 1;
+    if (st == PIT_SUCCESS && ref) {
+        make_pattern(rng, pk, mb, s->m, s->n, M.h);
+        st = dbuf_random(&A, rng);
+        if (st == PIT_SUCCESS)
+            st = dbuf_random(&B, rng);
+        if (st == PIT_SUCCESS)
+            st = conf_upload(M.t, M.h, M.n);
+        pit_ref_sddmm(s->b, s->m, s->n, s->k, A.h, B.h, M.h, mask_mode == 2, ref);
+    }
+    for (int bi = 0; bi < NSDDMM_BLOCKS && st == PIT_SUCCESS && ref; bi++) {
+        char what[200];
+        snprintf(what, sizeof what, "sddmm %s %lldx%lldx%lldx%lld %s block %dx%d mask %s",
+                 pit_dtype_name(dt), (long long)s->b, (long long)s->m, (long long)s->n,
+                 (long long)s->k, pattern_names[pk], sddmm_blocks[bi][0], sddmm_blocks[bi][1],
+                 mask_mode == 0 ? "f32" : mask_mode == 1 ? "i32" : "per-batch");
+        pit_report rep;
+        if (call_ok(t, what, conf_poison(C.t, C.n)) &&
+            call_ok(t, what, pit_sddmm(ctx, NULL, A.t, B.t, M.t, C.t, sddmm_blocks[bi][0],
+                                       sddmm_blocks[bi][1], &rep)))
+            compare(t, o, what, &C, ref, dt);
+    }
+    if (st != PIT_SUCCESS || !ref)
+        conf_call_failed(t, "sddmm setup", st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
+    free(ref);
+    dbuf_free(&A);
+    dbuf_free(&B);
+    dbuf_free(&M);
+    dbuf_free(&C);
+}
+
+void conf_sddmm(pit_context *ctx, const conf_opts *o, conf_tally *t)
+{
+    pit_rng rng;
+    pit_rng_seed(&rng, o->seed + 1);
+    int nshapes = o->quick ? 3 : NSDDMM_SHAPES;
+    for (int d = 0; d < 3; d++) {
+        if (!dtype_ok(ctx, all_dtypes[d], t, nshapes * NSDDMM_PATTERNS * NSDDMM_BLOCKS))
+            continue;
+        for (int s = 0; s < nshapes; s++)
+            for (int p = 0; p < NSDDMM_PATTERNS; p++)
+                sddmm_case(ctx, o, t, all_dtypes[d], &sddmm_shapes[s], sddmm_patterns[p],
+                           (s + p) % 3, &rng);
+    }
+}
+
+/* ---- softmax ------------------------------------------------------------------------- */
+
+static const shape4 softmax_shapes[] = {{1, 1, 1, 0}, {1, 7, 5, 0}, {2, 33, 100, 0},
+                                        {1, 100, 33, 0}};
+static const pattern_kind softmax_patterns[] = {PAT_DENSE, PAT_EMPTY, PAT_BLOCKS_ALIGNED,
+                                                PAT_BLOCKS_UNALIGNED, PAT_FINE, PAT_MASKED_ROWS};
+#define NSOFTMAX_SHAPES (int)(sizeof softmax_shapes / sizeof softmax_shapes[0])
+#define NSOFTMAX_PATTERNS (int)(sizeof softmax_patterns / sizeof softmax_patterns[0])
+
+/* Forward (out of place, then in place) and backward of one pattern. */
+static void softmax_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
+                         const shape4 *s, pattern_kind pk, pit_rng *rng)
+{
+    const float scale = 0.7f;
+    int rank = s->b > 1 ? 3 : 2;
+    int64_t sh[3] = {s->b, s->m, s->n};
+    const int64_t *shape = sh + 3 - rank;
+    dbuf X, M, Y, dY, dX;
+    pit_status st = dbuf_make(ctx, dt, rank, shape, &X);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, PIT_F32, rank, shape, &M);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, rank, shape, &Y);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, rank, shape, &dY);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, rank, shape, &dX);
+    size_t n = (size_t)(s->b * s->m * s->n);
+    double *ref = ref_alloc(n), *dref = ref_alloc(n);
+    char what[200];
+    snprintf(what, sizeof what, "softmax %s %lldx%lldx%lld %s", pit_dtype_name(dt),
+             (long long)s->b, (long long)s->m, (long long)s->n, pattern_names[pk]);
+    if (st == PIT_SUCCESS && ref && dref) {
+        make_pattern(rng, pk, s->b, s->m, s->n, M.h);
+        st = conf_upload(M.t, M.h, M.n);
+        if (st == PIT_SUCCESS)
+            st = dbuf_random(&X, rng);
+        if (st == PIT_SUCCESS)
+            st = dbuf_random(&dY, rng);
+    }
+    if (st == PIT_SUCCESS && ref && dref) {
+        pit_ref_softmax(s->b, s->m, s->n, X.h, M.h, 1, scale, ref);
+        if (call_ok(t, what, conf_poison(Y.t, Y.n)) &&
+            call_ok(t, what, pit_sparse_softmax(ctx, NULL, X.t, M.t, Y.t, scale, NULL)))
+            compare(t, o, what, &Y, ref, dt);
+        /* The backward from the device's Y, as training would use it. */
+        pit_ref_softmax_backward(s->b, s->m, s->n, Y.h, dY.h, M.h, 1, scale, dref);
+        char w2[220];
+        snprintf(w2, sizeof w2, "%s backward", what);
+        if (call_ok(t, w2, conf_poison(dX.t, dX.n)) &&
+            call_ok(t, w2, pit_sparse_softmax_backward(ctx, NULL, Y.t, dY.t, M.t, dX.t, scale)))
+            compare(t, o, w2, &dX, dref, dt);
+        snprintf(w2, sizeof w2, "%s in place", what);
+        if (call_ok(t, w2, pit_sparse_softmax(ctx, NULL, X.t, M.t, X.t, scale, NULL)))
+            compare(t, o, w2, &X, ref, dt);
+    }
+    if (st != PIT_SUCCESS || !ref || !dref)
+        conf_call_failed(t, what, st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
+    free(ref);
+    free(dref);
+    dbuf_free(&X);
+    dbuf_free(&M);
+    dbuf_free(&Y);
+    dbuf_free(&dY);
+    dbuf_free(&dX);
+}
+
+void conf_softmax(pit_context *ctx, const conf_opts *o, conf_tally *t)
+{
+    pit_rng rng;
+    pit_rng_seed(&rng, o->seed + 2);
+    for (int d = 0; d < 3; d++) {
+        if (!dtype_ok(ctx, all_dtypes[d], t, NSOFTMAX_SHAPES * NSOFTMAX_PATTERNS * 3))
+            continue;
+        for (int s = 0; s < NSOFTMAX_SHAPES; s++)
+            for (int p = 0; p < NSOFTMAX_PATTERNS; p++)
+                softmax_case(ctx, o, t, all_dtypes[d], &softmax_shapes[s], softmax_patterns[p],
+                             &rng);
+    }
+}
+
+/* ---- attention -------------------------------------------------------------------------- */
+
+typedef struct attn_shape { int64_t bh, l, d, dv; } attn_shape;
+static const attn_shape attn_shapes[] = {{1, 7, 5, 3}, {2, 33, 16, 8}, {2, 100, 32, 20}};
+static const pattern_kind attn_patterns[] = {PAT_WINDOW_GLOBAL, PAT_BLOCKS_UNALIGNED,
+                                             PAT_MASKED_ROWS, PAT_DENSE, PAT_EMPTY};
+static const int32_t attn_blocks[] = {0, 16, 32};
+#define NATTN_SHAPES (int)(sizeof attn_shapes / sizeof attn_shapes[0])
+#define NATTN_PATTERNS (int)(sizeof attn_patterns / sizeof attn_patterns[0])
+#define NATTN_BLOCKS (int)(sizeof attn_blocks / sizeof attn_blocks[0])
+
+static void attention_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
+                           const attn_shape *s, pattern_kind pk, int per_head, pit_rng *rng)
+{
+    const float scale = 1.0f / sqrtf((float)s->d);
+    int64_t qs[3] = {s->bh, s->l, s->d}, vs[3] = {s->bh, s->l, s->dv}, ms[3] = {s->bh, s->l, s->l};
+    dbuf Q, K, V, M, O;
+    pit_status st = dbuf_make(ctx, dt, 3, qs, &Q);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, 3, qs, &K);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, 3, vs, &V);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, 3, vs, &O);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, PIT_F32, per_head ? 3 : 2, per_head ? ms : ms + 1, &M);
+    double *ref = ref_alloc((size_t)(s->bh * s->l * s->dv));
+    if (st == PIT_SUCCESS && ref) {
+        make_pattern(rng, pk, per_head ? s->bh : 1, s->l, s->l, M.h);
+        st = conf_upload(M.t, M.h, M.n);
+        if (st == PIT_SUCCESS)
+            st = dbuf_random(&Q, rng);
+        if (st == PIT_SUCCESS)
+            st = dbuf_random(&K, rng);
+        if (st == PIT_SUCCESS)
+            st = dbuf_random(&V, rng);
+        pit_ref_attention(s->bh, s->l, s->d, s->dv, Q.h, K.h, V.h, M.h, per_head, scale, ref);
+    }
+    for (int b = 0; b < NATTN_BLOCKS && st == PIT_SUCCESS && ref; b++) {
+        char what[200];
+        snprintf(what, sizeof what, "attention %s %lldx%lldx%lldx%lld %s%s block %d",
+                 pit_dtype_name(dt), (long long)s->bh, (long long)s->l, (long long)s->d,
+                 (long long)s->dv, pattern_names[pk], per_head ? " per-head" : "",
+                 attn_blocks[b]);
+        if (call_ok(t, what, conf_poison(O.t, O.n)) &&
+            call_ok(t, what, pit_sparse_attention(ctx, NULL, Q.t, K.t, V.t, M.t, O.t, scale,
+                                                  attn_blocks[b], NULL)))
+            compare(t, o, what, &O, ref, dt);
+    }
+    if (st != PIT_SUCCESS || !ref)
+        conf_call_failed(t, "attention setup", st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
+    free(ref);
+    dbuf_free(&Q);
+    dbuf_free(&K);
+    dbuf_free(&V);
+    dbuf_free(&M);
+    dbuf_free(&O);
+}
+
+void conf_attention(pit_context *ctx, const conf_opts *o, conf_tally *t)
+{
+    pit_rng rng;
+    pit_rng_seed(&rng, o->seed + 3);
+    for (int d = 0; d < 3; d++) {
+        if (!dtype_ok(ctx, all_dtypes[d], t, NATTN_SHAPES * NATTN_PATTERNS * NATTN_BLOCKS))
+            continue;
+        for (int s = 0; s < NATTN_SHAPES; s++)
+            for (int p = 0; p < NATTN_PATTERNS; p++)
+                attention_case(ctx, o, t, all_dtypes[d], &attn_shapes[s], attn_patterns[p],
+                               p == 1, &rng);
+    }
+}
+
+/* ---- MoE --------------------------------------------------------------------------------- */
+
+typedef struct moe_shape { int64_t t, h, n, e, k; } moe_shape;
+static const moe_shape moe_shapes[] = {
+    {1, 1, 1, 1, 1}, {7, 5, 3, 2, 1}, {33, 17, 20, 4, 2}, {100, 33, 40, 8, 2}, {64, 32, 16, 3, 1}};
+#define NMOE_SHAPES (int)(sizeof moe_shapes / sizeof moe_shapes[0])
+
+/* Skewed routing: about 60% of slots to expert 0, the last expert (when
+ * there are more than two) never chosen, ~5% of ids out of range (-1 or E). */
+static void route_tokens(pit_rng *rng, const moe_shape *s, int32_t *ids)
+{
+    for (int64_t i = 0; i < s->t; i++)
+        for (int64_t j = 0; j < s->k; j++) {
+            double u = (pit_rng_uniform(rng) + 1.0) / 2.0;
+            int64_t usable = s->e > 2 ? s->e - 1 : s->e;
+            int32_t e = u < 0.6 ? 0 : (int32_t)(pit_rng_next(rng) % (uint64_t)usable);
+            if (u > 0.95)
+                e = (pit_rng_next(rng) & 1) ? -1 : (int32_t)s->e;
+            if (j > 0 && e == ids[i * s->k] && s->e > 1) /* top-k experts are distinct */
+                e = (e + 1) % (int32_t)s->e;
+            ids[i * s->k + j] = e;
+        }
+}
+
+typedef struct moe_bufs {
+    dbuf X, ids, G, W, Y, dY, dX, dW, dG;
+    int32_t *id_host;
+} moe_bufs;
+
+static void moe_free(moe_bufs *b)
+{
+    dbuf *all[9] = {&b->X, &b->ids, &b->G, &b->W, &b->Y, &b->dY, &b->dX, &b->dW, &b->dG};
+    for (int i = 0; i < 9; i++)
+        dbuf_free(all[i]);
+    free(b->id_host);
+}
+
+static pit_status moe_make(pit_context *ctx, pit_dtype dt, const moe_shape *s, moe_bufs *b)
+{
+    memset(b, 0, sizeof *b);
+    int64_t xs[2] = {s->t, s->h}, ks[2] = {s->t, s->k}, ws[3] = {s->e, s->h, s->n},
+            ys[2] = {s->t, s->n};
+    pit_status st = dbuf_make(ctx, dt, 2, xs, &b->X);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, PIT_I32, 2, ks, &b->ids);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, PIT_F32, 2, ks, &b->G);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, 3, ws, &b->W);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, 2, ys, &b->Y);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, 2, ys, &b->dY);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, 2, xs, &b->dX);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, 3, ws, &b->dW);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, PIT_F32, 2, ks, &b->dG);
+    b->id_host = calloc((size_t)(s->t * s->k) + 1, sizeof(int32_t));
+    return st == PIT_SUCCESS && !b->id_host ? PIT_ERR_OUT_OF_MEMORY : st;
+}
+
+static pit_status moe_inputs(moe_bufs *b, const moe_shape *s, pit_rng *rng)
+{
+    route_tokens(rng, s, b->id_host);
+    pit_status st = pit_tensor_upload(b->ids.t, NULL, b->id_host,
+                                      (size_t)(s->t * s->k) * sizeof(int32_t));
+    dbuf *rnd[4] = {&b->X, &b->G, &b->W, &b->dY};
+    for (int i = 0; i < 4 && st == PIT_SUCCESS; i++)
+        st = dbuf_random(rnd[i], rng);
+    return st;
+}
+
+static void moe_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
+                     const moe_shape *s, pit_rng *rng)
+{
+    moe_bufs b;
+    char what[200];
+    snprintf(what, sizeof what, "moe %s T%lld H%lld N%lld E%lld top-%lld skewed", pit_dtype_name(dt),
+             (long long)s->t, (long long)s->h, (long long)s->n, (long long)s->e, (long long)s->k);
+    pit_status st = moe_make(ctx, dt, s, &b);
+    if (st == PIT_SUCCESS)
+        st = moe_inputs(&b, s, rng);
+    double *y = ref_alloc(b.Y.n), *dx = ref_alloc(b.dX.n), *dw = ref_alloc(b.dW.n),
+           *dg = ref_alloc(b.dG.n);
+    if (st == PIT_SUCCESS && y && dx && dw && dg) {
+        pit_ref_moe_forward(s->t, s->h, s->n, s->e, s->k, b.X.h, b.id_host, b.G.h, b.W.h, y);
+        pit_ref_moe_backward(s->t, s->h, s->n, s->e, s->k, b.X.h, b.id_host, b.G.h, b.W.h, b.dY.h,
+                             dx, dw, dg);
+        pit_report rep;
+        if (call_ok(t, what, conf_poison(b.Y.t, b.Y.n)) &&
+            call_ok(t, what, pit_moe_forward(ctx, NULL, b.X.t, b.ids.t, b.G.t, b.W.t, b.Y.t, &rep)))
+            compare(t, o, what, &b.Y, y, dt);
+        char w2[220];
+        snprintf(w2, sizeof w2, "%s backward", what);
+        dbuf *outs[3] = {&b.dX, &b.dW, &b.dG};
+        for (int i = 0; i < 3; i++)
+            call_ok(t, w2, conf_poison(outs[i]->t, outs[i]->n));
+        if (call_ok(t, w2, pit_moe_backward(ctx, NULL, b.X.t, b.ids.t, b.G.t, b.W.t, b.dY.t,
+                                            b.dX.t, b.dW.t, b.dG.t))) {
+            snprintf(w2, sizeof w2, "%s dX", what);
+            compare(t, o, w2, &b.dX, dx, dt);
+            snprintf(w2, sizeof w2, "%s dW", what);
+            compare(t, o, w2, &b.dW, dw, dt);
+            snprintf(w2, sizeof w2, "%s dgates", what);
+            compare(t, o, w2, &b.dG, dg, dt);
+        }
+    }
+    if (st != PIT_SUCCESS || !y || !dx || !dw || !dg)
+        conf_call_failed(t, what, st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
+    free(y);
+    free(dx);
+    free(dw);
+    free(dg);
+    moe_free(&b);
+}
+
+void conf_moe(pit_context *ctx, const conf_opts *o, conf_tally *t)
+{
+    pit_rng rng;
+    pit_rng_seed(&rng, o->seed + 4);
+    for (int d = 0; d < 3; d++) {
+        if (!dtype_ok(ctx, all_dtypes[d], t, NMOE_SHAPES * 4))
+            continue;
+        for (int s = 0; s < NMOE_SHAPES; s++)
+            moe_case(ctx, o, t, all_dtypes[d], &moe_shapes[s], &rng);
+    }
+}
+
+/* ---- row-sparse matmul ----------------------------------------------------------------- */
+
+static const shape4 rows_shapes[] = {{1, 1, 1, 1}, {1, 7, 5, 3}, {2, 33, 17, 65}, {1, 100, 33, 70}};
+#define NROWS_SHAPES (int)(sizeof rows_shapes / sizeof rows_shapes[0])
+typedef enum rows_kind { ROWS_DENSE, ROWS_EMPTY, ROWS_PADDED, ROWS_RANDOM, ROWS_COUNT } rows_kind;
+static const char *const rows_names[ROWS_COUNT] = {"dense", "empty", "padded-tail", "random-rows"};
+
+/* Zeroes whole rows of A: none, all, a padded tail per batch, or at random. */
+static void zero_rows(pit_rng *rng, rows_kind k, const shape4 *s, double *a)
+{
+    for (int64_t b = 0; b < s->b; b++) {
+        int64_t len = s->m - (s->m * (b + 1)) / (2 * s->b + 1); /* variable length */
+        for (int64_t i = 0; i < s->m; i++) {
+            int zero = k == ROWS_EMPTY || (k == ROWS_PADDED && i >= len) ||
+                       (k == ROWS_RANDOM && (pit_rng_next(rng) & 1));
+            if (zero)
+                memset(a + (b * s->m + i) * s->k, 0, (size_t)s->k * sizeof(double));
+        }
+    }
+}
+
+static void rows_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
+                      const shape4 *s, rows_kind rk, pit_rng *rng)
+{
+    int rank = s->b > 1 ? 3 : 2;
+    int64_t as[3] = {s->b, s->m, s->k}, bs[2] = {s->k, s->n}, cs[3] = {s->b, s->m, s->n};
+    dbuf A, B, C;
+    pit_status st = dbuf_make(ctx, dt, rank, as + 3 - rank, &A);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, 2, bs, &B);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, rank, cs + 3 - rank, &C);
+    double *ref = ref_alloc(C.n);
+    if (st == PIT_SUCCESS && ref) {
+        pit_ref_fill_random(rng, A.h, A.n);
+        zero_rows(rng, rk, s, A.h);
+        st = dbuf_upload(&A);
+        if (st == PIT_SUCCESS)
+            st = dbuf_random(&B, rng);
+    }
+    for (int keep = 0; keep < 2 && st == PIT_SUCCESS && ref; keep++) {
+        char what[200];
+        snprintf(what, sizeof what, "rows %s %lldx%lldx%lldx%lld %s%s", pit_dtype_name(dt),
+                 (long long)s->b, (long long)s->m, (long long)s->n, (long long)s->k,
+                 rows_names[rk], keep ? " keep-skipped" : "");
+        /* keep: C holds earlier values that skipped rows must keep; else NaN. */
+        pit_status cs2 = keep ? dbuf_random(&C, rng) : conf_poison(C.t, C.n);
+        memcpy(ref, C.h, C.n * sizeof(double));
+        pit_ref_matmul_rows(s->b, s->m, s->n, s->k, A.h, B.h, 0, keep, ref);
+        pit_report rep;
+        if (call_ok(t, what, cs2) &&
+            call_ok(t, what, pit_matmul_rows(ctx, NULL, A.t, B.t, C.t, keep, &rep)))
+            compare(t, o, what, &C, ref, dt);
+    }
+    if (st != PIT_SUCCESS || !ref)
+        conf_call_failed(t, "rows setup", st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
+    free(ref);
+    dbuf_free(&A);
+    dbuf_free(&B);
+    dbuf_free(&C);
+}
+
+void conf_rows(pit_context *ctx, const conf_opts *o, conf_tally *t)
+{
+    pit_rng rng;
+    pit_rng_seed(&rng, o->seed + 5);
+    for (int d = 0; d < 3; d++) {
+        if (!dtype_ok(ctx, all_dtypes[d], t, NROWS_SHAPES * ROWS_COUNT * 2))
+            continue;
+        for (int s = 0; s < NROWS_SHAPES; s++)
+            for (int k = 0; k < ROWS_COUNT; k++)
+                rows_case(ctx, o, t, all_dtypes[d], &rows_shapes[s], (rows_kind)k, &rng);
+    }
+}
+
+/* ---- ReLU FFN (and relu) ---------------------------------------------------------------- */
+
+typedef struct ffn_shape { int64_t t, d, f, d2; double bias; } ffn_shape;
+/* bias shifts W1 so that H is about half zero (0) or mostly zero (-0.6). */
+static const ffn_shape ffn_shapes[] = {
+    {1, 1, 1, 1, 0.0}, {7, 5, 33, 3, 0.0}, {33, 16, 100, 20, 0.0}, {33, 16, 100, 20, -0.6},
+    {64, 32, 70, 17, -0.3}};
+#define NFFN_SHAPES (int)(sizeof ffn_shapes / sizeof ffn_shapes[0])
+
+static void ffn_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
+                     const ffn_shape *s, pit_rng *rng)
+{
+    int64_t xs[2] = {s->t, s->d}, w1s[2] = {s->d, s->f}, w2s[2] = {s->f, s->d2},
+            hs[2] = {s->t, s->f}, ys[2] = {s->t, s->d2};
+    dbuf X, W1, W2, H, Y;
+    pit_status st = dbuf_make(ctx, dt, 2, xs, &X);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, 2, w1s, &W1);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, 2, w2s, &W2);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, 2, hs, &H);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, 2, ys, &Y);
+    double *href = ref_alloc(H.n), *yref = ref_alloc(Y.n), *relu_ref = ref_alloc(X.n);
+    char what[200];
+    snprintf(what, sizeof what, "ffn %s T%lld D%lld F%lld D2%lld bias %.1f", pit_dtype_name(dt),
+             (long long)s->t, (long long)s->d, (long long)s->f, (long long)s->d2, s->bias);
+    if (st == PIT_SUCCESS && href && yref && relu_ref) {
+        pit_ref_fill_random(rng, X.h, X.n);
+        for (size_t i = 0; i < X.n; i++)
+            X.h[i] = fabs(X.h[i]); /* X >= 0 so the bias of W1 decides H's sign */
+        pit_ref_fill_random(rng, W1.h, W1.n);
+        for (size_t i = 0; i < W1.n; i++)
+            W1.h[i] += s->bias;
+        st = dbuf_upload(&X);
+        if (st == PIT_SUCCESS)
+            st = dbuf_upload(&W1);
+        if (st == PIT_SUCCESS)
+            st = dbuf_random(&W2, rng);
+        pit_ref_relu_ffn(s->t, s->d, s->f, s->d2, X.h, W1.h, W2.h, href, yref);
+    }
+    if (st == PIT_SUCCESS && href && yref && relu_ref) {
+        pit_report rep;
+        if (call_ok(t, what, conf_poison(Y.t, Y.n)) &&
+            call_ok(t, what, pit_relu_ffn(ctx, NULL, X.t, W1.t, W2.t, H.t, Y.t, &rep))) {
+            char w2[320];
+            snprintf(w2, sizeof w2, "%s H", what);
+            compare(t, o, w2, &H, href, dt);
+            snprintf(w2, sizeof w2, "%s Y (%s)", what, rep.choice);
+            compare(t, o, w2, &Y, yref, dt);
+        }
+        /* relu alone, in place on a copy of W1 (values of both signs). */
+        pit_ref_relu(W1.n, W1.h, relu_ref);
+        snprintf(what, sizeof what, "relu %s %lldx%lld in place", pit_dtype_name(dt),
+                 (long long)s->d, (long long)s->f);
+        if (call_ok(t, what, pit_relu(ctx, NULL, W1.t, W1.t)))
+            compare(t, o, what, &W1, relu_ref, dt);
+    }
+    if (st != PIT_SUCCESS || !href || !yref || !relu_ref)
+        conf_call_failed(t, what, st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
+    free(href);
+    free(yref);
+    free(relu_ref);
+    dbuf_free(&X);
+    dbuf_free(&W1);
+    dbuf_free(&W2);
+    dbuf_free(&H);
+    dbuf_free(&Y);
+}
+
+void conf_ffn(pit_context *ctx, const conf_opts *o, conf_tally *t)
+{
+    pit_rng rng;
+    pit_rng_seed(&rng, o->seed + 6);
+    for (int d = 0; d < 3; d++) {
+        if (!dtype_ok(ctx, all_dtypes[d], t, NFFN_SHAPES * 3))
+            continue;
+        for (int s = 0; s < NFFN_SHAPES; s++)
+            ffn_case(ctx, o, t, all_dtypes[d], &ffn_shapes[s], &rng);
+    }
+}
+
+/* ---- matmul backward (and transpose) ------------------------------------------------------- */
+
+static const shape4 bwd_shapes[] = {{1, 7, 5, 3}, {1, 33, 17, 65}, {2, 40, 24, 96}, {1, 100, 33, 70}};
+static const pattern_kind bwd_patterns[] = {PAT_DENSE, PAT_EMPTY, PAT_BLOCKS_ALIGNED,
+                                            PAT_BLOCKS_UNALIGNED, PAT_FINE};
+#define NBWD_SHAPES (int)(sizeof bwd_shapes / sizeof bwd_shapes[0])
+#define NBWD_PATTERNS (int)(sizeof bwd_patterns / sizeof bwd_patterns[0])
+
+static void backward_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
+                          const shape4 *s, pattern_kind pk, pit_rng *rng)
+{
+    int rank = s->b > 1 ? 3 : 2, off = 3 - rank;
+    int64_t as[3] = {s->b, s->m, s->k}, bs[3] = {s->b, s->k, s->n}, cs[3] = {s->b, s->m, s->n},
+            ts[3] = {s->b, s->k, s->m};
+    dbuf A, B, dC, dA, dB, At;
+    pit_status st = dbuf_make(ctx, dt, rank, as + off, &A);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, rank, bs + off, &B);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, rank, cs + off, &dC);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, rank, as + off, &dA);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, rank, bs + off, &dB);
+    if (st == PIT_SUCCESS)
+        st = dbuf_make(ctx, dt, rank, ts + off, &At);
+    double *daref = ref_alloc(dA.n), *dbref = ref_alloc(dB.n), *tref = ref_alloc(At.n),
+           *pattern = ref_alloc(A.n);
+    char what[200];
+    snprintf(what, sizeof what, "backward %s %lldx%lldx%lldx%lld A %s", pit_dtype_name(dt),
+             (long long)s->b, (long long)s->m, (long long)s->n, (long long)s->k,
+             pattern_names[pk]);
+    int ready = st == PIT_SUCCESS && daref && dbref && tref && pattern;
+    if (ready) {
+        make_pattern(rng, pk, s->b, s->m, s->k, pattern);
+        pit_ref_fill_random(rng, A.h, A.n);
+        apply_pattern(A.h, pattern, A.n);
+        st = dbuf_upload(&A);
+        if (st == PIT_SUCCESS)
+            st = dbuf_random(&B, rng);
+        if (st == PIT_SUCCESS)
+            st = dbuf_random(&dC, rng);
+        pit_ref_matmul_backward(s->b, s->m, s->n, s->k, A.h, B.h, dC.h, daref, dbref);
+        pit_ref_transpose(s->b, s->m, s->k, A.h, tref);
+        ready = st == PIT_SUCCESS;
+    }
+    if (ready && call_ok(t, what, conf_poison(dA.t, dA.n)) &&
+        call_ok(t, what, conf_poison(dB.t, dB.n)) &&
+        call_ok(t, what, pit_matmul_backward(ctx, NULL, A.t, B.t, dC.t, dA.t, dB.t))) {
+        char w2[220];
+        snprintf(w2, sizeof w2, "%s dA", what);
+        compare(t, o, w2, &dA, daref, dt);
+        snprintf(w2, sizeof w2, "%s dB", what);
+        compare(t, o, w2, &dB, dbref, dt);
+    }
+    if (ready) {
+        char w2[220];
+        snprintf(w2, sizeof w2, "transpose %s %lldx%lldx%lld", pit_dtype_name(dt), (long long)s->b,
+                 (long long)s->m, (long long)s->k);
+        if (call_ok(t, w2, conf_poison(At.t, At.n)) &&
+            call_ok(t, w2, pit_transpose(ctx, NULL, A.t, At.t)))
+            compare(t, o, w2, &At, tref, dt);
+    }
+    if (!ready)
+        conf_call_failed(t, what, st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
+    free(daref);
+    free(dbref);
+    free(tref);
+    free(pattern);
+    dbuf *all[6] = {&A, &B, &dC, &dA, &dB, &At};
+    for (int i = 0; i < 6; i++)
+        dbuf_free(all[i]);
+}
+
+void conf_backward(pit_context *ctx, const conf_opts *o, conf_tally *t)
+{
+    pit_rng rng;
+    pit_rng_seed(&rng, o->seed + 7);
+    for (int d = 0; d < 3; d++) {
+        if (!dtype_ok(ctx, all_dtypes[d], t, NBWD_SHAPES * NBWD_PATTERNS * 3))
+            continue;
+        for (int s = 0; s < NBWD_SHAPES; s++)
+            for (int p = 0; p < NBWD_PATTERNS; p++)
+                backward_case(ctx, o, t, all_dtypes[d], &bwd_shapes[s], bwd_patterns[p], &rng);
+    }
+}
