@@ -56,10 +56,10 @@ PIT_API pit_status pit_tensor_from_dlpack(pit_context *ctx, struct DLManagedTens
                                           pit_tensor **out)
 {
     pit_clear_error();
+    PIT_CHECK_ARG(out != NULL, "tensor");
+    *out = NULL; /* on every failure below */
     PIT_CHECK_ARG(ctx != NULL, "ctx");
     PIT_CHECK_ARG(m != NULL, "managed");
-    PIT_CHECK_ARG(out != NULL, "tensor");
-    *out = NULL;
     const DLTensor *t = &m->dl_tensor;
     int want = backend_device_type(ctx->be->name);
     if ((int)t->device.device_type != want || t->device.device_id != ctx->device_index)

@@ -112,8 +112,10 @@ static pit_status describe(pit_dtype dtype, int rank, const int64_t *shape,
                                  "elements of the inner dimensions (not row-major compatible)",
                                  i, (long long)strides[i], (long long)expect);
         }
-        if (shape[i] > 1)
-            expect = d->strides[i] * shape[i];
+        if (shape[i] > 1 && __builtin_mul_overflow(d->strides[i], shape[i], &expect))
+            return pit_error(PIT_ERR_INVALID_ARGUMENT, "dimension %d (%lld x stride %lld) spans "
+                             "more than 2^63 elements", i, (long long)shape[i],
+                             (long long)d->strides[i]);
     }
     return check_extent(d);
 }
@@ -122,9 +124,9 @@ PIT_API pit_status pit_tensor_create(pit_context *ctx, pit_dtype dtype, int rank
                                      const int64_t *shape, pit_tensor **out)
 {
     pit_clear_error();
-    PIT_CHECK_ARG(ctx != NULL, "ctx");
     PIT_CHECK_ARG(out != NULL, "tensor");
-    *out = NULL;
+    *out = NULL; /* on every failure below */
+    PIT_CHECK_ARG(ctx != NULL, "ctx");
     pit_tdesc d;
     PIT_TRY(describe(dtype, rank, shape, NULL, &d));
     size_t bytes = (size_t)pit_tensor_numel(&d) * pit_dtype_size(dtype);
@@ -150,10 +152,10 @@ PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
                                    size_t byte_offset, pit_tensor **out)
 {
     pit_clear_error();
-    PIT_CHECK_ARG(ctx != NULL, "ctx");
     PIT_CHECK_ARG(out != NULL, "tensor");
+    *out = NULL; /* on every failure below */
+    PIT_CHECK_ARG(ctx != NULL, "ctx");
     PIT_CHECK_ARG(data != NULL, "data");
-    *out = NULL;
     pit_tdesc d;
     PIT_TRY(describe(dtype, rank, shape, strides, &d));
     if (byte_offset % pit_dtype_size(dtype) != 0)

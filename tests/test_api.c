@@ -6,6 +6,7 @@
  */
 #include <dlpack/dlpack.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,6 +257,156 @@ static void test_matmul_errors(pit_context *ctx, pit_context *other)
         pit_tensor_destroy(list[i]);
 }
 
+/* Cases added with the reliability work (issue 8): overflowing descriptors,
+ * nulls on every entry point, DLPack edge cases, operand checks of matmul. */
+static void test_more_input_checks(pit_context *ctx, pit_context *other)
+{
+    pit_tensor *t = (pit_tensor *)(uintptr_t)1;
+    int64_t huge[4] = {INT32_MAX, INT32_MAX, INT32_MAX, 4};
+    expect_status("create: element count overflows", pit_tensor_create(ctx, PIT_F32, 4, huge, &t),
+                  PIT_ERR_INVALID_ARGUMENT);
+    expect_true("create: *tensor NULL on failure", t == NULL);
+    expect_status("create: null ctx", pit_tensor_create(NULL, PIT_F32, 4, huge, &t),
+                  PIT_ERR_INVALID_ARGUMENT);
+    int64_t big_dim[1] = {(int64_t)1 << 31};
+    expect_status("create: dimension 2^31", pit_tensor_create(ctx, PIT_F32, 1, big_dim, &t),
+                  PIT_ERR_INVALID_ARGUMENT);
+    pit_tensor *base = NULL;
+    int64_t n256[1] = {256};
+    if (pit_tensor_create(ctx, PIT_F32, 1, n256, &base) != PIT_SUCCESS)
+        return;
+    pit_tensor_desc d;
+    pit_tensor_get_desc(base, &d);
+    int64_t shape2[2] = {3, 4}, far[2] = {(int64_t)1 << 62, 1};
+    expect_status("wrap: stride spans 2^63", pit_tensor_wrap(ctx, PIT_F32, 2, shape2, far, d.data, 0, &t),
+                  PIT_ERR_INVALID_ARGUMENT);
+    int64_t neg[2] = {-4, 1};
+    expect_status("wrap: negative stride", pit_tensor_wrap(ctx, PIT_F32, 2, shape2, neg, d.data, 0, &t),
+                  PIT_ERR_BAD_STRIDES);
+    expect_status("wrap: offset + extent past 2^63",
+                  pit_tensor_wrap(ctx, PIT_F32, 2, shape2, NULL, d.data, (size_t)INT64_MAX - 3, &t),
+                  PIT_ERR_INVALID_ARGUMENT);
+    t = (pit_tensor *)(uintptr_t)1;
+    expect_status("wrap: null data", pit_tensor_wrap(ctx, PIT_F32, 2, shape2, NULL, NULL, 0, &t),
+                  PIT_ERR_INVALID_ARGUMENT);
+    expect_true("wrap: *tensor NULL on failure", t == NULL);
+    expect_status("wrap: bad dtype", pit_tensor_wrap(ctx, (pit_dtype)-1, 2, shape2, NULL, d.data, 0, &t),
+                  PIT_ERR_UNSUPPORTED_DTYPE);
+    expect_status("get_desc: null", pit_tensor_get_desc(NULL, &d), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("get_desc: null out", pit_tensor_get_desc(base, NULL), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("zero: null", pit_tensor_zero(NULL, NULL), PIT_ERR_INVALID_ARGUMENT);
+    float host[256];
+    expect_status("download: wrong size", pit_tensor_download(base, NULL, host, 4), PIT_ERR_SHAPE_MISMATCH);
+    expect_status("download: null host", pit_tensor_download(base, NULL, NULL, sizeof host),
+                  PIT_ERR_INVALID_ARGUMENT);
+    expect_status("download: null tensor", pit_tensor_download(NULL, NULL, host, 4), PIT_ERR_INVALID_ARGUMENT);
+    pit_stream *s = NULL;
+    if (other && pit_stream_create(other, &s) == PIT_SUCCESS) {
+        expect_status("upload: stream of other context", pit_tensor_upload(base, s, host, sizeof host),
+                      PIT_ERR_CONTEXT_MISMATCH);
+        expect_status("zero: stream of other context", pit_tensor_zero(base, s), PIT_ERR_CONTEXT_MISMATCH);
+        pit_stream_destroy(s);
+    }
+    /* Streams, contexts, events. */
+    expect_status("stream_create: null ctx", pit_stream_create(NULL, &s), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("stream_create: null out", pit_stream_create(ctx, NULL), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("stream_wrap: null native", pit_stream_wrap(ctx, NULL, &s), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("stream_destroy: NULL", pit_stream_destroy(NULL), PIT_SUCCESS);
+    expect_status("synchronize: null ctx", pit_synchronize(NULL, NULL), PIT_ERR_INVALID_ARGUMENT);
+    pit_device_info info;
+    expect_status("get_info: null ctx", pit_context_get_info(NULL, &info), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("get_info: null info", pit_context_get_info(ctx, NULL), PIT_ERR_INVALID_ARGUMENT);
+    pit_event *e = NULL;
+    double ms = 0;
+    expect_status("event_record: null ctx", pit_event_record(NULL, NULL, &e), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("event_record: null out", pit_event_record(ctx, NULL, NULL), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("event_elapsed: null", pit_event_elapsed_ms(NULL, NULL, &ms), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("event_destroy: NULL", pit_event_destroy(NULL), PIT_SUCCESS);
+    double gbps = 0;
+    expect_status("copy bandwidth: 0 bytes", pit_measure_copy_bandwidth(ctx, 0, 3, &gbps),
+                  PIT_ERR_INVALID_ARGUMENT);
+    expect_status("copy bandwidth: null out", pit_measure_copy_bandwidth(ctx, 1024, 3, NULL),
+                  PIT_ERR_INVALID_ARGUMENT);
+    /* DLPack edge cases. */
+    DLManagedTensor m;
+    memset(&m, 0, sizeof m);
+    int64_t dl_shape[2] = {16, 16};
+    m.dl_tensor.device.device_type = kDLOpenCL;
+    m.dl_tensor.dtype = (DLDataType){kDLFloat, 32, 1};
+    m.dl_tensor.ndim = 2;
+    m.dl_tensor.shape = NULL;
+    m.dl_tensor.data = d.data;
+    t = (pit_tensor *)(uintptr_t)1;
+    expect_status("dlpack: null shape", pit_tensor_from_dlpack(ctx, &m, &t), PIT_ERR_INVALID_ARGUMENT);
+    expect_true("dlpack: *tensor NULL on failure", t == NULL);
+    m.dl_tensor.shape = dl_shape;
+    m.dl_tensor.data = NULL;
+    expect_status("dlpack: null data", pit_tensor_from_dlpack(ctx, &m, &t), PIT_ERR_INVALID_ARGUMENT);
+    m.dl_tensor.data = d.data;
+    m.dl_tensor.device.device_id = 3;
+    expect_status("dlpack: other device id", pit_tensor_from_dlpack(ctx, &m, &t), PIT_ERR_INVALID_ARGUMENT);
+    m.dl_tensor.device.device_id = 0;
+    m.dl_tensor.dtype = (DLDataType){kDLFloat, 64, 1};
+    expect_status("dlpack: f64", pit_tensor_from_dlpack(ctx, &m, &t), PIT_ERR_UNSUPPORTED_DTYPE);
+    m.dl_tensor.dtype = (DLDataType){kDLFloat, 32, 1};
+    m.dl_tensor.ndim = 0;
+    expect_status("dlpack: rank 0", pit_tensor_from_dlpack(ctx, &m, &t), PIT_ERR_INVALID_ARGUMENT);
+    m.dl_tensor.ndim = 2;
+    m.dl_tensor.byte_offset = 2;
+    expect_status("dlpack: misaligned offset", pit_tensor_from_dlpack(ctx, &m, &t), PIT_ERR_BAD_STRIDES);
+    expect_status("dlpack: null managed", pit_tensor_from_dlpack(ctx, NULL, &t), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("to_dlpack: null tensor", pit_tensor_to_dlpack(NULL, &(DLManagedTensor *){NULL}),
+                  PIT_ERR_INVALID_ARGUMENT);
+    expect_status("to_dlpack: null out", pit_tensor_to_dlpack(base, NULL), PIT_ERR_INVALID_ARGUMENT);
+    /* matmul operands. */
+    int64_t a[2] = {8, 16}, b[2] = {16, 4}, c[2] = {8, 4}, a1[1] = {8}, a3[3] = {2, 8, 16},
+            b3[3] = {3, 16, 4}, c3[3] = {2, 8, 4};
+    pit_tensor *A = NULL, *B = NULL, *C = NULL, *A1 = NULL, *A3 = NULL, *B3 = NULL, *C3 = NULL,
+               *Ao = NULL, *Cv = NULL;
+    pit_tensor_create(ctx, PIT_F32, 2, a, &A);
+    pit_tensor_create(ctx, PIT_F32, 2, b, &B);
+    pit_tensor_create(ctx, PIT_F32, 2, c, &C);
+    pit_tensor_create(ctx, PIT_F32, 1, a1, &A1);
+    pit_tensor_create(ctx, PIT_F32, 3, a3, &A3);
+    pit_tensor_create(ctx, PIT_F32, 3, b3, &B3);
+    pit_tensor_create(ctx, PIT_F32, 3, c3, &C3);
+    if (other)
+        pit_tensor_create(other, PIT_F32, 2, a, &Ao);
+    expect_status("matmul: null B", pit_matmul(ctx, NULL, A, NULL, C, NULL, NULL), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("matmul: null C", pit_matmul(ctx, NULL, A, B, NULL, NULL, NULL), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("matmul: rank 1", pit_matmul(ctx, NULL, A1, B, C, NULL, NULL), PIT_ERR_SHAPE_MISMATCH);
+    expect_status("matmul: ranks differ", pit_matmul(ctx, NULL, A3, B, C, NULL, NULL), PIT_ERR_SHAPE_MISMATCH);
+    expect_status("matmul: batch differs", pit_matmul(ctx, NULL, A3, B3, C3, NULL, NULL),
+                  PIT_ERR_SHAPE_MISMATCH);
+    if (Ao)
+        expect_status("matmul: A of other context", pit_matmul(ctx, NULL, Ao, B, C, NULL, NULL),
+                      PIT_ERR_CONTEXT_MISMATCH);
+    pit_tensor_desc bd;
+    pit_tensor_get_desc(B, &bd);
+    pit_tensor_wrap(ctx, PIT_F32, 2, c, NULL, bd.data, 0, &Cv);
+    expect_status("matmul: C overlaps B", pit_matmul(ctx, NULL, A, B, Cv, NULL, NULL), PIT_ERR_ALIASING);
+    pit_matmul_options o = pit_matmul_options_default();
+    o.microtile = (pit_microtile){32, 0, PIT_AXIS_K};
+    expect_status("matmul: micro-tile 32x0", pit_matmul(ctx, NULL, A, B, C, &o, NULL), PIT_ERR_INVALID_ARGUMENT);
+    o.microtile = (pit_microtile){32, 1, (pit_axis)99};
+    expect_status("matmul: micro-tile axis 99", pit_matmul(ctx, NULL, A, B, C, &o, NULL),
+                  PIT_ERR_INVALID_ARGUMENT);
+    o = pit_matmul_options_default();
+    o.sparse = PIT_SPARSE_B;
+    o.microtile = (pit_microtile){32, 1, PIT_AXIS_K};
+    expect_status("matmul: sparse B along K", pit_matmul(ctx, NULL, A, B, C, &o, NULL),
+                  PIT_ERR_INVALID_ARGUMENT);
+    expect_status("matmul_dense: null ctx", pit_matmul_dense(NULL, NULL, A, B, C), PIT_ERR_INVALID_ARGUMENT);
+    expect_status("matmul_dense: shape", pit_matmul_dense(ctx, NULL, A, A, C), PIT_ERR_SHAPE_MISMATCH);
+    double cms = 0, kms = 0;
+    const char *name = NULL;
+    expect_status("vendor sparse on OpenCL", pit_vendor_sparse_matmul(ctx, NULL, A, B, C, &cms, &kms, &name),
+                  PIT_ERR_UNSUPPORTED);
+    pit_tensor *list[] = {A, B, C, A1, A3, B3, C3, Ao, Cv, base};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
+        pit_tensor_destroy(list[i]);
+}
+
 int main(int argc, char **argv)
 {
     test_status_strings();
@@ -267,6 +418,7 @@ int main(int argc, char **argv)
         test_tensor_errors(ctx);
         test_dlpack(ctx);
         test_matmul_errors(ctx, other);
+        test_more_input_checks(ctx, other);
         pit_context_destroy(other);
         pit_context_destroy(ctx);
     } else {

@@ -11,7 +11,7 @@ what="${1:-}"
 case "$what" in bench|test) ;; *) echo "usage: sh tools/run.sh bench|test [options]" >&2; exit 2;; esac
 
 PACKAGES="cmake make gcc pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo \
-libclblast-dev libdlpack-dev gnuplot-nox valgrind hipcc libamdhip64-dev"
+libclblast-dev libdlpack-dev gnuplot-nox valgrind hipcc libamdhip64-dev clang-14 libclang-rt-14-dev"
 
 install_packages() {
     missing=""

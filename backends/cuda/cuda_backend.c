@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "cuda_model.h"
 
 static int initialised;
 
@@ -324,7 +325,8 @@ static const char *cuda_dense_name(void *bctx)
     return "cuBLAS";
 }
 
-static const pit_backend cuda_backend = {
+/* not const: pit_cuda_register_ops fills the operator entries */
+static pit_backend cuda_backend = {
     .abi_version = PIT_BACKEND_ABI_VERSION,
     .name = "cuda",
     .init = cuda_init,
@@ -355,5 +357,6 @@ PIT_API const pit_backend *pit_backend_register(const pit_host *host)
 {
     if (!host || host->abi_version != PIT_BACKEND_ABI_VERSION) return NULL;
     pit_cuda_host = host;
+    pit_cuda_register_ops(&cuda_backend);
     return &cuda_backend;
 }

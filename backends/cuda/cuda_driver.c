@@ -55,6 +55,8 @@ pit_status pit_cuda_driver_load(void)
         SYM(MemAlloc, "cuMemAlloc_v2"),
         SYM(MemFree, "cuMemFree_v2"),
         SYM(MemAllocAsync, "cuMemAllocAsync"),
+        SYM(DeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool"),
+        SYM(MemPoolSetAttribute, "cuMemPoolSetAttribute"),
         SYM(MemFreeAsync, "cuMemFreeAsync"),
         SYM(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
         SYM(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),

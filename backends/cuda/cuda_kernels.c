@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_model.h"
 #include "pit_cuda_sources.h" /* generated from kernels/ at build time */
 
 const char *pit_cuda_kernel_name(pit_cuda_kernel_kind kind)
@@ -16,8 +17,9 @@ const char *pit_cuda_kernel_name(pit_cuda_kernel_kind kind)
     case PIT_CUDA_MATMUL: return "pit_matmul";
     case PIT_CUDA_ZERO: return "pit_zero_f32";
     case PIT_CUDA_CONVERT: return "pit_convert_f32";
+    case PIT_CUDA_COMPACT: return "pit_compact";
+    default: return pit_cuda_model_kernel_name(kind);
     }
-    return "?";
 }
 
 const char *pit_cuda_kernel_source(pit_cuda_kernel_kind kind)
@@ -26,9 +28,10 @@ const char *pit_cuda_kernel_source(pit_cuda_kernel_kind kind)
     case PIT_CUDA_DETECT: return pit_cuda_src_pit_detect_cu;
     case PIT_CUDA_MATMUL: return pit_cuda_src_pit_matmul_cu;
     case PIT_CUDA_ZERO:
-    case PIT_CUDA_CONVERT: return pit_cuda_src_pit_util_cu;
+    case PIT_CUDA_CONVERT:
+    case PIT_CUDA_COMPACT: return pit_cuda_src_pit_util_cu;
+    default: return pit_cuda_src_pit_ops_cu;
     }
-    return NULL;
 }
 
 int pit_cuda_kernel_headers(const char *const **sources, const char *const **names)
@@ -52,14 +55,18 @@ char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size
     case PIT_CUDA_MATMUL:
         snprintf(buf, size,
                  "-DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DTHREADS=%d -DSTAGES=%d -DTC=%d "
-                 "-DAXIS=%d -DMT_ROWS=%d -DMT_COLS=%d -DA_VEC=%d -DB_VEC=%d",
+                 "-DAXIS=%d -DMT_ROWS=%d -DMT_COLS=%d -DA_VEC=%d -DB_VEC=%d -DA_COMP=%d -DC_VEC=%d",
                  dt, v->tile.bm, v->tile.bn, v->tile.bk, v->tile.threads, v->tile.stages,
                  v->tile.tensor_core ? 1 : 0, (int)v->axis, v->mt_rows, v->mt_cols, v->a_vec,
-                 v->b_vec);
+                 v->b_vec, v->a_comp, v->c_vec);
         break;
     case PIT_CUDA_ZERO:
     case PIT_CUDA_CONVERT:
+    case PIT_CUDA_COMPACT:
         snprintf(buf, size, "-DPIT_DTYPE=%d", dt);
+        break;
+    default:
+        pit_cuda_model_defines(v, buf, size);
         break;
     }
     return buf;
@@ -166,8 +173,10 @@ static int menu_threads(int bm, int bn)
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static int emit_matmul(pit_dtype dt, const pit_tile *t, pit_axis axis, int mt_rows, int mt_cols,
-                       int a_vec, int b_vec, pit_cuda_variant_fn fn, void *user)
+enum { V_A = 1, V_B = 2, V_COMP = 4, V_C = 8, V_ALIGNED = V_A | V_B | V_C };
+
+static int emit_matmul(pit_dtype dt, const pit_tile *t, pit_axis axis, int mt_rows, int mt_cols, int flags,
+                       pit_cuda_variant_fn fn, void *user)
 {
     pit_cuda_variant v;
     memset(&v, 0, sizeof v);
@@ -177,23 +186,30 @@ static int emit_matmul(pit_dtype dt, const pit_tile *t, pit_axis axis, int mt_ro
     v.axis = axis;
     v.mt_rows = mt_rows;
     v.mt_cols = mt_cols;
-    v.a_vec = a_vec;
-    v.b_vec = b_vec;
+    v.a_vec = !!(flags & V_A);
+    v.b_vec = !!(flags & V_B);
+    v.a_comp = !!(flags & V_COMP);
+    v.c_vec = !!(flags & V_C);
     if (!pit_cuda_tile_valid(dt, t, NULL)) return 0;
     fn(&v, user);
     return 1;
 }
 
-/* The three micro-tiles of the paper for one tile: k32x64-like, k32x1-like
- * (element gather of A), m1x64. */
+/* The three micro-tiles of the paper for one tile: k32x64-like (16-byte
+ * gather of A), k32x1-like (A compacted by pit_compact first), m1x64. */
 static int emit_tile(pit_dtype dt, const pit_tile *t, pit_cuda_variant_fn fn, void *user)
 {
     int n = 0;
-    n += emit_matmul(dt, t, PIT_AXIS_K, t->bm, 64, 1, 1, fn, user);
-    n += emit_matmul(dt, t, PIT_AXIS_K, t->bm, 1, 0, 1, fn, user);
-    n += emit_matmul(dt, t, PIT_AXIS_M, 1, 64, 1, 1, fn, user);
+    n += emit_matmul(dt, t, PIT_AXIS_K, t->bm, 64, V_ALIGNED, fn, user);
+    n += emit_matmul(dt, t, PIT_AXIS_K, t->bm, 1, V_ALIGNED | V_COMP, fn, user);
+    n += emit_matmul(dt, t, PIT_AXIS_M, 1, 64, V_ALIGNED, fn, user);
     return n;
 }
+
+/* wide tiles for the axis-K row-blocks of 32 (BM is the micro-tile's rows,
+ * so the width carries the arithmetic per load) */
+static const pit_tile wide_cc[] = {{32, 256, 16, 128, 2, 0}, {32, 256, 32, 128, 2, 0}};
+static const pit_tile wide_tc[] = {{32, 256, 32, 128, 4, 1}, {32, 256, 32, 256, 4, 1}, {32, 256, 64, 128, 3, 1}};
 
 static int emit_dtype(pit_dtype dt, int arch, pit_cuda_variant_fn fn, void *user)
 {
@@ -218,17 +234,24 @@ static int emit_dtype(pit_dtype dt, int arch, pit_cuda_variant_fn fn, void *user
             }
         }
     }
+    const pit_tile *wide = tc ? wide_tc : wide_cc;
+    int nwide = tc ? COUNT(wide_tc) : COUNT(wide_cc);
+    for (int i = 0; i < nwide; ++i) {
+        pit_tile t = wide[i];
+        t.tensor_core = tc;
+        n += emit_tile(dt, &t, fn, user);
+    }
     /* axis M row chunks below the menu, and one unaligned (scalar) variant */
     for (int i = 0; i < COUNT(menu_bm_axis_m); ++i) {
         for (int j = 0; j < COUNT(menu_bn); ++j) {
             int bm = menu_bm_axis_m[i], bn = menu_bn[j];
             pit_tile t = {bm, bn, 32, menu_threads(bm, bn), 2, tc && bm >= 16};
-            n += emit_matmul(dt, &t, PIT_AXIS_M, 1, 64, 1, 1, fn, user);
+            n += emit_matmul(dt, &t, PIT_AXIS_M, 1, 64, V_ALIGNED, fn, user);
         }
     }
     pit_tile t = {32, 64, 32, 128, 2, tc};
-    n += emit_matmul(dt, &t, PIT_AXIS_K, 32, 1, 0, 0, fn, user);
-    n += emit_matmul(dt, &t, PIT_AXIS_M, 1, 64, 0, 0, fn, user);
+    n += emit_matmul(dt, &t, PIT_AXIS_K, 32, 1, 0, fn, user);
+    n += emit_matmul(dt, &t, PIT_AXIS_M, 1, 64, 0, fn, user);
     return n;
 }
 
@@ -248,7 +271,9 @@ int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
         v.kind = PIT_CUDA_CONVERT;
         v.vec = 0;
         fn(&v, user);
-        n += 3;
+        v.kind = PIT_CUDA_COMPACT;
+        fn(&v, user);
+        n += 4;
         n += emit_dtype(dtypes[d], arch, fn, user);
     }
     pit_cuda_variant z;
@@ -256,5 +281,5 @@ int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
     z.kind = PIT_CUDA_ZERO;
     z.dtype = PIT_F32;
     fn(&z, user);
-    return n + 1;
+    return n + 1 + pit_cuda_model_for_each_variant(arch, fn, user);
 }

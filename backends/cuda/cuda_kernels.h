@@ -15,7 +15,21 @@ typedef enum pit_cuda_kernel_kind {
     PIT_CUDA_DETECT = 0,  /* pit_detect.cu: pit_detect             */
     PIT_CUDA_MATMUL = 1,  /* pit_matmul.cu: pit_matmul             */
     PIT_CUDA_ZERO = 2,    /* pit_util.cu:   pit_zero_f32           */
-    PIT_CUDA_CONVERT = 3  /* pit_util.cu:   pit_convert_f32        */
+    PIT_CUDA_CONVERT = 3, /* pit_util.cu:   pit_convert_f32        */
+    PIT_CUDA_COMPACT = 4, /* pit_util.cu:   pit_compact (axis-K SRead as a gather pass) */
+    /* pit_ops.cu: operators of dynamic-sparse models (cuda_model.h) */
+    PIT_CUDA_OP_ATTENTION = 16,
+    PIT_CUDA_OP_SDDMM,
+    PIT_CUDA_OP_SOFTMAX,
+    PIT_CUDA_OP_SOFTMAX_BWD,
+    PIT_CUDA_OP_ROUTE,
+    PIT_CUDA_OP_PLAN,
+    PIT_CUDA_OP_GMM_TC,
+    PIT_CUDA_OP_GMM_CC,
+    PIT_CUDA_OP_ZERO,
+    PIT_CUDA_OP_RELU,
+    PIT_CUDA_OP_TRANSPOSE,
+    PIT_CUDA_OP_MARK
 } pit_cuda_kernel_kind;
 
 /* Detection region of one CTA: DETECT_H rows x DETECT_TW vectors. */
@@ -33,6 +47,9 @@ typedef struct pit_cuda_variant {
     pit_axis axis;        /* matmul: K or M */
     int mt_rows, mt_cols; /* matmul: micro-tile */
     int a_vec, b_vec;     /* matmul: 16-byte vector loads allowed */
+    int a_comp;           /* matmul axis K: A is pit_compact's dense copy */
+    int c_vec;            /* matmul: C (or the f32 target) rows 16-byte aligned */
+    int op_param[4];      /* pit_ops.cu kernels: see cuda_model.h */
 } pit_cuda_variant;
 
 /* The kernel's entry point and its embedded source. */

@@ -34,6 +34,14 @@ typedef struct mm_args {
     int32_t capacity, groups_per_batch;
 } mm_args;
 
+typedef struct compact_args {
+    uint64_t a, out;
+    int64_t lda, sa, ldo, so;
+    int32_t M, K, tm, tk;
+    uint64_t counts, entries;
+    int32_t capacity, groups_per_batch;
+} compact_args;
+
 typedef struct util_args {
     uint64_t f32, out;
     int64_t ld32, s32, ldo, so;
@@ -77,6 +85,18 @@ static int rows_vector_aligned(const mat *m, pit_dtype dt, int64_t len)
 {
     int64_t vec = 16 / (int64_t)dtype_bytes(dt);
     return m->ptr % 16 == 0 && m->ld % vec == 0 && m->bstride % vec == 0 && len % vec == 0;
+}
+
+/* Scratch (axis-K compaction, axis-M f32 accumulation) is stream-ordered
+ * from the device's default pool. Its release threshold is 0 by default:
+ * the pool gives its memory back at every synchronisation and the next
+ * call maps it again (tens of microseconds for tens of MB). Keep it. */
+static void keep_pool_memory(const pit_cuda_ctx *c)
+{
+    CUmemoryPool pool;
+    if (pit_cu.DeviceGetDefaultMemPool(&pool, c->dev) != CUDA_SUCCESS) return;
+    cuuint64_t keep = ~(cuuint64_t)0;
+    pit_cu.MemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep); /* best effort */
 }
 
 static CUstream stream_of(void *stream)
@@ -287,6 +307,41 @@ static pit_status launch_util(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind 
                            kind == PIT_CUDA_ZERO ? "cuLaunchKernel(pit_zero_f32)" : "cuLaunchKernel(pit_convert_f32)");
 }
 
+/* SRead as a gather pass: A's indexed micro-tile columns copied densely
+ * per row-block into scratch (ld = ldo), read by the fused kernel with
+ * 16-byte cp.async. Grid from the capacity: nothing is read back. */
+static pit_status compact_a(pit_cuda_ctx *c, CUstream s, const mm_problem *p, const pit_index *idx, int64_t row_blocks,
+                            CUdeviceptr out, int64_t ldo)
+{
+    pit_cuda_variant v;
+    memset(&v, 0, sizeof v);
+    v.kind = PIT_CUDA_COMPACT;
+    v.dtype = p->dt;
+    pit_cuda_kernel *k;
+    pit_status st = pit_cuda_get_kernel(c, &v, &k);
+    if (st != PIT_SUCCESS) return st;
+    compact_args a;
+    memset(&a, 0, sizeof a);
+    a.a = p->a.ptr;
+    a.out = (uint64_t)out;
+    a.lda = p->a.ld;
+    a.sa = p->a.bstride;
+    a.ldo = ldo;
+    a.so = row_blocks * idx->tile.rows * ldo;
+    a.M = (int32_t)p->M;
+    a.K = (int32_t)p->K;
+    a.tm = idx->tile.rows;
+    a.tk = idx->tile.cols;
+    a.counts = (uint64_t)(uintptr_t)idx->counts;
+    a.entries = (uint64_t)(uintptr_t)idx->entries;
+    a.capacity = idx->capacity;
+    a.groups_per_batch = idx->groups_per_batch;
+    int64_t cols = ldo;
+    if (cols <= 0) return PIT_SUCCESS;
+    return pit_cuda_launch(k, s, (unsigned)ceil_div(cols, 256), (unsigned)row_blocks, (unsigned)p->batch, 256, &a,
+                           "cuLaunchKernel(pit_compact)");
+}
+
 static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v, const mm_problem *p,
                                 const pit_index *idx)
 {
@@ -298,10 +353,28 @@ static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
     if (st != PIT_SUCCESS) return st;
     mm_args a;
     fill_mm_args(p, idx, &a);
+    int64_t row_blocks = ceil_div(p->M, idx->tile.rows);
+    CUdeviceptr scratch = 0;
+    if (v->a_comp) {
+        int64_t ldo = ceil_div((int64_t)idx->capacity * idx->tile.cols, 8) * 8; /* pit_compact pads to 8 */
+        size_t bytes = (size_t)(row_blocks * idx->tile.rows * ldo * p->batch) * dtype_bytes(p->dt);
+        keep_pool_memory(c);
+        CU_CHECK(pit_cu.MemAllocAsync(&scratch, bytes ? bytes : 16, s), "cuMemAllocAsync(axis K compact)");
+        st = compact_a(c, s, p, idx, row_blocks, scratch, ldo);
+        a.a = (uint64_t)scratch;
+        a.lda = ldo;
+        a.sa = row_blocks * idx->tile.rows * ldo;
+    }
     /* every row-block gets a CTA (empty ones write zeros): the grid does
      * not depend on the counts, so nothing is read back */
-    return pit_cuda_launch(k, s, (unsigned)ceil_div(p->N, v->tile.bn), (unsigned)ceil_div(p->M, idx->tile.rows),
-                           (unsigned)p->batch, (unsigned)v->tile.threads, &a, "cuLaunchKernel(pit_matmul axis K)");
+    if (st == PIT_SUCCESS)
+        st = pit_cuda_launch(k, s, (unsigned)row_blocks, (unsigned)ceil_div(p->N, v->tile.bn), (unsigned)p->batch,
+                             (unsigned)v->tile.threads, &a, "cuLaunchKernel(pit_matmul axis K)");
+    if (scratch) {
+        CUresult r = pit_cu.MemFreeAsync(scratch, s);
+        if (st == PIT_SUCCESS && r != CUDA_SUCCESS) st = pit_cu_fail(r, "cuMemFreeAsync(axis K compact)", __FILE__, __LINE__);
+    }
+    return st;
 }
 
 static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v, const mm_problem *p,
@@ -328,6 +401,7 @@ static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
         st = launch_util(c, s, PIT_CUDA_ZERO, p->dt, &u, p->batch);
     } else {
         size_t words = (size_t)(p->M * p->N * p->batch);
+        keep_pool_memory(c);
         CU_CHECK(pit_cu.MemAllocAsync(&scratch, (words ? words : 1) * 4, s), "cuMemAllocAsync(axis M scratch)");
         if (words) CU_CHECK(pit_cu.MemsetD32Async(scratch, 0, words, s), "cuMemsetD32Async(axis M scratch)");
         a.acc = scratch;
@@ -382,6 +456,18 @@ pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile
     int vec = (int)(16 / dtype_bytes(p.dt));
     v.a_vec = rows_vector_aligned(&p.a, p.dt, p.K) && mt->cols % vec == 0 && v.tile.bk % vec == 0;
     v.b_vec = rows_vector_aligned(&p.b, p.dt, p.N) && v.tile.bn % vec == 0;
+    /* axis K with micro-tiles narrower than a 16-byte vector (32x1): gather
+     * A densely first (pit_compact), then read it with 16-byte copies */
+    if (mt->axis == PIT_AXIS_K && !v.a_vec && v.tile.bk % vec == 0 && !getenv("PIT_CUDA_NO_COMPACT")) {
+        v.a_comp = 1;
+        v.a_vec = 1;
+    }
+    /* SWrite vectors: C's rows (axis K, and axis M for f32, which reduces
+     * into C) or the f32 scratch (axis M, 16-bit: ld = N) 16-byte aligned */
+    if (mt->axis == PIT_AXIS_K || p.dt == PIT_F32)
+        v.c_vec = p.c.ptr % 16 == 0 && p.c.ld % vec == 0 && p.c.bstride % vec == 0;
+    else
+        v.c_vec = p.N % 4 == 0;
     if ((st = pit_cuda_push(c)) != PIT_SUCCESS) return st;
     CUstream s = stream_of(stream);
     if (p.M > 0 && p.N > 0 && p.batch > 0) {

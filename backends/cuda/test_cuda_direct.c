@@ -510,14 +510,15 @@ static int correctness(int quick)
     if (quick) return failures;
     /* a sweep of tiles on one case with edges in every dimension */
     const pit_tile cc_tiles[] = {{32, 128, 32, 128, 2, 0}, {64, 128, 8, 128, 2, 0}, {32, 64, 32, 128, 2, 0},
-                                 {128, 128, 32, 256, 2, 0}, {1, 128, 32, 128, 2, 0}, {16, 64, 16, 128, 2, 0}};
+                                 {128, 128, 32, 256, 2, 0}, {1, 128, 32, 128, 2, 0}, {16, 64, 16, 128, 2, 0},
+                                 {32, 256, 16, 128, 2, 0}};
     const pit_tile tc_tiles[] = {{32, 128, 64, 128, 4, 1}, {64, 128, 32, 128, 2, 1}, {32, 64, 64, 128, 3, 1},
                                  {128, 128, 64, 256, 4, 1}, {1, 128, 32, 128, 2, 1}, {16, 64, 32, 128, 2, 1},
-                                 {64, 64, 32, 128, 4, 1}};
+                                 {64, 64, 32, 128, 4, 1}, {32, 256, 32, 128, 4, 1}, {32, 256, 32, 256, 4, 1}};
     const tcase sweep = {2, 200, 600, 300, 0, P_32X1, 0.6};
-    run_case(&sweep, PIT_F32, cc_tiles, 6);
-    run_case(&sweep, PIT_F16, tc_tiles, 7);
-    run_case(&sweep, PIT_BF16, tc_tiles, 7);
+    run_case(&sweep, PIT_F32, cc_tiles, 7);
+    run_case(&sweep, PIT_F16, tc_tiles, 9);
+    run_case(&sweep, PIT_BF16, tc_tiles, 9);
     test_errors();
     return failures;
 }
@@ -613,6 +614,10 @@ static double copy_bandwidth(void)
     return best;
 }
 
+/* --bench N [DTYPE [MICRO [S]]]: only the matching points (profiling) */
+static const char *bench_dt, *bench_micro;
+static double bench_s;
+
 static int bench(int64_t n)
 {
     double bw = copy_bandwidth();
@@ -625,6 +630,7 @@ static int bench(int64_t n)
            "total_us", "dense_us", "floor_us", "x_floor", "det_GB/s", "best tile");
     for (int d = 0; d < 3; ++d) {
         pit_dtype dt = dts[d];
+        if (bench_dt && strcmp(bench_dt, dt_name(dt))) continue;
         dmat a = make_dmat(dt, 1, n, n, n), b = make_dmat(dt, 1, n, n, n), c = make_dmat(dt, 1, n, n, n);
         fill_dense(&b);
         upload(&b);
@@ -634,7 +640,9 @@ static int bench(int64_t n)
         double dense_ms = time_op(op_dense, &bc);
         int tc = dt != PIT_F32;
         for (int p = 0; p < 3; ++p) {
+            if (bench_micro && strcmp(bench_micro, pattern_name[pats[p]])) continue;
             for (int si = 0; si < 4; ++si) {
+                if (bench_s > 0 && fabs(bench_s - sps[si]) > 1e-9) continue;
                 fill_pattern(&a, pats[p], sps[si]);
                 upload(&a);
                 pit_index ix = make_index(&a, mts[p]);
@@ -642,14 +650,18 @@ static int bench(int64_t n)
                 CHECK(be->detect(bctx, stream, &a.d, &ix, 1));
                 bc.maxc = check_index(&a, &ix, "bench");
                 double det_ms = time_op(op_detect, &bc);
-                pit_tile tiles_k[] = {{32, 128, 64, 128, 3, 1}, {32, 128, 32, 128, 4, 1}, {32, 64, 64, 128, 3, 1}};
-                pit_tile tiles_k_cc[] = {{32, 128, 16, 128, 2, 0}, {32, 64, 32, 128, 2, 0}, {32, 128, 32, 256, 2, 0}};
-                pit_tile tiles_m[] = {{128, 128, 64, 256, 3, 1}, {64, 128, 64, 128, 3, 1}, {128, 128, 32, 256, 4, 1}};
-                pit_tile tiles_m_cc[] = {{128, 128, 16, 256, 2, 0}, {64, 128, 32, 128, 2, 0}, {128, 128, 32, 256, 2, 0}};
+                pit_tile tiles_k[] = {{32, 128, 32, 128, 4, 1}, {32, 128, 64, 128, 3, 1}, {32, 64, 64, 128, 4, 1},
+                                      {32, 256, 32, 128, 4, 1}};
+                pit_tile tiles_k_cc[] = {{32, 128, 16, 128, 2, 0}, {32, 128, 16, 128, 4, 0}, {32, 128, 32, 128, 3, 0},
+                                         {32, 256, 16, 256, 3, 0}};
+                pit_tile tiles_m[] = {{128, 128, 32, 256, 4, 1}, {128, 256, 64, 256, 3, 1}, {64, 128, 64, 128, 3, 1},
+                                      {128, 256, 32, 256, 4, 1}};
+                pit_tile tiles_m_cc[] = {{64, 256, 16, 128, 2, 0}, {128, 256, 16, 256, 2, 0}, {64, 256, 32, 128, 2, 0},
+                                         {128, 128, 16, 256, 2, 0}};
                 pit_tile *tiles = mts[p].axis == PIT_AXIS_K ? (tc ? tiles_k : tiles_k_cc) : (tc ? tiles_m : tiles_m_cc);
                 double best = 1e30;
                 pit_tile best_tile = tiles[0];
-                for (int t = 0; t < 3; ++t) {
+                for (int t = 0; t < 4; ++t) {
                     bc.tile = tiles[t];
                     double ms = time_op(op_sparse, &bc);
                     if (ms < best) {
@@ -711,6 +723,9 @@ int main(int argc, char **argv)
     CHECK(be->context_create(0, &bctx));
     CHECK(be->stream_create(bctx, &stream));
     int rc;
+    if (argc > 3) bench_dt = argv[3];
+    if (argc > 4) bench_micro = argv[4];
+    if (argc > 5) bench_s = atof(argv[5]);
     if (argc > 1 && !strcmp(argv[1], "--bench")) rc = bench(argc > 2 ? atoll(argv[2]) : 4096);
     else rc = correctness(argc > 1 && !strcmp(argv[1], "--quick"));
     be->stream_destroy(bctx, stream);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ocl_internal.h"
+#include "ocl_ops.h"
 
 const pit_host *ocl_host;
 
@@ -427,6 +428,19 @@ static pit_status ocl_mem_fill32(void *bctx, void *stream, void *mem, size_t off
     return ocl_fill32(s->queue, (cl_mem)mem, offset, pattern, bytes);
 }
 
+/* Device-to-device copy, asynchronous on the stream. */
+static pit_status ocl_mem_copy(void *bctx, void *stream, void *dst, size_t dst_offset,
+                               const void *src, size_t src_offset, size_t bytes)
+{
+    (void)bctx;
+    ocl_stream *s = stream;
+    if (bytes == 0)
+        return PIT_SUCCESS;
+    return OCL_CHECK("clEnqueueCopyBuffer",
+                     clEnqueueCopyBuffer(s->queue, (cl_mem)src, (cl_mem)dst, src_offset,
+                                         dst_offset, bytes, 0, NULL, NULL));
+}
+
 /* ---- events -------------------------------------------------------------------------- */
 
 static pit_status ocl_event_record(void *bctx, void *stream, pit_event **event)
@@ -481,7 +495,8 @@ static void ocl_event_destroy(void *bctx, pit_event *event)
 
 /* ---- registration --------------------------------------------------------------------- */
 
-static const pit_backend ocl_backend = {
+/* Not const: pit_ocl_register_ops() fills the model operators' entries. */
+static pit_backend ocl_backend = {
     .abi_version = PIT_BACKEND_ABI_VERSION,
     .name = "opencl",
     .init = ocl_init,
@@ -506,6 +521,7 @@ static const pit_backend ocl_backend = {
     .matmul_sparse = ocl_matmul_sparse,
     .matmul_dense = ocl_matmul_dense,
     .dense_name = ocl_dense_name,
+    .mem_copy = ocl_mem_copy,
 };
 
 __attribute__((visibility("default"))) const pit_backend *
@@ -514,5 +530,6 @@ pit_backend_register(const pit_host *host)
     if (!host || host->abi_version != PIT_BACKEND_ABI_VERSION)
         return NULL;
     ocl_host = host;
+    pit_ocl_register_ops(&ocl_backend);
     return &ocl_backend;
 }

@@ -20,6 +20,7 @@
 #include "pit_common_cl.h"
 #include "pit_detect_cl.h"
 #include "pit_matmul_cl.h"
+#include "pit_ops_cl.h"
 
 static const struct {
     const char *name;
@@ -27,6 +28,7 @@ static const struct {
 } ocl_sources[] = {
     {"pit_detect", ocl_src_pit_detect},
     {"pit_matmul", ocl_src_pit_matmul},
+    {"pit_ops", ocl_src_pit_ops},
 };
 
 static const char *source_text(const char *name)

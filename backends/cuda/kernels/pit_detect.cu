@@ -25,6 +25,11 @@
  * W/Tk+1 columns */
 #define FLAG_ROWS (DETECT_H + 1)
 #define FLAG_WORDS ((DETECT_W + 1 + 31) / 32)
+/* phase-2 items (group x 32 entries): axis K at most FLAG_ROWS groups of
+ * FLAG_WORDS chunks; axis M at most DETECT_W+1 groups of 2 chunks */
+#define ITEMS_A (FLAG_ROWS * FLAG_WORDS)
+#define ITEMS_B (2 * (DETECT_W + 1))
+#define ITEMS_MAX (ITEMS_A > ITEMS_B ? ITEMS_A : ITEMS_B)
 
 #if PIT_DTYPE == PIT_DT_F32
 #define ELEM_BYTES 4
@@ -103,6 +108,8 @@ pit_detect(const pit_detect_args a)
 {
     __shared__ pit_u32 flags[PIT_DETECT_MAX][FLAG_ROWS * FLAG_WORDS];
     __shared__ int cta_total[PIT_DETECT_MAX];
+    __shared__ pit_u32 item_ballot[ITEMS_MAX];
+    __shared__ int item_base[ITEMS_MAX];
 
     const int row0 = blockIdx.y * DETECT_H;
     const int col0 = blockIdx.x * DETECT_W;
@@ -147,7 +154,10 @@ pit_detect(const pit_detect_args a)
     }
     __syncthreads();
 
-    /* phase 2: bits -> entries, one warp per group */
+    /* phase 2: bits -> entries. Items = (group, chunk of 32 entries) spread
+     * over all warps: (a) one ballot per item (dedup decided here, once),
+     * (b) one atomicAdd per group on counts[g] for the CTA's whole share,
+     * (c) each item's lanes write their entries from the group's base. */
     const int warp = threadIdx.x / PIT_WARP, lane = pit_lane();
     const int rows_end = min(row0 + DETECT_H, a.rows);
     const int cols_end = min(col0 + DETECT_W, a.cols);
@@ -159,41 +169,56 @@ pit_detect(const pit_detect_args a)
         const bool axis_k = t.axis == 1;
         const int ngroups = axis_k ? nlr : nlc;
         const int nentries = axis_k ? nlc : nlr;
-        for (int lg = warp; lg < ngroups; lg += DETECT_THREADS / PIT_WARP) {
-            for (int le0 = 0; le0 < nentries; le0 += PIT_WARP) {
-                int le = le0 + lane;
-                int lr = axis_k ? lg : le, lcol = axis_k ? le : lg;
-                bool set = false;
-                int tr = tr0 + lr, tc = tc0 + lcol;
-                if (le < nentries)
-                    set = (flags[i][lr * FLAG_WORDS + (lcol >> 5)] >> (lcol & 31)) & 1u;
-                if (set && t.dedup) {
-                    /* owned when the (clipped) micro-tile lies inside the region */
-                    bool owned = tr * t.tm >= row0 && min(tr * t.tm + t.tm, a.rows) <= rows_end &&
-                                 tc * t.tk >= col0 && min(tc * t.tk + t.tk, a.cols) <= cols_end;
-                    if (!owned) {
-                        pit_i64 tiles_rows = (a.rows + t.tm - 1) / t.tm;
-                        pit_i64 bit = ((pit_i64)b * tiles_rows + tr) * t.tiles_cols + tc;
-                        pit_u32 m = 1u << (bit & 31);
-                        set = (atomicOr(t.dedup + (bit >> 5), m) & m) == 0;
-                    }
+        const int nchunks = (nentries + PIT_WARP - 1) / PIT_WARP;
+        const int items = ngroups * nchunks;
+        for (int it = warp; it < items; it += DETECT_THREADS / PIT_WARP) {
+            const int lg = it / nchunks, le = (it % nchunks) * PIT_WARP + lane;
+            int lr = axis_k ? lg : le, lcol = axis_k ? le : lg;
+            bool set = false;
+            int tr = tr0 + lr, tc = tc0 + lcol;
+            if (le < nentries) set = (flags[i][lr * FLAG_WORDS + (lcol >> 5)] >> (lcol & 31)) & 1u;
+            if (set && t.dedup) {
+                /* owned when the (clipped) micro-tile lies inside the region */
+                bool owned = tr * t.tm >= row0 && min(tr * t.tm + t.tm, a.rows) <= rows_end &&
+                             tc * t.tk >= col0 && min(tc * t.tk + t.tk, a.cols) <= cols_end;
+                if (!owned) {
+                    pit_i64 tiles_rows = (a.rows + t.tm - 1) / t.tm;
+                    pit_i64 bit = ((pit_i64)b * tiles_rows + tr) * t.tiles_cols + tc;
+                    pit_u32 m = 1u << (bit & 31);
+                    set = (atomicOr(t.dedup + (bit >> 5), m) & m) == 0;
                 }
-                pit_u32 ballot = pit_ballot(set);
-                if (ballot == 0) continue;
-                int g = b * t.groups_per_batch + (axis_k ? tr0 + lg : tc0 + lg);
-                int base = 0;
-                if (lane == 0) {
-                    base = pit_atomic_add(t.counts + g, pit_popc(ballot));
-                    atomicAdd(&cta_total[i], pit_popc(ballot));
-                }
-                base = pit_shfl(base, 0);
-                int pos = base + pit_popc(ballot & ((1u << lane) - 1u));
-                if (set && pos < t.capacity)
-                    t.entries[(pit_i64)g * t.capacity + pos] = axis_k ? tc : tr;
             }
+            pit_u32 ballot = pit_ballot(set);
+            if (lane == 0) item_ballot[it] = ballot;
         }
+        __syncthreads();
+        for (int lg = warp; lg < ngroups; lg += DETECT_THREADS / PIT_WARP) {
+            if (lane != 0) continue;
+            int sum = 0;
+            for (int ch = 0; ch < nchunks; ++ch) {
+                item_base[lg * nchunks + ch] = sum;
+                sum += pit_popc(item_ballot[lg * nchunks + ch]);
+            }
+            int base = 0;
+            if (sum) {
+                int g = b * t.groups_per_batch + (axis_k ? tr0 + lg : tc0 + lg);
+                base = pit_atomic_add(t.counts + g, sum);
+                atomicAdd(&cta_total[i], sum);
+            }
+            for (int ch = 0; ch < nchunks; ++ch) item_base[lg * nchunks + ch] += base;
+        }
+        __syncthreads();
+        for (int it = warp; it < items; it += DETECT_THREADS / PIT_WARP) {
+            const pit_u32 ballot = item_ballot[it];
+            if (!((ballot >> lane) & 1u)) continue;
+            const int lg = it / nchunks, le = (it % nchunks) * PIT_WARP + lane;
+            const int g = b * t.groups_per_batch + (axis_k ? tr0 + lg : tc0 + lg);
+            const int pos = item_base[it] + pit_popc(ballot & ((1u << lane) - 1u));
+            if (pos < t.capacity)
+                t.entries[(pit_i64)g * t.capacity + pos] = axis_k ? tc0 + le : tr0 + le;
+        }
+        __syncthreads(); /* item arrays reused by the next candidate */
     }
-    __syncthreads();
     if (threadIdx.x < a.n && cta_total[threadIdx.x] != 0)
         pit_atomic_add(a.t[threadIdx.x].total, cta_total[threadIdx.x]);
 }

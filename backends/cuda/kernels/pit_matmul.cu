@@ -3,7 +3,7 @@
  * sparse: SRead (gather the non-zero micro-tiles named by the index into a
  * dense shared-memory tile) -> dense tile product -> SWrite.
  *
- *   AXIS 1 (K): CTA = (n-tile, row-block g, batch). BM == micro-tile rows.
+ *   AXIS 1 (K): CTA = (row-block g, n-tile, batch). BM == micro-tile rows.
  *       The group's entries name micro-tile columns; the gathered K sequence
  *       is their columns in index order (order does not matter: k is
  *       permutation invariant). B's matching rows are gathered alike.
@@ -26,6 +26,11 @@
  * Defines: PIT_DTYPE BM BN BK THREADS STAGES TC AXIS MT_ROWS MT_COLS
  *          A_VEC B_VEC (1: rows 16-byte aligned and lengths multiples of a
  *          16-byte vector, so whole vectors are valid or invalid together).
+ *          A_COMP (axis K only, 1: A is the compacted copy written by
+ *          pit_compact: row-block g's gathered columns lie densely at
+ *          a + g*MT_ROWS*lda, q-th gathered column at q; B still gathered
+ *          through the index). C_VEC (1: C / the f32 target has 16-byte
+ *          aligned rows: SWrite stores or reduces vectors of 2 or 4).
  */
 #include "pit_port.cuh"
 
@@ -35,6 +40,13 @@ typedef float T;
 typedef pit_half T;
 #else
 typedef pit_bf16 T;
+#endif
+
+#ifndef A_COMP
+#define A_COMP 0
+#endif
+#ifndef C_VEC
+#define C_VEC 0
 #endif
 
 constexpr int EL = (int)sizeof(T);
@@ -140,6 +152,7 @@ PIT_DEV const T *a_src(const pit_mm_args &p, const cta_gather &g, int r, int kq,
     int q = c * BK + kq;
     int m = g.row0 + r;
     if (q >= g.len || m >= p.M) return nullptr;
+    if (A_COMP) return g.a + (pit_i64)r * p.lda + q;
     int k = __ldg(g.ent + q / MT_COLS) * MT_COLS + q % MT_COLS;
     if (k >= p.K) return nullptr;
     return g.a + (pit_i64)m * p.lda + k;
@@ -304,19 +317,27 @@ PIT_DEV void tile_product_tc(const pit_u8 *smem, int s, accum &acc)
 #endif
 }
 
+/* CUDA-core columns of thread column tc: groups of 4 consecutive columns
+ * spaced BN*4/CC_TN apart (LDS.128 without bank conflicts, float4 SWrite) */
+PIT_DEV int cc_col(int tc, int j)
+{
+    if (CC_TN % 4 == 0) return (j / 4) * (BN * 4 / CC_TN) + tc * 4 + (j % 4);
+    return tc * CC_TN + j;
+}
+
 PIT_DEV void tile_product_cc(const pit_u8 *smem, int s, accum &acc)
 {
 #if !TC
     const int tr = threadIdx.x / (BN / CC_TN), tc = threadIdx.x % (BN / CC_TN);
     const float *As = (const float *)a_stage((pit_u8 *)smem, s) + tr * CC_TM;
-    const float *Bs = (const float *)b_stage((pit_u8 *)smem, s) + tc * CC_TN;
+    const float *Bs = (const float *)b_stage((pit_u8 *)smem, s);
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
         float a[CC_TM], b[CC_TN];
 #pragma unroll
         for (int i = 0; i < CC_TM; ++i) a[i] = As[k * CC_AS + i];
 #pragma unroll
-        for (int j = 0; j < CC_TN; ++j) b[j] = Bs[k * CC_BS + j];
+        for (int j = 0; j < CC_TN; ++j) b[j] = Bs[k * CC_BS + cc_col(tc, j)];
 #pragma unroll
         for (int i = 0; i < CC_TM; ++i)
 #pragma unroll
@@ -328,16 +349,66 @@ PIT_DEV void tile_product_cc(const pit_u8 *smem, int s, accum &acc)
 }
 
 /* ---- SWrite */
-PIT_DEV void swrite_one(const pit_mm_args &p, const cta_gather &g, int batch, int m, int n, float v)
+/* f32 reductions of 2 or 4 consecutive values: one vector red on sm_90 */
+template <int W> PIT_DEV void red_vec(float *p, const float *v)
+{
+#if !defined(PIT_AMD) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (W == 4) {
+        asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(v[0]), "f"(v[1]), "f"(v[2]),
+                     "f"(v[3])
+                     : "memory");
+        return;
+    }
+    if (W == 2) {
+        asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(v[0]), "f"(v[1]) : "memory");
+        return;
+    }
+#endif
+#pragma unroll
+    for (int j = 0; j < W; ++j) pit_atomic_addf(p + j, v[j]);
+}
+
+/* the 16 bits of a 16-bit T converted from f (only used when EL == 2) */
+PIT_DEV pit_u32 bits16(float f)
+{
+    T x = pit_from_float<T>(f);
+    return (pit_u32)(*(const pit_u16 *)&x);
+}
+
+/* W consecutive values of row m from column n: one vector when C_VEC and
+ * all W columns are inside, else element by element */
+template <int W> PIT_DEV void swrite_vec(const pit_mm_args &p, int batch, int m, int n, const float *v)
 {
     if (m < 0 || n >= p.N) return;
 #if AXIS == 1
     T *c = (T *)p.c + (pit_i64)batch * p.sc + (pit_i64)m * p.ldc + n;
-    *c = pit_from_float<T>(v);
+    if (C_VEC && n + W <= p.N) {
+        if (W == 4 && EL == 4) {
+            *(float4 *)c = make_float4(v[0], v[1], v[2], v[3]);
+            return;
+        }
+        if (W == 2 && EL == 2) {
+            *(pit_u32 *)c = bits16(v[0]) | (bits16(v[1]) << 16);
+            return;
+        }
+        if (W == 4 && EL == 2) {
+            *(uint2 *)c = make_uint2(bits16(v[0]) | (bits16(v[1]) << 16), bits16(v[2]) | (bits16(v[3]) << 16));
+            return;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < W; ++j)
+        if (n + j < p.N) c[j] = pit_from_float<T>(v[j]);
 #else
-    pit_atomic_addf(p.acc + (pit_i64)batch * p.sacc + (pit_i64)m * p.ldacc + n, v);
+    float *c = p.acc + (pit_i64)batch * p.sacc + (pit_i64)m * p.ldacc + n;
+    if (C_VEC && n + W <= p.N && (W == 2 || W == 4)) {
+        red_vec<W>(c, v);
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < W; ++j)
+        if (n + j < p.N) pit_atomic_addf(c + j, v[j]);
 #endif
-    (void)g;
 }
 
 PIT_DEV void swrite(const pit_mm_args &p, const cta_gather &g, int batch, const accum &acc)
@@ -353,18 +424,18 @@ PIT_DEV void swrite(const pit_mm_args &p, const cta_gather &g, int batch, const 
 #pragma unroll
             for (int ni = 0; ni < NI; ++ni) {
                 int n = g.n0 + wn0 + ni * 8 + (lane & 3) * 2;
-                swrite_one(p, g, batch, m, n, acc.v[mi][ni * 4 + h * 2]);
-                swrite_one(p, g, batch, m, n + 1, acc.v[mi][ni * 4 + h * 2 + 1]);
+                swrite_vec<2>(p, batch, m, n, &acc.v[mi][ni * 4 + h * 2]);
             }
         }
     }
 #else
     const int tr = threadIdx.x / (BN / CC_TN), tc = threadIdx.x % (BN / CC_TN);
+    constexpr int W = CC_TN % 4 == 0 ? 4 : 1;
 #pragma unroll
     for (int i = 0; i < CC_TM; ++i) {
         int m = c_row(p, g, tr * CC_TM + i);
 #pragma unroll
-        for (int j = 0; j < CC_TN; ++j) swrite_one(p, g, batch, m, g.n0 + tc * CC_TN + j, acc.v[i][j]);
+        for (int j = 0; j < CC_TN; j += W) swrite_vec<W>(p, batch, m, g.n0 + cc_col(tc, j), &acc.v[i][j]);
     }
 #endif
 }
@@ -376,17 +447,21 @@ pit_matmul(const pit_mm_args p)
     extern __shared__ __align__(16) pit_u8 smem[];
     cta_gather g;
     int batch, nchunks;
-    g.n0 = blockIdx.x * BN;
 #if AXIS == 1
+    /* row-blocks vary fastest: the CTAs resident together share n-tiles, so
+     * the B columns they gather (all rows, a few n-tiles) stay in L2 */
+    const int rb = blockIdx.x;
+    g.n0 = blockIdx.y * BN;
     batch = blockIdx.z;
-    const int grp = batch * p.groups_per_batch + blockIdx.y;
+    const int grp = batch * p.groups_per_batch + rb;
     const int count = __ldg(p.counts + grp); /* read on the device: no host read-back */
     g.len = count * MT_COLS;
-    g.row0 = blockIdx.y * MT_ROWS;
+    g.row0 = rb * MT_ROWS;
     g.kbase = 0;
     g.kend = p.K;
     nchunks = (g.len + BK - 1) / BK;
 #else
+    g.n0 = blockIdx.x * BN;
     const int grp = blockIdx.z;
     batch = grp / p.groups_per_batch;
     const int slab = grp % p.groups_per_batch;
@@ -400,6 +475,9 @@ pit_matmul(const pit_mm_args p)
 #endif
     g.ent = p.entries + (pit_i64)grp * p.capacity;
     g.a = (const T *)p.a + (pit_i64)batch * p.sa;
+#if AXIS == 1
+    if (A_COMP) g.a += (pit_i64)rb * MT_ROWS * p.lda;
+#endif
     g.b = (const T *)p.b + (pit_i64)batch * p.sb;
 
     accum acc;

@@ -74,8 +74,16 @@ PIT_BARE pit_dim3 pit_grid_dim(void)
         (const __attribute__((address_space(4))) unsigned *)(p + 12);
     return pit_dim3{(gs[0] + wg[0] - 1) / wg[0], (gs[1] + wg[1] - 1) / wg[1], (gs[2] + wg[2] - 1) / wg[2]};
 }
+PIT_BARE pit_dim3 pit_block_dim(void)
+{
+    pit_dispatch_ptr p = (pit_dispatch_ptr)__builtin_amdgcn_dispatch_ptr();
+    const __attribute__((address_space(4))) unsigned short *wg =
+        (const __attribute__((address_space(4))) unsigned short *)(p + 4);
+    return pit_dim3{wg[0], wg[1], wg[2]};
+}
 #define threadIdx (pit_thread_idx())
 #define blockIdx (pit_block_idx())
+#define blockDim (pit_block_dim())
 #define gridDim (pit_grid_dim())
 
 PIT_BARE void __syncthreads(void)
@@ -92,6 +100,16 @@ PIT_BARE unsigned __float_as_uint(float f) { return __builtin_bit_cast(unsigned,
 PIT_BARE float __uint_as_float(unsigned u) { return __builtin_bit_cast(float, u); }
 struct __attribute__((aligned(16))) uint4 { unsigned x, y, z, w; };
 PIT_BARE uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+struct __attribute__((aligned(8))) uint2 { unsigned x, y; };
+PIT_BARE uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
+struct __attribute__((aligned(8))) float2 { float x, y; };
+PIT_BARE float2 make_float2(float x, float y) { return float2{x, y}; }
+struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
+PIT_BARE float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+/* f32 math as single instructions (llvm.maxnum, llvm.exp2: v_max, v_exp) */
+PIT_BARE float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
+PIT_BARE float fminf(float a, float b) { return __builtin_fminf(a, b); }
+PIT_BARE float exp2f(float x) { return __builtin_exp2f(x); }
 /* read-only loads: plain loads (AMD has no separate texture path to ask for) */
 template <typename T> PIT_BARE T __ldg(const T *p) { return *p; }
 /* device-wide relaxed atomics, as CUDA's atomicAdd/atomicOr */
@@ -263,37 +281,42 @@ template <int N> PIT_DEV void pit_copy_wait(void)
  * NVIDIA: ldmatrix + mma.sync m16n8k16 (sm_80+). This is the one function
  * (with its two fragment loaders) that another vendor replaces. */
 #if defined(PIT_AMD)
-/* ---- AMD: there is no ldmatrix, so the lanes read shared memory
- * themselves, into layouts chosen for few cross-lane moves; only
- * pit_mma_16816 reads these registers. Its accumulators d[4] keep NVIDIA's
- * layout (pit_matmul.cu's SWrite indexes them): lane l holds D[l/4][2(l%4)
- * + {0,1}] and D[l/4 + 8][...]. Lanes are those of the logical warp.
- *   A (x4): every lane keeps the 16 bytes at its own row address, so
- *       A[i][k] is in lane 8m + i%8 with m = i/8 + 2(k/8), half k%8.
- *   B (x4.trans): for the 16x8 sub-tile s (registers 2s, 2s+1), lane l
- *       holds B[4q .. 4q+3][c], c = l%8, q = l/8 (the row k of sub-tile s
- *       is the address of lane 16s + k, as in ldmatrix). */
+/* ---- AMD: the three functions keep NVIDIA's exact semantics on each
+ * 32-lane logical warp (ldmatrix.x4 / .x4.trans fragments, mma.sync
+ * m16n8k16 row.col operands and accumulators), so kernels may move
+ * fragments between them as on NVIDIA (e.g. accumulators packed into an A
+ * operand). With g = lane/4, t = lane%4:
+ *   A: a[0] = A[g][2t, 2t+1], a[1] = A[g+8][2t..], a[2] = A[g][8+2t..], a[3] = A[g+8][8+2t..]
+ *   B: b[0] = B[2t, 2t+1][g], b[1] = B[8+2t, 9+2t][g]
+ *   D: d[0], d[1] = D[g][2t, 2t+1], d[2], d[3] = D[g+8][2t, 2t+1]
+ * Lanes exchange registers with ds_bpermute; the matrix step itself is
+ * MFMA (CDNA2/3), WMMA (RDNA3) or FMAs. */
 #define PIT_HAS_MMA 1
 
-PIT_DEV void pit_ldmatrix_x4(pit_u32 r[4], const void *smem)
+/* the u32 at byte offset off of the LDS row whose address lane src holds */
+PIT_DEV pit_u32 pit_lds_u32(pit_u32 row, pit_u32 off)
 {
-    uint4 v = *(const uint4 *)smem;
-    r[0] = v.x; r[1] = v.y; r[2] = v.z; r[3] = v.w;
+    return *(const __attribute__((address_space(3))) pit_u32 *)(row + off);
 }
-PIT_DEV void pit_ldmatrix_x4_trans(pit_u32 r[4], const void *smem)
+
+/* lane l, register i: row l/4 of 8x8 matrix i (its address is lane 8i + l/4's), elements 2(l%4), +1 */
+PIT_DEV void pit_ldmatrix_x4(pit_u32 r[4], const void *smem)
 {
     const int base = pit_warp_base(), l = pit_hw_lane() - base;
     const pit_u32 mine = pit_smem_addr(smem);
 #pragma unroll
-    for (int s = 0; s < 2; ++s) {
-        pit_u32 h[4];
+    for (int i = 0; i < 4; ++i) r[i] = pit_lds_u32(pit_bperm(base + 8 * i + (l >> 2), mine), 4u * (pit_u32)(l & 3));
+}
+/* transposed: lane l, register i: elements l/4 of rows 2(l%4) and 2(l%4)+1 of matrix i */
+PIT_DEV void pit_ldmatrix_x4_trans(pit_u32 r[4], const void *smem)
+{
+    const int base = pit_warp_base(), l = pit_hw_lane() - base;
+    const pit_u32 mine = pit_smem_addr(smem), col = 2u * (pit_u32)(l >> 2);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            pit_u32 row = pit_bperm(base + 16 * s + 4 * (l >> 3) + i, mine);
-            h[i] = *(pit_lds_u16)(row + 2u * (pit_u32)(l & 7));
-        }
-        r[2 * s] = h[0] | (h[1] << 16);
-        r[2 * s + 1] = h[2] | (h[3] << 16);
+    for (int i = 0; i < 4; ++i) {
+        pit_u32 lo = *(pit_lds_u16)(pit_bperm(base + 8 * i + 2 * (l & 3), mine) + col);
+        pit_u32 hi = *(pit_lds_u16)(pit_bperm(base + 8 * i + 2 * (l & 3) + 1, mine) + col);
+        r[i] = lo | (hi << 16);
     }
 }
 
@@ -303,44 +326,38 @@ template <int DT> PIT_DEV float pit_half_to_float(pit_u32 bits)
     return (float)__builtin_bit_cast(_Float16, (pit_u16)bits);
 }
 
-/* Any AMD GPU: the 16x8x16 product with FMAs, operands gathered by lane
- * permutes (32 per step). */
+/* sum over the two 16-bit pairs of x and y, added to acc */
+template <int DT> PIT_DEV float pit_dot2(pit_u32 x, pit_u32 y, float acc)
+{
+    acc = __builtin_fmaf(pit_half_to_float<DT>(x & 0xffffu), pit_half_to_float<DT>(y & 0xffffu), acc);
+    return __builtin_fmaf(pit_half_to_float<DT>(x >> 16), pit_half_to_float<DT>(y >> 16), acc);
+}
+
+/* Any AMD GPU: FMAs on operands gathered by 32 lane permutes per step. */
 template <int DT> PIT_DEV void pit_mma_fma(float d[4], const pit_u32 a[4], const pit_u32 b[2])
 {
     const int base = pit_warp_base(), l = pit_hw_lane() - base;
     const int g = l >> 2, t = l & 3;
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int kb = 0; kb < 2; ++kb) {
+    for (int j = 0; j < 4; ++j) { /* k = 2j, 2j+1 and 8+2j, 9+2j */
+        const int asrc = base + 4 * g + j;
+        const pit_u32 r0 = pit_bperm(asrc, a[0]), r1 = pit_bperm(asrc, a[1]);
+        const pit_u32 r2 = pit_bperm(asrc, a[2]), r3 = pit_bperm(asrc, a[3]);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const int k0 = 8 * kb + 2 * j; /* this step: k0 and k0 + 1 */
-            pit_u32 ar[2], bc[2];
-#pragma unroll
-            for (int h = 0; h < 2; ++h) ar[h] = pit_bperm(base + 16 * kb + 8 * h + g, a[j]);
-#pragma unroll
-            for (int e = 0; e < 2; ++e) bc[e] = pit_bperm(base + 2 * t + e + 8 * (k0 >> 2), b[j & 1]);
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-#pragma unroll
-                for (int e = 0; e < 2; ++e)
-#pragma unroll
-                    for (int p = 0; p < 2; ++p)
-                        acc[2 * h + e] = __builtin_fmaf(pit_half_to_float<DT>((ar[h] >> (16 * p)) & 0xffffu),
-                                                        pit_half_to_float<DT>((bc[e] >> (16 * p)) & 0xffffu),
-                                                        acc[2 * h + e]);
+        for (int e = 0; e < 2; ++e) {
+            const int bsrc = base + 4 * (2 * t + e) + j;
+            const pit_u32 k0 = pit_bperm(bsrc, b[0]), k8 = pit_bperm(bsrc, b[1]);
+            d[e] = pit_dot2<DT>(r2, k8, pit_dot2<DT>(r0, k0, d[e]));
+            d[2 + e] = pit_dot2<DT>(r3, k8, pit_dot2<DT>(r1, k0, d[2 + e]));
         }
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) d[i] += acc[i];
 }
 
 typedef float pit_f4 __attribute__((ext_vector_type(4)));
 typedef float pit_f8 __attribute__((ext_vector_type(8)));
 
-/* The element (row, col) of this logical warp's 16x8 result when the
- * result lies in register row % regs ... picked after permuting every
- * register of `acc` from lane src (the register wanted differs per lane). */
+/* acc[reg] of lane src, where reg differs from lane to lane: every
+ * register is permuted and the wanted one kept. */
 template <int N, typename V> PIT_DEV float pit_pick(const V &acc, int src, int reg)
 {
     float v = 0.f;
@@ -366,28 +383,29 @@ template <int DT> PIT_DEV pit_f4 pit_mfma16(pit_u32 a0, pit_u32 a1, pit_u32 b0, 
                                                  z, 0, 0, 0);
 }
 /* CDNA (wave64): one v_mfma_f32_16x16x16 per logical warp of the
- * wavefront; MFMA lane L takes A[L%16][4(L/16)..+3] and B[4(L/16)..+3][L%16]
- * and returns D[4(L/16)+r][L%16]. Logical warp w's B goes to columns
- * 8w..8w+7 (zeros elsewhere), so the two results share lanes without
- * mixing (separate accumulators: a zero column never meets the other
- * warp's A, which may hold Inf). Both halves run this together: the
- * callers' loops are warp-uniform. */
+ * wavefront. MFMA lane L (i = L%16, q = L/16) takes row i of A and column
+ * i of B at four k; q picks which (k = 2q, 2q+1, 8+2q, 9+2q: the order of
+ * k is free as A and B agree), and returns D[4q + r][i]. Logical warp w's
+ * B goes to columns 8w..8w+7 with zeros elsewhere, each warp its own
+ * accumulator (a zero column never meets the other warp's A, which may
+ * hold Inf). Both halves run this together: the callers' loops are
+ * warp-uniform. */
 template <int DT> PIT_DEV void pit_mma_mfma(float d[4], const pit_u32 a[4], const pit_u32 b[2])
 {
     const int L = pit_hw_lane(), w = L >> 5, l = L & 31;
-    const int i = L & 15, kq = L >> 4;
-    const int bsrc = 32 * (i >> 3) + (i & 7) + 8 * kq;
+    const int i = L & 15, q = L >> 4, hi = i >> 3;
+    const int bsrc = 32 * hi + 4 * (i & 7) + q;
     const pit_u32 b0 = pit_bperm(bsrc, b[0]), b1 = pit_bperm(bsrc, b[1]);
     pit_f4 acc[2];
 #pragma unroll
     for (int wp = 0; wp < 2; ++wp) {
-        const int asrc = 32 * wp + 8 * ((i >> 3) + 2 * (kq >> 1)) + (i & 7);
+        const int asrc = 32 * wp + 4 * (i & 7) + q;
         const pit_u32 x0 = pit_bperm(asrc, a[0]), x1 = pit_bperm(asrc, a[1]);
         const pit_u32 x2 = pit_bperm(asrc, a[2]), x3 = pit_bperm(asrc, a[3]);
-        const bool own = (i >> 3) == wp;
-        acc[wp] = pit_mfma16<DT>((kq & 1) ? x2 : x0, (kq & 1) ? x3 : x1, own ? b0 : 0u, own ? b1 : 0u);
+        const bool own = hi == wp;
+        acc[wp] = pit_mfma16<DT>(hi ? x1 : x0, hi ? x3 : x2, own ? b0 : 0u, own ? b1 : 0u);
     }
-    const pit_f4 res = (i >> 3) ? acc[1] : acc[0];
+    const pit_f4 res = hi ? acc[1] : acc[0];
     const int g = l >> 2, t = l & 3;
 #pragma unroll
     for (int h = 0; h < 2; ++h)
@@ -406,22 +424,23 @@ typedef _Float16 pit_h16 __attribute__((ext_vector_type(16)));
 typedef short pit_s16 __attribute__((ext_vector_type(16)));
 struct pit_u32x8 { pit_u32 v[8]; };
 /* RDNA3 (wave32): v_wmma_f32_16x16x16; lane l takes row l%16 of A and
- * column l%16 of B (all 16 k; both half-waves the same) and returns
+ * column l%16 of B (16 k each, in the order 2t, 2t+1, 8+2t, 9+2t for
+ * t = 0..3 in both; both half-waves the same) and returns
  * D[2r + l/16][l%16]. B's columns 8..15 are zero. */
 template <int DT> PIT_DEV void pit_mma_wmma(float d[4], const pit_u32 a[4], const pit_u32 b[2])
 {
-    const int l = pit_hw_lane() & 31, i = l & 15;
+    const int l = pit_hw_lane() & 31, i = l & 15, hi = i >> 3;
     pit_u32x8 av, bv;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        av.v[j] = pit_bperm(i, a[j]);
-        av.v[4 + j] = pit_bperm(16 + i, a[j]);
-    }
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        const pit_u32 x0 = pit_bperm((i & 7) + 8 * q, b[0]), x1 = pit_bperm((i & 7) + 8 * q, b[1]);
-        bv.v[2 * q] = i < 8 ? x0 : 0u;
-        bv.v[2 * q + 1] = i < 8 ? x1 : 0u;
+    for (int t = 0; t < 4; ++t) {
+        const int src = 4 * (i & 7) + t;
+        const pit_u32 x0 = pit_bperm(src, a[0]), x1 = pit_bperm(src, a[1]);
+        const pit_u32 x2 = pit_bperm(src, a[2]), x3 = pit_bperm(src, a[3]);
+        const pit_u32 y0 = pit_bperm(src, b[0]), y1 = pit_bperm(src, b[1]);
+        av.v[2 * t] = hi ? x1 : x0;
+        av.v[2 * t + 1] = hi ? x3 : x2;
+        bv.v[2 * t] = hi ? 0u : y0;
+        bv.v[2 * t + 1] = hi ? 0u : y1;
     }
     const pit_f8 z = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
     pit_f8 acc;

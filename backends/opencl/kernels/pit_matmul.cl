@@ -49,17 +49,38 @@ inline void atomic_add_f32(__global float *p, float v)
     } while (old != assumed);
 }
 
-/* SRead of B: rows kidx_or_k of B's k-slab, columns n0 .. n0+BN-1. */
-inline void sread_b(__global const st_t *B, long ldb, int N, int n0, int lid,
-                    __local const int *krow, __local float *Bs)
+/* SRead: the gathered rows (ridx) and k-columns (kidx) of A, and the same
+ * k-rows of B, into dense local tiles; -1 entries are padding (zeros). One
+ * loop fills both tiles: besides balancing the work, it keeps a single loop
+ * between two barriers (PoCL 3.1 miscompiles two consecutive loops there when
+ * one of them is empty for some work-items). */
+inline void sread(__global const st_t *A, long lda, __global const st_t *B, long ldb,
+                  int N, int n0, int lid, __local const int *ridx,
+                  __local const int *kidx, __local float *As, __local float *Bs)
 {
-    for (int i = lid; i < BK * BN; i += WG) {
-        const int kk = i / BN, n = i % BN;
-        const int k = krow[kk];
-        Bs[i] = (k >= 0 && n0 + n < N) ? LOAD(B, (long)k * ldb + (n0 + n)) : 0.0f;
+    for (int i = lid; i < BM * BK + BK * BN; i += WG) {
+        if (i < BM * BK) {
+            const int m = i / BK, kk = i % BK;
+            const int r = ridx[m], k = kidx[kk];
+            As[kk * BM + m] = (r >= 0 && k >= 0) ? LOAD(A, (long)r * lda + k) : 0.0f;
+        } else {
+            const int j = i - BM * BK;
+            const int kk = j / BN, n = j % BN;
+            const int k = kidx[kk];
+            Bs[j] = (k >= 0 && n0 + n < N) ? LOAD(B, (long)k * ldb + (n0 + n)) : 0.0f;
+        }
     }
 }
 
+/*
+ * Grid: (n-tiles * WG, dim1, batch).
+ *   AXIS 1: dim1 = row tiles of BM rows (BM divides TM, so a tile lies in one
+ *           row block g = m0 / TM); virtual k v covers entry v / TK, column
+ *           v % TK of that micro-tile. SWrite stores every element.
+ *   AXIS 2: dim1 = k-slabs x nchunks; chunk c gathers virtual rows
+ *           [c*BM, c*BM+BM) of the slab's entry list (entry v / TM, row v % TM).
+ *           SWrite adds into Acc (f32, zeroed by the host).
+ */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void pit_matmul(__global const st_t *A, long a_off, long lda, long a_bs,
                 __global const st_t *B, long b_off, long ldb, long b_bs,
@@ -71,6 +92,7 @@ void pit_matmul(__global const st_t *A, long a_off, long lda, long a_bs,
 {
     __local float As[BK * BM];
     __local float Bs[BK * BN];
+    __local int ridx[BM];
     __local int kidx[BK];
     const int lid = (int)get_local_id(0);
     const int tx = lid % TX, ty = lid / TX;
@@ -84,8 +106,8 @@ void pit_matmul(__global const st_t *A, long a_off, long lda, long a_bs,
     A += a_off + (long)b * a_bs;
     B += b_off + (long)b * b_bs;
 
+    /* ---- which rows and which (virtual) k range this work-group gathers */
 #if AXIS == 1
-    /* ---- gather along K: this work-group computes rows m0.. of one row block */
     const int m0 = (int)get_group_id(1) * BM;
 #if DENSE
     const int vk = K; /* the implicit full index: virtual k == real k */
@@ -94,13 +116,43 @@ void pit_matmul(__global const st_t *A, long a_off, long lda, long a_bs,
     const int vk = min(counts[g], cap) * TK;
     __global const int *ent = entries + (long)g * cap;
 #endif
+    for (int i = lid; i < BM; i += WG)
+        ridx[i] = (m0 + i < M) ? m0 + i : -1;
+#elif AXIS == 2
+    const int gl = (int)get_group_id(1) / nchunks;
+    const int chunk = (int)get_group_id(1) % nchunks;
+    const int g = b * gpb + gl;
+    const int vrows = min(counts[g], cap) * TM;
+    const int r0 = chunk * BM;
+    if (r0 >= vrows)
+        return; /* the whole work-group leaves before any barrier */
+    __global const int *ent = entries + (long)g * cap;
+    const int kbeg = gl * TK;
+    const int vk = min(K, kbeg + TK) - kbeg;
+    for (int i = lid; i < BM; i += WG) {
+        const int v = r0 + i;
+        int r = -1;
+        if (v < vrows) {
+            r = ent[v / TM] * TM + v % TM;
+            if (r >= M)
+                r = -1; /* partial micro-tile at the edge */
+        }
+        ridx[i] = r;
+    }
+#else
+#error "AXIS must be 1 (K) or 2 (M)"
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+
     for (int v0 = 0; v0 < vk; v0 += BK) {
         /* SRead, step 1: the real k of each gathered column (-1: padding). */
         for (int i = lid; i < BK; i += WG) {
             const int v = v0 + i;
             int k = -1;
             if (v < vk) {
-#if DENSE
+#if AXIS == 2
+                k = kbeg + v;
+#elif DENSE
                 k = v;
 #else
                 k = ent[v / TK] * TK + v % TK;
@@ -111,17 +163,14 @@ void pit_matmul(__global const st_t *A, long a_off, long lda, long a_bs,
             kidx[i] = k;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        /* SRead, step 2: those columns of A's rows and rows of B, densely. */
-        for (int i = lid; i < BM * BK; i += WG) {
-            const int m = i / BK, kk = i % BK;
-            const int k = kidx[kk];
-            As[kk * BM + m] = (k >= 0 && m0 + m < M) ? LOAD(A, (long)(m0 + m) * lda + k) : 0.0f;
-        }
-        sread_b(B, ldb, N, n0, lid, kidx, Bs);
+        /* SRead, step 2: the dense tiles. */
+        sread(A, lda, B, ldb, N, n0, lid, ridx, kidx, As, Bs);
         barrier(CLK_LOCAL_MEM_FENCE);
         tile_product(As, Bs, tx, ty, acc);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+
+#if AXIS == 1
     /* SWrite: a plain store of the whole tile (zeros for an empty group). */
     C += c_off + (long)b * c_bs;
     for (int i = 0; i < RM; ++i) {
@@ -132,43 +181,7 @@ void pit_matmul(__global const st_t *A, long a_off, long lda, long a_bs,
                 STORE(C, (long)m * ldc + n, acc[i][j]);
         }
     }
-#elif AXIS == 2
-    /* ---- gather along M: rows of one k-slab [gl*TK, gl*TK+TK) */
-    __local int ridx[BM];
-    const int gl = (int)get_group_id(1) / nchunks;
-    const int chunk = (int)get_group_id(1) % nchunks;
-    const int g = b * gpb + gl;
-    const int vrows = min(counts[g], cap) * TM;
-    const int r0 = chunk * BM;
-    if (r0 >= vrows)
-        return; /* the whole work-group leaves: no barrier is skipped */
-    __global const int *ent = entries + (long)g * cap;
-    for (int i = lid; i < BM; i += WG) {
-        const int v = r0 + i;
-        int r = -1;
-        if (v < vrows) {
-            r = ent[v / TM] * TM + v % TM;
-            if (r >= M)
-                r = -1;
-        }
-        ridx[i] = r;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const int kbeg = gl * TK, kend = min(K, kbeg + TK);
-    for (int k0 = kbeg; k0 < kend; k0 += BK) {
-        for (int i = lid; i < BK; i += WG)
-            kidx[i] = (k0 + i < kend) ? k0 + i : -1;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int i = lid; i < BM * BK; i += WG) {
-            const int m = i / BK, kk = i % BK;
-            const int r = ridx[m], k = kidx[kk];
-            As[kk * BM + m] = (r >= 0 && k >= 0) ? LOAD(A, (long)r * lda + k) : 0.0f;
-        }
-        sread_b(B, ldb, N, n0, lid, kidx, Bs);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        tile_product(As, Bs, tx, ty, acc);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+#else
     /* SWrite: accumulate into the scattered rows (other k-slabs add too). */
     Acc += acc_off + (long)b * acc_bs;
     for (int i = 0; i < RM; ++i) {
@@ -179,8 +192,6 @@ void pit_matmul(__global const st_t *A, long a_off, long lda, long a_bs,
                 atomic_add_f32(Acc + (long)r * ldacc + n, acc[i][j]);
         }
     }
-#else
-#error "AXIS must be 1 (K) or 2 (M)"
 #endif
 }
 

@@ -1,0 +1,33 @@
+/*
+ * cuda_model.h - the operators of dynamic-sparse models on CUDA: their
+ * kernels' names, -D defines and CI variants (cuda_model_kernels.c, no
+ * driver needed) and the registration of the backend entries
+ * (cuda_model_ops.c).
+ *
+ * op_param of a variant, per kind:
+ *   OP_ATTENTION          [0] block, [1] head dim, [2] V head dim, [3] mask dtype
+ *   OP_SDDMM, OP_SOFTMAX*                                        [3] mask dtype
+ *   OP_GMM_TC   [0] accumulate (1: f32 atomics, 0: store); tile bm bn bk stages
+ *   OP_GMM_CC   [0] accumulate, [1] MoE mode (0 also serves matmul_rows)
+ * Mask dtype codes: 0 f32, 1 f16, 2 bf16, 3 i32.
+ */
+#ifndef PIT_CUDA_MODEL_H
+#define PIT_CUDA_MODEL_H
+
+#include "cuda_kernels.h"
+
+/* The gathered GEMM tile on tensor cores (pit_op_gmm_tc). */
+#define PIT_CUDA_GMM_BM 128
+#define PIT_CUDA_GMM_BN 128
+#define PIT_CUDA_GMM_BK 32
+#define PIT_CUDA_GMM_STAGES 4
+
+const char *pit_cuda_model_kernel_name(pit_cuda_kernel_kind kind);
+char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size);
+/* Every pit_ops.cu variant CI compiles for arch; returns how many. */
+int pit_cuda_model_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user);
+
+/* Fills the operator entries of the CUDA backend's table. */
+void pit_cuda_register_ops(pit_backend *be);
+
+#endif /* PIT_CUDA_MODEL_H */

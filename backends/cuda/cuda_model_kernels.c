@@ -1,0 +1,124 @@
+/*
+ * cuda_model_kernels.c - the variants of pit_ops.cu (operators of
+ * dynamic-sparse models): kernel names, -D defines, and the CI list that
+ * pit-nvrtc-check compiles through pit_cuda_for_each_variant.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_model.h"
+
+static const char *const op_names[] = {
+    "pit_op_attention", "pit_op_sddmm", "pit_op_softmax",  "pit_op_softmax", "pit_op_route", "pit_op_plan",
+    "pit_op_gmm_tc",    "pit_op_gmm_cc", "pit_op_zero",    "pit_op_relu",    "pit_op_transpose", "pit_op_mark"};
+
+#define OP_COUNT ((int)(sizeof op_names / sizeof op_names[0]))
+
+static int op_number(pit_cuda_kernel_kind kind)
+{
+    int i = (int)kind - (int)PIT_CUDA_OP_ATTENTION;
+    return i >= 0 && i < OP_COUNT ? i + 1 : 0; /* PIT_OP of pit_ops.cu */
+}
+
+const char *pit_cuda_model_kernel_name(pit_cuda_kernel_kind kind)
+{
+    int op = op_number(kind);
+    return op ? op_names[op - 1] : "?";
+}
+
+char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size)
+{
+    const int *p = v->op_param;
+    int op = op_number(v->kind), dt = (int)v->dtype;
+    switch (v->kind) {
+    case PIT_CUDA_OP_ATTENTION:
+        snprintf(buf, size, "-DPIT_OP=%d -DPIT_DTYPE=%d -DBLOCK=%d -DHD=%d -DHDV=%d -DMASK_DT=%d", op, dt, p[0], p[1],
+                 p[2], p[3]);
+        break;
+    case PIT_CUDA_OP_SDDMM:
+    case PIT_CUDA_OP_SOFTMAX:
+    case PIT_CUDA_OP_SOFTMAX_BWD:
+        snprintf(buf, size, "-DPIT_OP=%d -DPIT_DTYPE=%d -DMASK_DT=%d", op, dt, p[3]);
+        break;
+    case PIT_CUDA_OP_GMM_TC:
+        snprintf(buf, size, "-DPIT_OP=%d -DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DSTAGES=%d -DACC=%d", op, dt,
+                 v->tile.bm, v->tile.bn, v->tile.bk, v->tile.stages, p[0]);
+        break;
+    case PIT_CUDA_OP_GMM_CC:
+        snprintf(buf, size, "-DPIT_OP=%d -DPIT_DTYPE=%d -DACC=%d -DMODE=%d", op, dt, p[0], p[1]);
+        break;
+    default:
+        snprintf(buf, size, "-DPIT_OP=%d -DPIT_DTYPE=%d", op, dt);
+        break;
+    }
+    return buf;
+}
+
+static void emit(pit_cuda_kernel_kind kind, pit_dtype dt, const int *param, pit_cuda_variant_fn fn, void *user)
+{
+    pit_cuda_variant v;
+    memset(&v, 0, sizeof v);
+    v.kind = kind;
+    v.dtype = dt;
+    if (param) memcpy(v.op_param, param, sizeof v.op_param);
+    if (kind == PIT_CUDA_OP_GMM_TC)
+        v.tile = (pit_tile){PIT_CUDA_GMM_BM, PIT_CUDA_GMM_BN, PIT_CUDA_GMM_BK, 256, PIT_CUDA_GMM_STAGES, 1};
+    fn(&v, user);
+}
+
+/* tensor-core kernels: f16/bf16 from sm_80 */
+static int emit_tensor_core(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
+{
+    int n = 0;
+    for (int block = 64; block <= 128; block *= 2)
+        for (int hd = 64; hd <= 128; hd *= 2) {
+            int p[4] = {block, hd, hd, 2};
+            emit(PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
+            ++n;
+        }
+    for (int mdt = 0; mdt < 4; ++mdt) {
+        if (mdt == 2) continue; /* above */
+        int p[4] = {64, 64, 64, mdt};
+        emit(PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
+        ++n;
+    }
+    for (int acc = 0; acc < 2; ++acc) {
+        int p[4] = {acc, 0, 0, 0};
+        emit(PIT_CUDA_OP_GMM_TC, dt, p, fn, user);
+        ++n;
+    }
+    return n;
+}
+
+static int emit_dtype(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
+{
+    static const pit_cuda_kernel_kind masked[] = {PIT_CUDA_OP_SDDMM, PIT_CUDA_OP_SOFTMAX, PIT_CUDA_OP_SOFTMAX_BWD};
+    static const pit_cuda_kernel_kind plain[] = {PIT_CUDA_OP_ZERO, PIT_CUDA_OP_RELU, PIT_CUDA_OP_TRANSPOSE};
+    static const int gmm_cc[][2] = {{0, 0}, {1, 0}, {0, 1}, {1, 1}, {0, 2}, {0, 3}}; /* acc, mode */
+    int n = 0;
+    for (int k = 0; k < 3; ++k)
+        for (int mdt = 0; mdt < 4; ++mdt, ++n) {
+            int p[4] = {0, 0, 0, mdt};
+            emit(masked[k], dt, p, fn, user);
+        }
+    for (int k = 0; k < 3; ++k, ++n) emit(plain[k], dt, NULL, fn, user);
+    for (int k = 0; k < 6; ++k, ++n) {
+        int p[4] = {gmm_cc[k][0], gmm_cc[k][1], 0, 0};
+        emit(PIT_CUDA_OP_GMM_CC, dt, p, fn, user);
+    }
+    return n;
+}
+
+int pit_cuda_model_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
+{
+    static const pit_dtype dtypes[] = {PIT_F32, PIT_F16, PIT_BF16};
+    int n = 0;
+    for (int d = 0; d < 3; ++d) {
+        n += emit_dtype(dtypes[d], fn, user);
+        if (dtypes[d] != PIT_F32 && arch >= 80) n += emit_tensor_core(dtypes[d], fn, user);
+    }
+    emit(PIT_CUDA_OP_ROUTE, PIT_F32, NULL, fn, user);
+    emit(PIT_CUDA_OP_PLAN, PIT_F32, NULL, fn, user);
+    emit(PIT_CUDA_OP_MARK, PIT_F32, NULL, fn, user);
+    return n + 3;
+}

@@ -1,0 +1,928 @@
+/*
+ * pit_ops.cu - kernels of the operators of dynamic-sparse models (backend.h
+ * "operators of dynamic-sparse models"). One source, one kernel per
+ * compilation: PIT_OP picks it, so NVRTC compiles only what is launched.
+ *
+ *   1 pit_op_attention  fused sparse attention (tensor cores, FlashAttention
+ *                       style over the block index of the mask)
+ *   2 pit_op_sddmm      C = A.B^T on the indexed blocks (CUDA cores)
+ *   3 pit_op_softmax    row softmax over indexed blocks and mask
+ *   4 pit_op_softmax_bwd
+ *   5 pit_op_route      MoE routing: per expert its token-slots (atomics)
+ *   6 pit_op_plan       (group, first row) work list of a gathered GEMM
+ *   7 pit_op_gmm_tc     gathered GEMM on tensor cores (MoE forward, rows)
+ *   8 pit_op_gmm_cc     gathered GEMM on CUDA cores, every MoE mode
+ *   9 pit_op_zero, 10 pit_op_relu, 11 pit_op_transpose
+ *  12 pit_op_mark      rows a gathered GEMM stores (the others get zeroed)
+ *
+ * Defines: PIT_OP, PIT_DTYPE, MASK_DT (0 f32, 1 f16, 2 bf16, 3 i32) and the
+ * per-kernel ones documented at each kernel. Argument structs are mirrored
+ * byte for byte in cuda_model_ops.c.
+ */
+#include "pit_port.cuh"
+
+#if PIT_DTYPE == PIT_DT_F32
+typedef float T;
+#elif PIT_DTYPE == PIT_DT_F16
+typedef pit_half T;
+#else
+typedef pit_bf16 T;
+#endif
+
+#define PIT_NEG_INF (__uint_as_float(0xff800000u))
+
+/* ---- shared helpers ------------------------------------------------------ */
+
+/* The block index as the kernels see it. batched 0: one set of groups
+ * shared by every batch (a rank-2 mask indexed once). */
+struct pit_ix {
+    const int *counts, *entries;
+    int capacity, gpb, batched, pad;
+};
+
+PIT_DEV int ix_group(const pit_ix &ix, int batch, int g)
+{
+    return (ix.batched ? batch * ix.gpb : 0) + g;
+}
+
+#ifdef MASK_DT
+/* Mask element "on": non-zero bits (NaN on, -0.0 off), i32 non-zero. */
+PIT_DEV bool mask_on(const pit_u8 *m, pit_i64 i)
+{
+#if MASK_DT == 0
+    return pit_bits_nonzero32(__ldg((const pit_u32 *)m + i));
+#elif MASK_DT == 3
+    return __ldg((const int *)m + i) != 0;
+#else
+    return pit_bits_nonzero16(__ldg((const pit_u16 *)m + i));
+#endif
+}
+#endif
+
+PIT_DEV float shfl_xor_f(float v, int x)
+{
+    return __uint_as_float((pit_u32)pit_shfl((int)__float_as_uint(v), pit_lane() ^ x));
+}
+
+#if PIT_DTYPE != PIT_DT_F32
+/* two values as the 16-bit pair of one 32-bit word (low first) */
+PIT_DEV pit_u32 pack2(float lo, float hi)
+{
+    return (pit_u32)pit_from_float<T>(lo).bits | ((pit_u32)pit_from_float<T>(hi).bits << 16);
+}
+#endif
+
+/* ======================================================================== */
+#if PIT_OP == 1
+/* Fused attention. Defines: BLOCK (64/128: query rows per CTA = the index's
+ * block), HD (Q/K head dim), HDV (V/O head dim), MASK_DT. 16-bit only.
+ * CTA = (query block, bh). Each warp owns 16 query rows; keys stream in
+ * chunks of 64 (a block is BLOCK/64 chunks), double-buffered with cp.async.
+ * S = Q.K^T and O += P.V on mma.sync; the online softmax keeps a running
+ * max and sum per row in f32 (exp2 with the scale folded in). */
+constexpr int BQ = BLOCK, KC = 64, WARPS = BQ / 16, THREADS = WARPS * 32;
+constexpr int QS = HD + 8, KS = HD + 8, VS = HDV + 8; /* padded: ldmatrix without conflicts */
+constexpr int Q_BYTES = BQ * QS * 2, K_BYTES = KC * KS * 2, V_BYTES = KC * VS * 2;
+extern "C" __device__ const int pit_smem_bytes = Q_BYTES + 2 * (K_BYTES + V_BYTES);
+static_assert(BLOCK % KC == 0 && HD % 16 == 0 && HDV % 16 == 0, "attention tile");
+static_assert(PIT_DTYPE != PIT_DT_F32, "tensor cores take 16-bit inputs");
+
+struct attn_args {
+    const pit_u8 *q, *k, *v, *mask;
+    pit_u8 *o;
+    pit_i64 ldq, ldk, ldv, ldo, mld;
+    pit_i64 sq, sk, sv, so, ms; /* batch strides (elements); ms 0: one mask */
+    pit_ix ix;
+    int L, mask_pair; /* mask_pair: two mask elements load as one word */
+    float scale_log2;
+    int pad;
+};
+
+/* rows [r0, r0 + ROWS) x COLS of src into shared (stride S), zeros past L */
+template <int ROWS, int COLS, int S>
+PIT_DEV void load_rows(T *dst, const T *src, pit_i64 ld, int r0, int L)
+{
+    constexpr int VPR = COLS / 8, UNITS = ROWS * VPR;
+#pragma unroll
+    for (int i = 0; i < (UNITS + THREADS - 1) / THREADS; ++i) {
+        int u = threadIdx.x + i * THREADS;
+        if (UNITS % THREADS && u >= UNITS) break;
+        int r = u / VPR, c = (u % VPR) * 8;
+        bool ok = r0 + r < L;
+        pit_copy16(dst + r * S + c, ok ? src + (pit_i64)(r0 + r) * ld + c : src, ok);
+    }
+}
+
+/* Two adjacent mask elements (col, col + 1) of row as bits 0 and 1. */
+PIT_DEV pit_u32 mask_pair(const attn_args &a, const pit_u8 *m, int row, int col)
+{
+    if (row >= a.L || col >= a.L) return 0;
+    pit_i64 i = (pit_i64)row * a.mld + col;
+    if (a.mask_pair && col + 1 < a.L) {
+#if MASK_DT == 1 || MASK_DT == 2
+        pit_u32 w = __ldg((const pit_u32 *)(m + 2 * i));
+        return (pit_u32)pit_bits_nonzero16(w & 0xffffu) | ((pit_u32)pit_bits_nonzero16(w >> 16) << 1);
+#else
+        uint2 w = __ldg((const uint2 *)(m + 4 * i));
+#if MASK_DT == 3
+        return (pit_u32)(w.x != 0) | ((pit_u32)(w.y != 0) << 1);
+#else
+        return (pit_u32)pit_bits_nonzero32(w.x) | ((pit_u32)pit_bits_nonzero32(w.y) << 1);
+#endif
+#endif
+    }
+    pit_u32 b = mask_on(m, i);
+    if (col + 1 < a.L) b |= (pit_u32)mask_on(m, i + 1) << 1;
+    return b;
+}
+
+PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
+{
+    extern __shared__ __align__(16) pit_u8 smem[];
+    T *Qs = (T *)smem;
+    /* stage i of K and V (computed, not an array: no local memory) */
+    auto Kb = [&](int i) { return (T *)(smem + Q_BYTES + i * K_BYTES); };
+    auto Vb = [&](int i) { return (T *)(smem + Q_BYTES + 2 * K_BYTES + i * V_BYTES); };
+    const int b = blockIdx.y, q0 = blockIdx.x * BQ;
+    const int grp = ix_group(a.ix, b, blockIdx.x);
+    const int count = __ldg(a.ix.counts + grp);
+    const int *ent = a.ix.entries + (pit_i64)grp * a.ix.capacity;
+    const T *q = (const T *)a.q + b * a.sq, *k = (const T *)a.k + b * a.sk, *v = (const T *)a.v + b * a.sv;
+    const pit_u8 *mask = a.mask + (pit_i64)b * a.ms * (MASK_DT == 0 || MASK_DT == 3 ? 4 : 2);
+    const int warp = threadIdx.x / PIT_WARP, lane = pit_lane(), g = lane >> 2, t = lane & 3;
+    const int nchunks = count * (BLOCK / KC);
+
+    float o[HDV / 8][4];
+#pragma unroll
+    for (int j = 0; j < HDV / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    float m_run[2] = {PIT_NEG_INF, PIT_NEG_INF}, l_run[2] = {0.f, 0.f};
+    pit_u32 qf[HD / 16][4];
+
+    if (nchunks > 0) {
+        load_rows<BQ, HD, QS>(Qs, q, a.ldq, q0, a.L);
+    }
+    auto key0_of = [&](int c) { return __ldg(ent + c / (BLOCK / KC)) * BLOCK + (c % (BLOCK / KC)) * KC; };
+    if (nchunks > 0) {
+        int k0 = key0_of(0);
+        load_rows<KC, HD, KS>(Kb(0), k, a.ldk, k0, a.L);
+        load_rows<KC, HDV, VS>(Vb(0), v, a.ldv, k0, a.L);
+    }
+    pit_copy_commit();
+    for (int c = 0; c < nchunks; ++c) {
+        const int key0 = key0_of(c);
+        if (c + 1 < nchunks) {
+            int k1 = key0_of(c + 1);
+            load_rows<KC, HD, KS>(Kb((c + 1) & 1), k, a.ldk, k1, a.L);
+            load_rows<KC, HDV, VS>(Vb((c + 1) & 1), v, a.ldv, k1, a.L);
+        }
+        pit_copy_commit();
+        /* mask bits of this thread's 16 rows x 64 keys, loaded before the wait */
+        pit_u32 on = 0;
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                on |= mask_pair(a, mask, q0 + warp * 16 + g + 8 * h, key0 + j * 8 + 2 * t) << (4 * j + 2 * h);
+        pit_copy_wait<1>();
+        __syncthreads();
+        if (c == 0) {
+#pragma unroll
+            for (int kk = 0; kk < HD / 16; ++kk)
+                pit_ldmatrix_x4(qf[kk], Qs + (warp * 16 + (lane & 15)) * QS + kk * 16 + (lane >> 4) * 8);
+        }
+        const T *Ks = Kb(c & 1), *Vs = Vb(c & 1);
+        float s[8][4];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk)
+#pragma unroll
+            for (int nj = 0; nj < 4; ++nj) {
+                pit_u32 r[4];
+                pit_ldmatrix_x4(r, Ks + (nj * 16 + (lane & 7) + (lane >> 4) * 8) * KS + kk * 16 + ((lane >> 3) & 1) * 8);
+                pit_u32 b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+                pit_mma_16816<PIT_DTYPE>(s[2 * nj], qf[kk], b0);
+                pit_mma_16816<PIT_DTYPE>(s[2 * nj + 1], qf[kk], b1);
+            }
+        /* mask, online softmax: element e of tile j is row g + 8(e/2), key 2t + e%2 */
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float mx = PIT_NEG_INF;
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float x = (on >> (4 * j + 2 * h + e)) & 1u ? s[j][2 * h + e] * a.scale_log2 : PIT_NEG_INF;
+                    s[j][2 * h + e] = x;
+                    mx = fmaxf(mx, x);
+                }
+            mx = fmaxf(mx, shfl_xor_f(mx, 1));
+            mx = fmaxf(mx, shfl_xor_f(mx, 2));
+            const float m_new = fmaxf(m_run[h], mx);
+            const float m_use = m_new == PIT_NEG_INF ? 0.f : m_new; /* nothing allowed yet */
+            const float alpha = exp2f(m_run[h] - m_use);
+            m_run[h] = m_new;
+            float rs = 0.f;
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float p = exp2f(s[j][2 * h + e] - m_use);
+                    s[j][2 * h + e] = p;
+                    rs += p;
+                }
+            l_run[h] = l_run[h] * alpha + rs;
+#pragma unroll
+            for (int j = 0; j < HDV / 8; ++j) {
+                o[j][2 * h] *= alpha;
+                o[j][2 * h + 1] *= alpha;
+            }
+        }
+        /* O += P.V: P's accumulators are already the A fragments */
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+            pit_u32 pa[4] = {pack2(s[2 * kk][0], s[2 * kk][1]), pack2(s[2 * kk][2], s[2 * kk][3]),
+                             pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+            for (int nj = 0; nj < HDV / 16; ++nj) {
+                pit_u32 r[4];
+                pit_ldmatrix_x4_trans(r, Vs + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * VS + nj * 16 + (lane >> 4) * 8);
+                pit_u32 b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+                pit_mma_16816<PIT_DTYPE>(o[2 * nj], pa, b0);
+                pit_mma_16816<PIT_DTYPE>(o[2 * nj + 1], pa, b1);
+            }
+        }
+        __syncthreads(); /* the next iteration refills this buffer */
+    }
+    /* O = acc / l; rows with no allowed key (l == 0) are 0 */
+    T *out = (T *)a.o + b * a.so;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float l = l_run[h];
+        l += shfl_xor_f(l, 1);
+        l += shfl_xor_f(l, 2);
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const int row = q0 + warp * 16 + g + 8 * h;
+        if (row >= a.L) continue;
+#pragma unroll
+        for (int j = 0; j < HDV / 8; ++j)
+            *(pit_u32 *)(out + (pit_i64)row * a.ldo + j * 8 + 2 * t) = pack2(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
+    }
+}
+#endif
+
+/* ======================================================================== */
+#if PIT_OP == 2
+/* SDDMM on CUDA cores. CTA = 32x32 part of one indexed block: x = entry
+ * slot x part, y = row-block, z = batch; 256 threads, 2x2 outputs each.
+ * C was zeroed before; only the listed blocks are written here. */
+extern "C" __device__ const int pit_smem_bytes = 0;
+
+struct sddmm_args {
+    const pit_u8 *a, *b, *mask;
+    pit_u8 *c;
+    pit_i64 lda, ldb, ldc, mld;
+    pit_i64 sa, sb, sc, ms;
+    pit_ix ix;
+    int M, N, K, br, bc, parts_c; /* parts_c: 32-wide parts across a block */
+};
+
+PIT_KERNEL void __launch_bounds__(256) pit_op_sddmm(const sddmm_args p)
+{
+    __shared__ float As[32][33], Bs[32][33];
+    const int parts = ((p.br + 31) / 32) * p.parts_c;
+    const int i = blockIdx.x / parts, part = blockIdx.x % parts, batch = blockIdx.z;
+    const int grp = ix_group(p.ix, batch, blockIdx.y);
+    if (i >= __ldg(p.ix.counts + grp)) return;
+    const int blk = __ldg(p.ix.entries + (pit_i64)grp * p.ix.capacity + i);
+    const int rb0 = blockIdx.y * p.br, cb0 = blk * p.bc;
+    const int row0 = rb0 + (part / p.parts_c) * 32, col0 = cb0 + (part % p.parts_c) * 32;
+    const int rend = min(rb0 + p.br, p.M), cend = min(cb0 + p.bc, p.N);
+    const T *A = (const T *)p.a + batch * p.sa, *B = (const T *)p.b + batch * p.sb;
+    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    float acc[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+    for (int k0 = 0; k0 < p.K; k0 += 32) {
+        for (int u = threadIdx.x; u < 32 * 32; u += 256) {
+            int r = u / 32, kk = u % 32, k = k0 + kk;
+            As[r][kk] = row0 + r < rend && k < p.K ? pit_to_float(A[(pit_i64)(row0 + r) * p.lda + k]) : 0.f;
+            Bs[r][kk] = col0 + r < cend && k < p.K ? pit_to_float(B[(pit_i64)(col0 + r) * p.ldb + k]) : 0.f;
+        }
+        __syncthreads();
+#pragma unroll 8
+        for (int kk = 0; kk < 32; ++kk)
+#pragma unroll
+            for (int x = 0; x < 2; ++x)
+#pragma unroll
+                for (int y = 0; y < 2; ++y) acc[x][y] = fmaf(As[ty * 2 + x][kk], Bs[tx * 2 + y][kk], acc[x][y]);
+        __syncthreads();
+    }
+    const pit_u8 *mask = p.mask + (pit_i64)batch * p.ms * (MASK_DT == 0 || MASK_DT == 3 ? 4 : 2);
+    T *C = (T *)p.c + batch * p.sc;
+#pragma unroll
+    for (int x = 0; x < 2; ++x)
+#pragma unroll
+        for (int y = 0; y < 2; ++y) {
+            int r = row0 + ty * 2 + x, col = col0 + tx * 2 + y;
+            if (r < rend && col < cend)
+                C[(pit_i64)r * p.ldc + col] = pit_from_float<T>(mask_on(mask, (pit_i64)r * p.mld + col) ? acc[x][y] : 0.f);
+        }
+}
+#endif
+
+/* ======================================================================== */
+#if PIT_OP == 3 || PIT_OP == 4
+/* Sparse softmax (3) and its backward (4). CTA = one row-block of the
+ * index (y = batch), a warp per row. A shared bitmap of the listed column
+ * blocks lets pass 2 write every element of the row (0 off the pattern)
+ * while pass 1 reads only the listed blocks. Out may be the input. */
+extern "C" __device__ const int pit_smem_bytes = 0;
+#define SOFTMAX_MAX_BLOCKS 65536
+
+struct softmax_args {
+    const pit_u8 *x, *y, *mask; /* fwd: x = X; bwd: x = Y, y = dY */
+    pit_u8 *out;
+    pit_i64 ldx, ldy, mld, ldo;
+    pit_i64 sx, sy, ms, so;
+    pit_ix ix;
+    int M, N, br, bc;
+    float scale;
+    int pad;
+};
+
+PIT_KERNEL void __launch_bounds__(256) pit_op_softmax(const softmax_args p)
+{
+    __shared__ pit_u32 listed[SOFTMAX_MAX_BLOCKS / 32];
+    const int batch = blockIdx.y, grp = ix_group(p.ix, batch, blockIdx.x);
+    const int count = __ldg(p.ix.counts + grp);
+    const int *ent = p.ix.entries + (pit_i64)grp * p.ix.capacity;
+    const int nwords = (p.ix.capacity + 31) / 32;
+    for (int w = threadIdx.x; w < nwords; w += blockDim.x) listed[w] = 0;
+    __syncthreads();
+    for (int i = threadIdx.x; i < count; i += blockDim.x) {
+        int e = __ldg(ent + i);
+        pit_atomic_or(&listed[e / 32], 1u << (e % 32));
+    }
+    __syncthreads();
+    const T *X = (const T *)p.x + batch * p.sx;
+#if PIT_OP == 4
+    const T *Y = (const T *)p.y + batch * p.sy;
+#endif
+    const pit_u8 *mask = p.mask + (pit_i64)batch * p.ms * (MASK_DT == 0 || MASK_DT == 3 ? 4 : 2);
+    T *O = (T *)p.out + batch * p.so;
+    const int lane = pit_lane(), warp = threadIdx.x / 32;
+    const int rend = min((int)blockIdx.x * p.br + p.br, p.M);
+    for (int r = blockIdx.x * p.br + warp; r < rend; r += blockDim.x / 32) {
+        const T *xr = X + (pit_i64)r * p.ldx;
+#if PIT_OP == 4
+        const T *yr = Y + (pit_i64)r * p.ldy;
+#endif
+        const pit_i64 mr = (pit_i64)r * p.mld;
+        /* pass 1 over the listed blocks: fwd running (max, sum), bwd sum(dY*Y) */
+        float mx = PIT_NEG_INF, sum = 0.f;
+        for (int i = 0; i < count; ++i) {
+            int c0 = __ldg(ent + i) * p.bc, c1 = min(c0 + p.bc, p.N);
+            for (int c = c0 + lane; c < c1; c += 32) {
+                if (!mask_on(mask, mr + c)) continue;
+#if PIT_OP == 3
+                float v = pit_to_float(xr[c]) * p.scale;
+                if (v > mx) {
+                    sum = sum * exp2f((mx - v) * 1.4426950408889634f) + 1.f;
+                    mx = v;
+                } else {
+                    sum += exp2f((v - mx) * 1.4426950408889634f);
+                }
+#else
+                sum += pit_to_float(xr[c]) * pit_to_float(yr[c]);
+#endif
+            }
+        }
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) {
+#if PIT_OP == 3
+            float om = shfl_xor_f(mx, d), os = shfl_xor_f(sum, d);
+            float nm = fmaxf(mx, om);
+            float a = mx == PIT_NEG_INF ? 0.f : sum * exp2f((mx - nm) * 1.4426950408889634f);
+            float b = om == PIT_NEG_INF ? 0.f : os * exp2f((om - nm) * 1.4426950408889634f);
+            mx = nm;
+            sum = a + b;
+#else
+            sum += shfl_xor_f(sum, d);
+#endif
+        }
+        /* pass 2: every element of the row */
+#if PIT_OP == 3
+        const float inv = sum > 0.f ? 1.f / sum : 0.f;
+#endif
+        for (int c = lane; c < p.N; c += 32) {
+            int blk = c / p.bc;
+            bool on = ((listed[blk / 32] >> (blk % 32)) & 1u) && mask_on(mask, mr + c);
+            float v = 0.f;
+#if PIT_OP == 3
+            if (on) v = exp2f((pit_to_float(xr[c]) * p.scale - mx) * 1.4426950408889634f) * inv;
+#else
+            if (on) v = p.scale * pit_to_float(xr[c]) * (pit_to_float(yr[c]) - sum);
+#endif
+            O[(pit_i64)r * p.ldo + c] = pit_from_float<T>(v);
+        }
+    }
+}
+#endif
+
+/* ======================================================================== */
+#if PIT_OP == 5
+/* MoE routing: slot s = t*k + j goes to expert ids[t][j]; out of order,
+ * atomics, no sort. counts and total were zeroed. */
+extern "C" __device__ const int pit_smem_bytes = 0;
+
+struct route_args {
+    const int *ids;
+    int *counts, *entries, *total;
+    pit_i64 ld;
+    int T, k, E, capacity;
+};
+
+PIT_KERNEL void __launch_bounds__(256) pit_op_route(const route_args a)
+{
+    const pit_i64 s = (pit_i64)blockIdx.x * 256 + threadIdx.x;
+    bool routed = false;
+    if (s < (pit_i64)a.T * a.k) {
+        const int t = (int)(s / a.k), j = (int)(s % a.k);
+        const int e = __ldg(a.ids + (pit_i64)t * a.ld + j);
+        if (e >= 0 && e < a.E) {
+            const int pos = pit_atomic_add(a.counts + e, 1);
+            a.entries[(pit_i64)e * a.capacity + pos] = (int)s;
+            routed = true;
+        }
+    }
+    const pit_u32 votes = pit_ballot(routed); /* one total update per warp */
+    if (pit_lane() == 0 && votes) pit_atomic_add(a.total, pit_popc(votes));
+}
+#endif
+
+/* ======================================================================== */
+#if PIT_OP == 6
+/* Work list of a gathered GEMM: for each group, ceil(count / bm) pairs
+ * (group, first row), groups in order (neighbouring CTAs share a weight
+ * matrix in L2). One CTA of 1024 threads; list[0] = number of pairs. */
+extern "C" __device__ const int pit_smem_bytes = 0;
+
+struct plan_args {
+    const int *counts;
+    int *list; /* [0]: n; then pairs */
+    int groups, bm, capacity, pad;
+};
+
+PIT_KERNEL void __launch_bounds__(1024) pit_op_plan(const plan_args a)
+{
+    __shared__ int warp_sum[32];
+    __shared__ int base;
+    const int lane = pit_lane(), warp = threadIdx.x / 32;
+    if (threadIdx.x == 0) base = 0;
+    __syncthreads();
+    for (int g0 = 0; g0 < a.groups; g0 += 1024) {
+        const int g = g0 + threadIdx.x;
+        const int cnt = g < a.groups ? min(__ldg(a.counts + g), a.capacity) : 0;
+        const int c = (cnt + a.bm - 1) / a.bm;
+        int incl = c;
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) {
+            int o = pit_shfl(incl, lane >= d ? lane - d : lane);
+            if (lane >= d) incl += o;
+        }
+        if (lane == 31) warp_sum[warp] = incl;
+        __syncthreads();
+        if (warp == 0) {
+            int w = warp_sum[lane], wi = w;
+#pragma unroll
+            for (int d = 1; d < 32; d *= 2) {
+                int o = pit_shfl(wi, lane >= d ? lane - d : lane);
+                if (lane >= d) wi += o;
+            }
+            warp_sum[lane] = wi - w; /* exclusive */
+        }
+        __syncthreads();
+        const int at = base + warp_sum[warp] + incl - c;
+        for (int q = 0; q < c; ++q) {
+            a.list[1 + 2 * (at + q)] = g;
+            a.list[2 + 2 * (at + q)] = q * a.bm;
+        }
+        __syncthreads();
+        if (threadIdx.x == 1023) base = at + c;
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) a.list[0] = base;
+}
+#endif
+
+/* ======================================================================== */
+#if PIT_OP == 7 || PIT_OP == 8
+/* Gathered GEMM: for group g (expert, or batch for matmul_rows) and its
+ * listed slots s (rows of the output), out[s / kdiv] (+)= gate(s) *
+ * A[s / kdiv] . B[g]. SRead gathers A's rows, SWrite scatters with the gate.
+ * ACC 0: plain store of T; ACC 1: atomicAdd into the f32 target acc. */
+struct gmm_args {
+    const pit_u8 *a, *b, *d; /* d: MoE mode 2/3 second operand dY */
+    pit_u8 *c;
+    float *acc;
+    const float *gates; /* [T,k] f32, row stride ldg; NULL: 1 */
+    const int *counts, *entries, *list;
+    pit_i64 lda, ldb, ldc, ldd, ldacc, ldg;
+    pit_i64 sa, sb, sc, sacc; /* per-group strides (elements) */
+    int M, N, K, kdiv, capacity, ntn; /* M: rows of dW (H) in MoE mode 2 */
+};
+
+PIT_DEV float gate_of(const gmm_args &p, int slot)
+{
+    if (!p.gates) return 1.f;
+    return __ldg(p.gates + (pit_i64)(slot / p.kdiv) * p.ldg + slot % p.kdiv);
+}
+#endif
+
+#if PIT_OP == 7
+/* Tensor cores, 16-bit, rows 16-byte aligned, K and N multiples of 8.
+ * Defines: BM BN BK STAGES (THREADS = 256: 2 x 4 warps). Persistent CTAs
+ * walk the work list (pairs from pit_op_plan) x n-tiles, n-tile fastest so
+ * concurrent CTAs share the gathered A rows and B in L2. */
+constexpr int THREADS = 256, WM = 2, WN = 4, WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
+constexpr int AS = BK + 8, BS = BN + 8;
+constexpr int A_STAGE = BM * AS * 2, B_STAGE = BK * BS * 2;
+extern "C" __device__ const int pit_smem_bytes = STAGES * (A_STAGE + B_STAGE);
+static_assert(PIT_DTYPE != PIT_DT_F32 && WTM % 16 == 0 && WTN % 16 == 0 && BK % 16 == 0, "gmm tile");
+constexpr int A_UNITS = BM * BK / 8, B_UNITS = BK * BN / 8;
+static_assert(A_UNITS % THREADS == 0 && B_UNITS % THREADS == 0, "gmm loads");
+
+struct gmm_tile {
+    int grp, row0, n0, count;
+};
+
+PIT_DEV void gmm_issue(const gmm_args &p, const gmm_tile &w, const int *rowtok, pit_u8 *smem, int s, int c)
+{
+    T *As = (T *)(smem + s * A_STAGE), *Bs = (T *)(smem + STAGES * A_STAGE + s * B_STAGE);
+    const T *A = (const T *)p.a + w.grp * p.sa, *B = (const T *)p.b + w.grp * p.sb;
+#pragma unroll
+    for (int i = 0; i < A_UNITS / THREADS; ++i) {
+        int u = threadIdx.x + i * THREADS, r = u / (BK / 8), kq = (u % (BK / 8)) * 8, k = c * BK + kq;
+        int tok = rowtok[r];
+        bool ok = tok >= 0 && k < p.K;
+        pit_copy16(As + r * AS + kq, ok ? A + (pit_i64)tok * p.lda + k : A, ok);
+    }
+#pragma unroll
+    for (int i = 0; i < B_UNITS / THREADS; ++i) {
+        int u = threadIdx.x + i * THREADS, kk = u / (BN / 8), nn = (u % (BN / 8)) * 8;
+        int k = c * BK + kk, n = w.n0 + nn;
+        bool ok = k < p.K && n < p.N;
+        pit_copy16(Bs + kk * BS + nn, ok ? B + (pit_i64)k * p.ldb + n : B, ok);
+    }
+}
+
+PIT_DEV void gmm_product(const pit_u8 *smem, int s, float (&acc)[MI][NI][4])
+{
+    const int warp = threadIdx.x / 32, lane = pit_lane();
+    const int wm0 = (warp / WN) * WTM, wn0 = (warp % WN) * WTN;
+    const T *As = (const T *)(smem + s * A_STAGE), *Bs = (const T *)(smem + STAGES * A_STAGE + s * B_STAGE);
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+        pit_u32 af[MI][4], bf[NI][2];
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+            pit_ldmatrix_x4(af[mi], As + (wm0 + mi * 16 + (lane & 15)) * AS + kk + (lane >> 4) * 8);
+#pragma unroll
+        for (int nj = 0; nj < NI / 2; ++nj) {
+            pit_u32 r[4];
+            pit_ldmatrix_x4_trans(r, Bs + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * BS + wn0 + nj * 16 + (lane >> 4) * 8);
+            bf[2 * nj][0] = r[0];
+            bf[2 * nj][1] = r[1];
+            bf[2 * nj + 1][0] = r[2];
+            bf[2 * nj + 1][1] = r[3];
+        }
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) pit_mma_16816<PIT_DTYPE>(acc[mi][ni], af[mi], bf[ni]);
+    }
+}
+
+PIT_DEV void gmm_swrite(const gmm_args &p, const gmm_tile &w, const int *rowtok, const float *rowgate,
+                        const float (&acc)[MI][NI][4])
+{
+    const int warp = threadIdx.x / 32, lane = pit_lane();
+    const int wm0 = (warp / WN) * WTM, wn0 = (warp % WN) * WTN;
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = wm0 + mi * 16 + (lane >> 2) + 8 * h, tok = rowtok[r];
+            if (tok < 0) continue;
+            const float gt = rowgate[r];
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) {
+                const int n = w.n0 + wn0 + ni * 8 + (lane & 3) * 2;
+                if (n >= p.N) continue;
+                float v0 = gt * acc[mi][ni][2 * h], v1 = gt * acc[mi][ni][2 * h + 1];
+#if ACC
+                float *dst = p.acc + w.grp * p.sacc + (pit_i64)tok * p.ldacc + n;
+                pit_atomic_addf(dst, v0);
+                pit_atomic_addf(dst + 1, v1);
+#else
+                T *dst = (T *)p.c + w.grp * p.sc + (pit_i64)tok * p.ldc + n;
+                *(pit_u32 *)dst = pack2(v0, v1);
+#endif
+            }
+        }
+}
+
+PIT_KERNEL void __launch_bounds__(THREADS) pit_op_gmm_tc(const gmm_args p)
+{
+    extern __shared__ __align__(16) pit_u8 smem[];
+    __shared__ int rowtok[BM];
+    __shared__ float rowgate[BM];
+    const int total = __ldg(p.list) * p.ntn;
+    const int nk = (p.K + BK - 1) / BK;
+    for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
+        gmm_tile w;
+        const int li = tile / p.ntn;
+        w.grp = __ldg(p.list + 1 + 2 * li);
+        w.row0 = __ldg(p.list + 2 + 2 * li);
+        w.n0 = (tile % p.ntn) * BN;
+        w.count = min(__ldg(p.counts + w.grp), p.capacity);
+        __syncthreads(); /* the previous tile is done with rowtok and the stages */
+        if (threadIdx.x < BM) {
+            const int P = w.row0 + threadIdx.x;
+            int tok = -1;
+            float gt = 0.f;
+            if (P < w.count) {
+                const int slot = __ldg(p.entries + (pit_i64)w.grp * p.capacity + P);
+                tok = slot / p.kdiv;
+                gt = gate_of(p, slot);
+            }
+            rowtok[threadIdx.x] = tok;
+            rowgate[threadIdx.x] = gt;
+        }
+        __syncthreads();
+        float acc[MI][NI][4];
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) acc[mi][ni][0] = acc[mi][ni][1] = acc[mi][ni][2] = acc[mi][ni][3] = 0.f;
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < nk) gmm_issue(p, w, rowtok, smem, s, s);
+            pit_copy_commit();
+        }
+        for (int c = 0; c < nk; ++c) {
+            pit_copy_wait<STAGES - 2>();
+            __syncthreads();
+            const int nxt = c + STAGES - 1;
+            if (nxt < nk) gmm_issue(p, w, rowtok, smem, nxt % STAGES, nxt);
+            pit_copy_commit();
+            gmm_product(smem, c % STAGES, acc);
+        }
+        pit_copy_wait<0>();
+        gmm_swrite(p, w, rowtok, rowgate, acc);
+    }
+}
+#endif
+
+#if PIT_OP == 8
+/* CUDA cores, any dtype and layout. 64x64 tile, BK 16, 256 threads with
+ * 4x4 outputs each. Grid: x = n-tile, y = row chunk (mode 2: m-tile of H),
+ * z = group. MODE 0: out = A[tok] . B[g] (forward, matmul_rows); 1: out =
+ * A[tok] . B[g]^T (MoE dX); 2: out[g] = sum_s gate(s) A[tok]^T . D[tok] (MoE
+ * dW, gathered along K, every tile written); 3: acc[slot] += sum_n
+ * (A[tok] . B[g])[n] D[tok][n] (MoE dgates). */
+extern "C" __device__ const int pit_smem_bytes = 0;
+constexpr int BM = 64, BN = 64, BK = 16;
+
+/* A(r, k) of the tile (r: gathered row, or H index in mode 2) */
+PIT_DEV float gmm_a(const gmm_args &p, const T *A, const int *tok, int r, int k, int m_lim)
+{
+#if MODE == 2
+    int t = tok[k];
+    return t >= 0 && r < m_lim ? pit_to_float(A[(pit_i64)t * p.lda + r]) : 0.f;
+#else
+    int t = tok[r];
+    return t >= 0 && k < p.K ? pit_to_float(A[(pit_i64)t * p.lda + k]) : 0.f;
+#endif
+    (void)m_lim;
+}
+
+PIT_DEV float gmm_b(const gmm_args &p, const T *B, const int *tok, const float *gt, int k, int n)
+{
+    if (n >= p.N) return 0.f;
+#if MODE == 2
+    int t = tok[k];
+    return t >= 0 ? gt[k] * pit_to_float(((const T *)p.d)[(pit_i64)t * p.ldd + n]) : 0.f;
+#elif MODE == 1
+    return k < p.K ? pit_to_float(B[(pit_i64)n * p.ldb + k]) : 0.f;
+#else
+    return k < p.K ? pit_to_float(B[(pit_i64)k * p.ldb + n]) : 0.f;
+#endif
+}
+
+PIT_KERNEL void __launch_bounds__(256) pit_op_gmm_cc(const gmm_args p)
+{
+    __shared__ float As[BK][BM + 4], Bs[BK][BN + 4];
+    __shared__ int tok[BM > BK ? BM : BK];
+#if MODE == 3
+    __shared__ int slot[BM];
+#endif
+    __shared__ float gt[BM > BK ? BM : BK];
+    const int grp = blockIdx.z, n0 = blockIdx.x * BN;
+    const int count = min(__ldg(p.counts + grp), p.capacity);
+    const int *ent = p.entries + (pit_i64)grp * p.capacity;
+    const T *A = (const T *)p.a + grp * p.sa, *B = (const T *)p.b + grp * p.sb;
+    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    float acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
+#if MODE == 2
+    const int m0 = blockIdx.y * BM, m_lim = p.M;
+    const int nk = (count + BK - 1) / BK;
+#else
+    const int row0 = blockIdx.y * BM, m_lim = 0;
+    if (row0 >= count) return;
+    if (threadIdx.x < BM) {
+        int P = row0 + threadIdx.x, s = P < count ? __ldg(ent + P) : -1;
+#if MODE == 3
+        slot[threadIdx.x] = s;
+#endif
+        tok[threadIdx.x] = s < 0 ? -1 : s / p.kdiv;
+        gt[threadIdx.x] = s < 0 ? 0.f : gate_of(p, s);
+    }
+    __syncthreads();
+    const int nk = (p.K + BK - 1) / BK;
+#endif
+    for (int c = 0; c < nk; ++c) {
+#if MODE == 2
+        __syncthreads();
+        if (threadIdx.x < BK) {
+            int P = c * BK + threadIdx.x, s = P < count ? __ldg(ent + P) : -1;
+            tok[threadIdx.x] = s < 0 ? -1 : s / p.kdiv;
+            gt[threadIdx.x] = s < 0 ? 0.f : gate_of(p, s);
+        }
+        __syncthreads();
+        for (int u = threadIdx.x; u < BK * BM; u += 256) {
+            int kk = u / BM, r = u % BM;
+            As[kk][r] = gmm_a(p, A, tok, m0 + r, kk, m_lim);
+        }
+        for (int u = threadIdx.x; u < BK * BN; u += 256) {
+            int kk = u / BN, nn = u % BN;
+            Bs[kk][nn] = gmm_b(p, B, tok, gt, kk, n0 + nn);
+        }
+#else
+        for (int u = threadIdx.x; u < BK * BM; u += 256) {
+            int r = u / BK, kk = u % BK;
+            As[kk][r] = gmm_a(p, A, tok, r, c * BK + kk, m_lim);
+        }
+        for (int u = threadIdx.x; u < BK * BN; u += 256) {
+            int kk = MODE == 1 ? u % BK : u / BN, nn = MODE == 1 ? u / BK : u % BN;
+            Bs[kk][nn] = gmm_b(p, B, tok, gt, c * BK + kk, n0 + nn);
+        }
+#endif
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+            float a[4], b[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) a[i] = As[kk][ty * 4 + i];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) b[j] = Bs[kk][tx * 4 + j];
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#if MODE == 2
+    T *C = (T *)p.c + grp * p.sc;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            int m = m0 + ty * 4 + i, n = n0 + tx * 4 + j;
+            if (m < m_lim && n < p.N) C[(pit_i64)m * p.ldc + n] = pit_from_float<T>(acc[i][j]);
+        }
+#elif MODE == 3
+    const T *D = (const T *)p.d;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        int r = ty * 4 + i, t = tok[r];
+        float dot = 0.f;
+        if (t >= 0)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                int n = n0 + tx * 4 + j;
+                if (n < p.N) dot = fmaf(acc[i][j], pit_to_float(D[(pit_i64)t * p.ldd + n]), dot);
+            }
+        /* the 16 threads of a row are one half-warp */
+#pragma unroll
+        for (int d = 1; d < 16; d *= 2) dot += shfl_xor_f(dot, d);
+        if (tx == 0 && t >= 0) {
+            int s = slot[r];
+            pit_atomic_addf(p.acc + (pit_i64)(s / p.kdiv) * p.ldacc + s % p.kdiv, dot);
+        }
+    }
+#else
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        int r = ty * 4 + i, t = tok[r];
+        if (t < 0) continue;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            int n = n0 + tx * 4 + j;
+            if (n >= p.N) continue;
+            float v = gt[r] * acc[i][j];
+#if ACC
+            pit_atomic_addf(p.acc + grp * p.sacc + (pit_i64)t * p.ldacc + n, v);
+#else
+            ((T *)p.c)[grp * p.sc + (pit_i64)t * p.ldc + n] = pit_from_float<T>(v);
+#endif
+        }
+    }
+#endif
+}
+#endif
+
+/* ======================================================================== */
+#if PIT_OP >= 9 && PIT_OP <= 11
+/* Elementwise and layout helpers on [batch, rows, cols] strided views. */
+extern "C" __device__ const int pit_smem_bytes = 0;
+
+struct ew_args {
+    const pit_u8 *x;
+    pit_u8 *y;
+    const int *ids; /* zero: when set, only rows r whose ids[b * sid + r * ldid] is outside 0..E-1 */
+    pit_i64 ldx, sx, ldy, sy, ldid, sid;
+    int rows, cols, E, pad;
+};
+#endif
+
+#if PIT_OP == 9
+/* grid: x = 256 columns, y = rows (strided loop), z = batch */
+PIT_KERNEL void __launch_bounds__(256) pit_op_zero(const ew_args a)
+{
+    const int c = blockIdx.x * 256 + threadIdx.x;
+    if (c >= a.cols) return;
+    for (int r = blockIdx.y; r < a.rows; r += gridDim.y) {
+        if (a.ids) {
+            const int e = __ldg(a.ids + blockIdx.z * a.sid + (pit_i64)r * a.ldid);
+            if (e >= 0 && e < a.E) continue; /* a routed token: its row is stored by the GEMM */
+        }
+        ((T *)a.y)[blockIdx.z * a.sy + (pit_i64)r * a.ldy + c] = pit_from_float<T>(0.f);
+    }
+}
+#endif
+
+#if PIT_OP == 10
+/* max(x, 0) with NaN kept; Y may be X */
+PIT_KERNEL void __launch_bounds__(256) pit_op_relu(const ew_args a)
+{
+    const int c = blockIdx.x * 256 + threadIdx.x;
+    if (c >= a.cols) return;
+    for (int r = blockIdx.y; r < a.rows; r += gridDim.y) {
+        float v = pit_to_float(((const T *)a.x)[blockIdx.z * a.sx + (pit_i64)r * a.ldx + c]);
+        ((T *)a.y)[blockIdx.z * a.sy + (pit_i64)r * a.ldy + c] = pit_from_float<T>(v > 0.f || v != v ? v : 0.f);
+    }
+}
+#endif
+
+#if PIT_OP == 11
+/* Y[b] = X[b]^T through a 32x32 shared tile (both sides coalesced).
+ * grid: x = column tiles of X, y = row tiles, z = batch; 32x8 threads. */
+PIT_KERNEL void __launch_bounds__(256) pit_op_transpose(const ew_args a)
+{
+    __shared__ T tile[32][33];
+    const int c0 = blockIdx.x * 32, r0 = blockIdx.y * 32, tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    const T *X = (const T *)a.x + blockIdx.z * a.sx;
+    T *Y = (T *)a.y + blockIdx.z * a.sy;
+    for (int i = ty; i < 32; i += 8)
+        if (r0 + i < a.rows && c0 + tx < a.cols) tile[i][tx] = X[(pit_i64)(r0 + i) * a.ldx + c0 + tx];
+    __syncthreads();
+    for (int i = ty; i < 32; i += 8)
+        if (c0 + i < a.cols && r0 + tx < a.rows) Y[(pit_i64)(c0 + i) * a.ldy + r0 + tx] = tile[tx][i];
+}
+#endif
+
+/* ======================================================================== */
+#if PIT_OP == 12
+/* mark[g * stride + slot / kdiv] = 0 for every listed slot of group g
+ * (mark was filled with -1): the rows a storing GEMM writes, so that only
+ * the others are zeroed first. grid: x = slots, y = group. */
+extern "C" __device__ const int pit_smem_bytes = 0;
+
+struct mark_args {
+    const int *counts, *entries;
+    int *mark;
+    pit_i64 stride;
+    int capacity, kdiv;
+};
+
+PIT_KERNEL void __launch_bounds__(256) pit_op_mark(const mark_args a)
+{
+    const int i = blockIdx.x * 256 + threadIdx.x, g = blockIdx.y;
+    if (i >= min(__ldg(a.counts + g), a.capacity)) return;
+    const int slot = __ldg(a.entries + (pit_i64)g * a.capacity + i);
+    a.mark[g * a.stride + slot / a.kdiv] = 0;
+}
+#endif

@@ -1,0 +1,653 @@
+/*
+ * test_cuda_ops.c - drives the operators of dynamic-sparse models of
+ * libpit-cuda.so through its pit_backend table alone (no libpit): the block
+ * index is built by the backend's own detect on the mask, outputs are
+ * NaN-poisoned first, and every result is compared with the double-precision
+ * CPU references of core/reference.c (f32 1e-4, f16/bf16 1e-2 relative norm
+ * error). Exit 77 (skipped) when there is no CUDA driver or device.
+ *
+ *   test_cuda_ops            correctness (odd shapes, empty and full patterns)
+ *   test_cuda_ops --bench    issue 5's attention and MoE points, timed with
+ *                            events (warm-up, median of 20) next to cuBLAS
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend.h"
+#include "reference.h"
+
+#define SKIP 77
+
+static char last_error[4096];
+
+static pit_status host_error(pit_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static void host_log(const char *fmt, ...)
+{
+    (void)fmt;
+}
+
+static const char *host_cache_dir(void)
+{
+    static char dir[1024];
+    const char *env = getenv("PIT_CACHE_DIR");
+    snprintf(dir, sizeof dir, "%s", env && *env ? env : "/tmp/pit-cache-test");
+    mkdir(dir, 0755);
+    return dir;
+}
+
+static int host_inject(void)
+{
+    return 0;
+}
+
+static const pit_host host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache_dir, host_inject};
+static const pit_backend *be;
+static void *bctx, *stream;
+static int failures;
+static pit_rng rng;
+
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        pit_status st_ = (call);                                                                   \
+        if (st_ != PIT_SUCCESS) {                                                                  \
+            printf("FAIL %s:%d: %s -> %d: %s\n", __FILE__, __LINE__, #call, (int)st_, last_error); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static const char *dt_name(pit_dtype d)
+{
+    return d == PIT_F32 ? "f32" : d == PIT_F16 ? "f16" : d == PIT_BF16 ? "bf16" : "i32";
+}
+
+/* ---- device tensors (contiguous) ------------------------------------------ */
+typedef struct dten {
+    pit_tdesc d;
+    size_t n;
+    double *h; /* host values (as the dtype holds them) */
+} dten;
+
+static size_t el_size(pit_dtype d)
+{
+    return d == PIT_F16 || d == PIT_BF16 ? 2 : 4;
+}
+
+static void to_bytes(pit_dtype dt, const double *x, size_t n, void *out)
+{
+    if (dt == PIT_I32)
+        for (size_t i = 0; i < n; ++i) ((int32_t *)out)[i] = (int32_t)x[i];
+    else pit_ref_from_double(dt, x, n, out);
+}
+
+/* A device tensor; data NULL: NaN poison (all bits set). */
+static dten make(pit_dtype dt, int rank, const int64_t *shape, const double *data)
+{
+    dten t;
+    memset(&t, 0, sizeof t);
+    t.d.dtype = dt;
+    t.d.rank = rank;
+    t.n = 1;
+    for (int i = rank - 1; i >= 0; --i) {
+        t.d.shape[i] = shape[i];
+        t.d.strides[i] = (int64_t)t.n;
+        t.n *= (size_t)shape[i];
+    }
+    size_t bytes = (t.n * el_size(dt) + 3) / 4 * 4;
+    CHECK(be->mem_alloc(bctx, bytes, &t.d.mem));
+    t.h = calloc(t.n + 1, sizeof(double));
+    void *raw = malloc(bytes + 4);
+    if (data) {
+        to_bytes(dt, data, t.n, raw);
+        if (dt == PIT_I32) memcpy(t.h, data, t.n * sizeof(double));
+        else pit_ref_to_double(dt, raw, t.n, t.h);
+        CHECK(be->mem_write(bctx, stream, t.d.mem, 0, raw, t.n * el_size(dt)));
+    } else {
+        CHECK(be->mem_fill32(bctx, stream, t.d.mem, 0, 0xffffffffu, bytes));
+    }
+    free(raw);
+    return t;
+}
+
+static void download(const dten *t, double *out)
+{
+    void *raw = malloc(t->n * el_size(t->d.dtype) + 4);
+    CHECK(be->mem_read(bctx, stream, t->d.mem, 0, raw, t->n * el_size(t->d.dtype)));
+    pit_ref_to_double(t->d.dtype, raw, t->n, out);
+    free(raw);
+}
+
+static void drop(dten *t)
+{
+    be->mem_free(bctx, t->d.mem);
+    free(t->h);
+}
+
+static double *randoms(size_t n)
+{
+    double *x = malloc((n + 1) * sizeof *x);
+    pit_ref_fill_random(&rng, x, n);
+    return x;
+}
+
+/* 0/1 mask: whole br x bc blocks off with probability block_sparsity, then
+ * single elements off with probability fine (kind: 0 random, 1 empty, 2 full) */
+static double *mask_values(int64_t batch, int64_t rows, int64_t cols, int br, int bc, double sparsity, int kind)
+{
+    size_t n = (size_t)(batch * rows * cols);
+    double *m = malloc((n + 1) * sizeof *m);
+    for (size_t i = 0; i < n; ++i) m[i] = kind == 1 ? 0.0 : 1.0;
+    if (kind == 0) {
+        pit_ref_sparsify_tiles(&rng, m, batch, rows, cols, br, bc, 0, 0, sparsity);
+        for (size_t i = 0; i < n; ++i)
+            if (pit_rng_uniform(&rng) > 0.8) m[i] = 0.0; /* exact masking inside the blocks */
+    }
+    return m;
+}
+
+/* ---- the index, built by the backend's detect on the mask ------------------- */
+typedef struct dindex {
+    pit_index ix;
+    int32_t max_entries;
+} dindex;
+
+static dindex build_index(const dten *mask, int64_t batch, int br, int bc, pit_axis axis)
+{
+    dindex r;
+    memset(&r, 0, sizeof r);
+    int64_t rows = mask->d.shape[mask->d.rank - 2], cols = mask->d.shape[mask->d.rank - 1];
+    pit_index *ix = &r.ix;
+    ix->tile = (pit_microtile){br, bc, axis};
+    int64_t tr = (rows + br - 1) / br, tc = (cols + bc - 1) / bc;
+    ix->groups_per_batch = (int32_t)(axis == PIT_AXIS_M ? tc : tr);
+    ix->capacity = (int32_t)(axis == PIT_AXIS_M ? tr : tc);
+    ix->groups = ix->groups_per_batch * (int32_t)batch;
+    CHECK(be->mem_alloc(bctx, (size_t)ix->groups * 4 + 4, &ix->counts));
+    CHECK(be->mem_alloc(bctx, (size_t)ix->groups * (size_t)ix->capacity * 4 + 4, &ix->entries));
+    CHECK(be->mem_alloc(bctx, 4, &ix->total));
+    /* [batch, rows, cols]: a rank-2 mask has batch stride 0 (as core does) */
+    pit_tdesc v = mask->d;
+    if (v.rank == 2 || batch == 1) {
+        v.rank = 3;
+        v.shape[0] = batch, v.shape[1] = rows, v.shape[2] = cols;
+        v.strides[0] = mask->d.rank == 3 ? mask->d.strides[0] : 0;
+        v.strides[1] = cols, v.strides[2] = 1;
+    }
+    if (v.dtype == PIT_I32) v.dtype = PIT_F32;
+    CHECK(be->detect(bctx, stream, &v, ix, 1));
+    int32_t *counts = malloc((size_t)ix->groups * 4 + 4);
+    CHECK(be->mem_read(bctx, stream, ix->counts, 0, counts, (size_t)ix->groups * 4));
+    for (int32_t g = 0; g < ix->groups; ++g)
+        if (counts[g] > r.max_entries) r.max_entries = counts[g];
+    free(counts);
+    return r;
+}
+
+static void drop_index(dindex *r)
+{
+    be->mem_free(bctx, r->ix.counts);
+    be->mem_free(bctx, r->ix.entries);
+    be->mem_free(bctx, r->ix.total);
+}
+
+static void compare(const char *what, const dten *out, const double *ref)
+{
+    double *got = malloc((out->n + 1) * sizeof *got);
+    download(out, got);
+    double e = pit_ref_rel_error(ref, got, out->n), tol = pit_ref_tolerance(out->d.dtype);
+    int ok = e <= tol;
+    if (!ok) ++failures;
+    printf("%s %-58s %-4s rel err %.2e\n", ok ? "ok  " : "FAIL", what, dt_name(out->d.dtype), e);
+    free(got);
+}
+
+static const pit_dtype dtypes[] = {PIT_F32, PIT_F16, PIT_BF16};
+static const char *kind_name[] = {"random", "empty", "full"};
+
+/* ---- cases ------------------------------------------------------------------------ */
+static void test_sddmm(pit_dtype dt, int kind, int mask_rank, pit_dtype mdt)
+{
+    int64_t B = 2, M = 70, N = 90, K = 33;
+    int br = 32, bc = 16;
+    int64_t sa[3] = {B, M, K}, sb[3] = {B, N, K}, sc[3] = {B, M, N};
+    int64_t sm[3] = {mask_rank == 3 ? B : 1, M, N};
+    double *a = randoms((size_t)(B * M * K)), *b = randoms((size_t)(B * N * K));
+    double *mv = mask_values(sm[0], M, N, br, bc, 0.6, kind);
+    dten A = make(dt, 3, sa, a), Bt = make(dt, 3, sb, b), C = make(dt, 3, sc, NULL);
+    dten Mk = make(mdt, mask_rank, mask_rank == 3 ? sm : sm + 1, mv);
+    dindex ix = build_index(&Mk, B, br, bc, PIT_AXIS_K);
+    CHECK(be->sddmm(bctx, stream, &ix.ix, &A.d, &Bt.d, &Mk.d, &C.d));
+    double *ref = malloc((size_t)(B * M * N) * sizeof *ref);
+    pit_ref_sddmm(B, M, N, K, A.h, Bt.h, Mk.h, mask_rank == 3, ref);
+    char what[128];
+    snprintf(what, sizeof what, "sddmm 2x70x90x33 block 32x16 %s mask rank %d %s", kind_name[kind], mask_rank,
+             dt_name(mdt));
+    compare(what, &C, ref);
+    free(a), free(b), free(mv), free(ref);
+    drop(&A), drop(&Bt), drop(&C), drop(&Mk), drop_index(&ix);
+}
+
+static void test_softmax(pit_dtype dt, int kind, int br, int bc, int mask_rank)
+{
+    int64_t B = 2, M = 37, N = 100;
+    int64_t s[3] = {B, M, N}, sm[3] = {mask_rank == 3 ? B : 1, M, N};
+    double *x = randoms((size_t)(B * M * N)), *dy = randoms((size_t)(B * M * N));
+    double *mv = mask_values(sm[0], M, N, 4, 8, 0.5, kind);
+    dten X = make(dt, 3, s, x), dY = make(dt, 3, s, dy), Y = make(dt, 3, s, NULL), dX = make(dt, 3, s, NULL);
+    dten Mk = make(PIT_F32, mask_rank, mask_rank == 3 ? sm : sm + 1, mv);
+    dindex ix = build_index(&Mk, B, br, bc, PIT_AXIS_K);
+    float scale = 0.7f;
+    CHECK(be->softmax_sparse(bctx, stream, &ix.ix, &X.d, &Mk.d, &Y.d, scale));
+    double *ref = malloc((size_t)(B * M * N) * sizeof *ref), *yd = malloc((size_t)(B * M * N) * sizeof *yd);
+    pit_ref_softmax(B, M, N, X.h, Mk.h, mask_rank == 3, scale, ref);
+    char what[128];
+    snprintf(what, sizeof what, "softmax 2x37x100 tile %dx%d %s mask rank %d", br, bc, kind_name[kind], mask_rank);
+    compare(what, &Y, ref);
+    download(&Y, yd); /* the backward from the device's Y */
+    CHECK(be->softmax_sparse_backward(bctx, stream, &ix.ix, &Y.d, &dY.d, &Mk.d, &dX.d, scale));
+    pit_ref_softmax_backward(B, M, N, yd, dY.h, Mk.h, mask_rank == 3, scale, ref);
+    snprintf(what, sizeof what, "softmax backward 2x37x100 tile %dx%d %s", br, bc, kind_name[kind]);
+    compare(what, &dX, ref);
+    /* in place, as the composed attention runs it */
+    CHECK(be->softmax_sparse(bctx, stream, &ix.ix, &X.d, &Mk.d, &X.d, scale));
+    pit_ref_softmax(B, M, N, X.h, Mk.h, mask_rank == 3, scale, ref);
+    snprintf(what, sizeof what, "softmax in place tile %dx%d %s", br, bc, kind_name[kind]);
+    compare(what, &X, ref);
+    free(x), free(dy), free(mv), free(ref), free(yd);
+    drop(&X), drop(&dY), drop(&Y), drop(&dX), drop(&Mk), drop_index(&ix);
+}
+
+static void test_attention(pit_dtype dt, int64_t BH, int64_t L, int64_t D, int block, int kind, int mask_rank,
+                           pit_dtype mdt)
+{
+    int64_t sq[3] = {BH, L, D}, sm[3] = {mask_rank == 3 ? BH : 1, L, L};
+    double *q = randoms((size_t)(BH * L * D)), *k = randoms((size_t)(BH * L * D)), *v = randoms((size_t)(BH * L * D));
+    double *mv = mask_values(sm[0], L, L, block, block, 0.6, kind);
+    dten Q = make(dt, 3, sq, q), K = make(dt, 3, sq, k), V = make(dt, 3, sq, v), O = make(dt, 3, sq, NULL);
+    dten Mk = make(mdt, mask_rank, mask_rank == 3 ? sm : sm + 1, mv);
+    /* a rank-2 mask is indexed once and shared by every head */
+    dindex ix = build_index(&Mk, mask_rank == 3 ? BH : 1, block, block, PIT_AXIS_K);
+    float scale = 1.0f / sqrtf((float)D);
+    CHECK(be->attention_sparse(bctx, stream, &ix.ix, &Q.d, &K.d, &V.d, &Mk.d, &O.d, scale));
+    double *ref = malloc((size_t)(BH * L * D) * sizeof *ref);
+    pit_ref_attention(BH, L, D, D, Q.h, K.h, V.h, Mk.h, mask_rank == 3, scale, ref);
+    char what[128];
+    snprintf(what, sizeof what, "attention %lldx%lldx%lld block %d %s mask rank %d %s", (long long)BH, (long long)L,
+             (long long)D, block, kind_name[kind], mask_rank, dt_name(mdt));
+    compare(what, &O, ref);
+    free(q), free(k), free(v), free(mv), free(ref);
+    drop(&Q), drop(&K), drop(&V), drop(&O), drop(&Mk), drop_index(&ix);
+}
+
+/* MoE: every mode against the reference; ids include skipped -1 and E. */
+static void test_moe(pit_dtype dt, int64_t T, int64_t H, int64_t N, int64_t E, int64_t k)
+{
+    int64_t sx[2] = {T, H}, sw[3] = {E, H, N}, sy[2] = {T, N}, sg[2] = {T, k};
+    double *x = randoms((size_t)(T * H)), *w = randoms((size_t)(E * H * N)), *g = randoms((size_t)(T * k));
+    double *dy = randoms((size_t)(T * N));
+    double *idv = malloc((size_t)(T * k) * sizeof *idv);
+    int32_t *ids = malloc((size_t)(T * k) * sizeof *ids);
+    for (int64_t i = 0; i < T * k; ++i) {
+        uint64_t r = pit_rng_next(&rng) % (uint64_t)(E + 2);
+        ids[i] = r == (uint64_t)E + 1 ? -1 : (int32_t)r; /* E and -1 are skipped */
+        idv[i] = ids[i];
+    }
+    dten X = make(dt, 2, sx, x), W = make(dt, 3, sw, w), G = make(PIT_F32, 2, sg, g), DY = make(dt, 2, sy, dy);
+    dten I = make(PIT_I32, 2, sg, idv), Y = make(dt, 2, sy, NULL), DX = make(dt, 2, sx, NULL);
+    dten DW = make(dt, 3, sw, NULL), DG = make(PIT_F32, 2, sg, NULL);
+    pit_index ix;
+    memset(&ix, 0, sizeof ix);
+    ix.tile = (pit_microtile){1, (int32_t)H, PIT_AXIS_M};
+    ix.groups = ix.groups_per_batch = (int32_t)E;
+    ix.capacity = (int32_t)(T * k);
+    CHECK(be->mem_alloc(bctx, (size_t)E * 4, &ix.counts));
+    CHECK(be->mem_alloc(bctx, (size_t)(E * T * k) * 4, &ix.entries));
+    CHECK(be->mem_alloc(bctx, 4, &ix.total));
+    CHECK(be->moe_route(bctx, stream, &I.d, &ix));
+    int32_t *counts = malloc((size_t)E * 4), maxc = 0, total = 0, want = 0;
+    CHECK(be->mem_read(bctx, stream, ix.counts, 0, counts, (size_t)E * 4));
+    CHECK(be->mem_read(bctx, stream, ix.total, 0, &total, 4));
+    for (int64_t e = 0; e < E; ++e) maxc = counts[e] > maxc ? counts[e] : maxc;
+    for (int64_t i = 0; i < T * k; ++i) want += ids[i] >= 0 && ids[i] < E;
+    char what[128];
+    snprintf(what, sizeof what, "moe_route T %lld k %lld E %lld: %d routed", (long long)T, (long long)k, (long long)E,
+             total);
+    if (total != want) ++failures;
+    printf("%s %s (expected %d)\n", total == want ? "ok  " : "FAIL", what, want);
+
+    size_t nx = (size_t)(T * H), nw = (size_t)(E * H * N), ny = (size_t)(T * N), ng = (size_t)(T * k);
+    double *ry = malloc(ny * 8), *rdx = malloc(nx * 8), *rdw = malloc(nw * 8), *rdg = malloc(ng * 8);
+    pit_ref_moe_forward(T, H, N, E, k, X.h, ids, G.h, W.h, ry);
+    pit_ref_moe_backward(T, H, N, E, k, X.h, ids, G.h, W.h, DY.h, rdx, rdw, rdg);
+    pit_tile tile = {32, 64, 16, 128, 1, 0};
+    CHECK(be->moe_matmul(bctx, stream, 0, &tile, &ix, maxc, &X.d, &W.d, &G.d, &Y.d));
+    snprintf(what, sizeof what, "moe forward T %lld H %lld N %lld E %lld k %lld", (long long)T, (long long)H,
+             (long long)N, (long long)E, (long long)k);
+    compare(what, &Y, ry);
+    CHECK(be->moe_matmul(bctx, stream, 1, &tile, &ix, maxc, &DY.d, &W.d, &G.d, &DX.d));
+    snprintf(what, sizeof what, "moe dX T %lld H %lld N %lld E %lld k %lld", (long long)T, (long long)H,
+             (long long)N, (long long)E, (long long)k);
+    compare(what, &DX, rdx);
+    CHECK(be->moe_matmul(bctx, stream, 2, &tile, &ix, maxc, &X.d, &DW.d, &G.d, &DY.d));
+    snprintf(what, sizeof what, "moe dW (every expert written)");
+    compare(what, &DW, rdw);
+    CHECK(be->moe_matmul(bctx, stream, 3, &tile, &ix, maxc, &X.d, &W.d, &DG.d, &DY.d));
+    snprintf(what, sizeof what, "moe dgates (0 for skipped ids)");
+    compare(what, &DG, rdg);
+    free(x), free(w), free(g), free(dy), free(idv), free(ids), free(counts);
+    free(ry), free(rdx), free(rdw), free(rdg);
+    drop(&X), drop(&W), drop(&G), drop(&DY), drop(&I), drop(&Y), drop(&DX), drop(&DW), drop(&DG);
+    be->mem_free(bctx, ix.counts), be->mem_free(bctx, ix.entries), be->mem_free(bctx, ix.total);
+}
+
+static void test_rows(pit_dtype dt, int64_t B, int64_t M, int64_t K, int64_t N, int keep, int b_batched)
+{
+    int64_t sa[3] = {B, M, K}, sb[3] = {B, K, N}, sc[3] = {B, M, N};
+    double *a = randoms((size_t)(B * M * K)), *b = randoms((size_t)(B * K * N)), *c = randoms((size_t)(B * M * N));
+    for (int64_t r = 0; r < B * M; ++r)
+        if (pit_rng_uniform(&rng) > 0.3) memset(a + r * K, 0, (size_t)K * sizeof *a); /* padding rows */
+    dten A = make(dt, 3, sa, a), Bm = make(dt, b_batched ? 3 : 2, b_batched ? sb : sb + 1, b), C = make(dt, 3, sc, c);
+    pit_index ix;
+    memset(&ix, 0, sizeof ix);
+    dindex r = build_index(&A, B, 1, (int)K, PIT_AXIS_M);
+    ix = r.ix;
+    CHECK(be->matmul_rows(bctx, stream, NULL, &ix, r.max_entries, &A.d, &Bm.d, &C.d, keep));
+    double *ref = malloc((size_t)(B * M * N) * sizeof *ref);
+    memcpy(ref, C.h, (size_t)(B * M * N) * sizeof *ref);
+    pit_ref_matmul_rows(B, M, N, K, A.h, Bm.h, b_batched, keep, ref);
+    char what[128];
+    snprintf(what, sizeof what, "matmul_rows %lldx%lldx%lldx%lld keep %d B batched %d", (long long)B, (long long)M,
+             (long long)K, (long long)N, keep, b_batched);
+    compare(what, &C, ref);
+    free(a), free(b), free(c), free(ref);
+    drop(&A), drop(&Bm), drop(&C), drop_index(&r);
+}
+
+static void test_elementwise(pit_dtype dt)
+{
+    int64_t s[3] = {3, 45, 77}, st[3] = {3, 77, 45};
+    size_t n = 3 * 45 * 77;
+    double *x = randoms(n), *ref = malloc(n * sizeof *ref);
+    dten X = make(dt, 3, s, x), Y = make(dt, 3, s, NULL), T = make(dt, 3, st, NULL);
+    CHECK(be->relu(bctx, stream, &X.d, &Y.d));
+    pit_ref_relu(n, X.h, ref);
+    compare("relu 3x45x77", &Y, ref);
+    CHECK(be->transpose(bctx, stream, &X.d, &T.d));
+    pit_ref_transpose(3, 45, 77, X.h, ref);
+    compare("transpose 3x45x77", &T, ref);
+    CHECK(be->relu(bctx, stream, &X.d, &X.d));
+    pit_ref_relu(n, X.h, ref);
+    compare("relu in place", &X, ref);
+    free(x), free(ref);
+    drop(&X), drop(&Y), drop(&T);
+}
+
+static int correctness(void)
+{
+    for (int d = 0; d < 3; ++d) {
+        pit_dtype dt = dtypes[d];
+        for (int kind = 0; kind < 3; ++kind) test_sddmm(dt, kind, kind == 0 ? 3 : 2, PIT_F32);
+        test_sddmm(dt, 0, 2, PIT_I32);
+        test_sddmm(dt, 0, 2, PIT_BF16);
+        for (int kind = 0; kind < 3; ++kind) test_softmax(dt, kind, 1, 32, 2);
+        test_softmax(dt, 0, 4, 16, 3);
+        test_softmax(dt, 0, 16, 8, 2);
+        /* fused for 16-bit (blocks 64/128, head dims 64/128), composed otherwise */
+        test_attention(dt, 3, 200, 64, 64, 0, 2, PIT_F32);
+        test_attention(dt, 2, 300, 128, 128, 0, 3, PIT_BF16);
+        test_attention(dt, 2, 256, 64, 128, 0, 2, PIT_F16);
+        test_attention(dt, 2, 130, 64, 64, 2, 2, PIT_I32);
+        test_attention(dt, 2, 100, 64, 64, 1, 2, PIT_F32);
+        test_attention(dt, 2, 70, 24, 32, 0, 3, PIT_F32);
+        test_moe(dt, 77, 40, 72, 5, 1);
+        test_moe(dt, 150, 64, 48, 7, 2);
+        test_moe(dt, 33, 20, 30, 3, 1);
+        test_rows(dt, 2, 50, 40, 24, 0, 0);
+        test_rows(dt, 2, 50, 40, 24, 1, 1);
+        test_rows(dt, 1, 77, 33, 19, 0, 0);
+        test_elementwise(dt);
+    }
+    return failures;
+}
+
+/* ---- bench --------------------------------------------------------------------------- */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef void (*bench_fn)(void *user);
+
+/* median of 20 timed runs after 3 warm-ups, device events */
+static double time_ms(bench_fn fn, void *user)
+{
+    double t[20];
+    for (int i = 0; i < 3; ++i) fn(user);
+    for (int i = 0; i < 20; ++i) {
+        pit_event *a, *b;
+        CHECK(be->event_record(bctx, stream, &a));
+        fn(user);
+        CHECK(be->event_record(bctx, stream, &b));
+        CHECK(be->event_elapsed_ms(bctx, a, b, &t[i]));
+        be->event_destroy(bctx, a);
+        be->event_destroy(bctx, b);
+    }
+    qsort(t, 20, sizeof t[0], cmp_double);
+    return 0.5 * (t[9] + t[10]);
+}
+
+typedef struct attn_bench {
+    dten Q, K, V, O, M, S, KT;
+    dindex ix, full;
+} attn_bench;
+
+static void run_attention(void *u)
+{
+    attn_bench *b = u;
+    CHECK(be->detect(bctx, stream, &b->M.d, &b->ix.ix, 1));
+    CHECK(be->attention_sparse(bctx, stream, &b->ix.ix, &b->Q.d, &b->K.d, &b->V.d, &b->M.d, &b->O.d, 0.125f));
+}
+
+static void run_attention_only(void *u)
+{
+    attn_bench *b = u;
+    CHECK(be->attention_sparse(bctx, stream, &b->ix.ix, &b->Q.d, &b->K.d, &b->V.d, &b->M.d, &b->O.d, 0.125f));
+}
+
+static void run_detect(void *u)
+{
+    attn_bench *b = u;
+    CHECK(be->detect(bctx, stream, &b->M.d, &b->ix.ix, 1));
+}
+
+static void run_dense_gemms(void *u)
+{
+    attn_bench *b = u;
+    CHECK(be->matmul_dense(bctx, stream, &b->Q.d, &b->KT.d, &b->S.d));
+    CHECK(be->matmul_dense(bctx, stream, &b->S.d, &b->V.d, &b->O.d));
+}
+
+static void run_dense_softmax(void *u)
+{
+    attn_bench *b = u;
+    CHECK(be->softmax_sparse(bctx, stream, &b->full.ix, &b->S.d, &b->M.d, &b->S.d, 0.125f));
+}
+
+static void bench_attention(void)
+{
+    const int64_t BH = 16, L = 8192, D = 64, blk = 128;
+    attn_bench b;
+    memset(&b, 0, sizeof b);
+    int64_t sq[3] = {BH, L, D}, sm[2] = {L, L}, skt[3] = {BH, D, L}, ss[3] = {BH, L, L};
+    size_t n = (size_t)(BH * L * D);
+    double *x = randoms(n);
+    b.Q = make(PIT_BF16, 3, sq, x), b.K = make(PIT_BF16, 3, sq, x), b.V = make(PIT_BF16, 3, sq, x);
+    b.O = make(PIT_BF16, 3, sq, NULL);
+    free(x);
+    /* random 128x128 block mask at sparsity 0.9, bf16, shared by the heads */
+    double *mv = mask_values(1, L, L, (int)blk, (int)blk, 0.9, 2);
+    pit_ref_sparsify_tiles(&rng, mv, 1, L, L, (int)blk, (int)blk, 0, 0, 0.9);
+    b.M = make(PIT_BF16, 2, sm, mv);
+    free(mv);
+    b.ix = build_index(&b.M, 1, (int)blk, (int)blk, PIT_AXIS_K);
+    double t_all = time_ms(run_attention, &b), t_det = time_ms(run_detect, &b);
+    double t_att = time_ms(run_attention_only, &b);
+    double flops = 0;
+    {
+        int32_t *counts = malloc((size_t)b.ix.ix.groups * 4);
+        CHECK(be->mem_read(bctx, stream, b.ix.ix.counts, 0, counts, (size_t)b.ix.ix.groups * 4));
+        for (int g = 0; g < b.ix.ix.groups; ++g) flops += 4.0 * blk * blk * D * counts[g] * BH;
+        free(counts);
+    }
+    printf("attention 1x16x8192x64 bf16, 128x128 block mask 0.9: mask->index->output %.3f ms "
+           "(detect %.3f, fused kernel %.3f ms, %.0f TFLOP/s)\n",
+           t_all, t_det, t_att, flops / t_att * 1e-9);
+    /* rough dense reference: Q.K^T and S.V with cuBLAS, softmax over all blocks */
+    b.KT = make(PIT_BF16, 3, skt, NULL);
+    CHECK(be->transpose(bctx, stream, &b.K.d, &b.KT.d));
+    b.S = make(PIT_BF16, 3, ss, NULL);
+    double *ones = malloc((size_t)(L * L) * sizeof *ones);
+    for (int64_t i = 0; i < L * L; ++i) ones[i] = 1.0;
+    drop(&b.M);
+    b.M = make(PIT_BF16, 2, sm, ones);
+    free(ones);
+    b.full = build_index(&b.M, BH, 1, 8192, PIT_AXIS_K);
+    double t_gemm = time_ms(run_dense_gemms, &b), t_sm = time_ms(run_dense_softmax, &b);
+    printf("dense attention (cuBLAS Q.K^T + S.V %.3f ms, softmax %.3f ms): %.3f ms\n", t_gemm, t_sm, t_gemm + t_sm);
+    drop(&b.Q), drop(&b.K), drop(&b.V), drop(&b.O), drop(&b.M), drop(&b.S), drop(&b.KT);
+    drop_index(&b.ix), drop_index(&b.full);
+}
+
+typedef struct moe_bench {
+    dten X, W, W0, G, I, Y;
+    pit_index ix;
+    int32_t T;
+} moe_bench;
+
+static void run_moe(void *u)
+{
+    moe_bench *b = u;
+    pit_tile tile = {128, 128, 32, 256, 4, 1};
+    CHECK(be->moe_route(bctx, stream, &b->I.d, &b->ix));
+    /* max_entries = T: the tensor-core path plans on the device, no read-back */
+    CHECK(be->moe_matmul(bctx, stream, 0, &tile, &b->ix, b->T, &b->X.d, &b->W.d, &b->G.d, &b->Y.d));
+}
+
+static void run_moe_dense(void *u)
+{
+    moe_bench *b = u;
+    CHECK(be->matmul_dense(bctx, stream, &b->X.d, &b->W0.d, &b->Y.d));
+}
+
+/* 64 expert loads from 4 to 1130 tokens summing to T (a power-law ramp) */
+static void skewed_counts(int64_t T, int E, int32_t *c)
+{
+    int64_t sum = 0;
+    for (int e = 0; e < E; ++e) {
+        c[e] = 4 + (int32_t)(1126.0 * pow((double)e / (E - 1), 3.46));
+        sum += c[e];
+    }
+    for (int e = E / 2; sum != T; e = e + 1 < E - 1 ? e + 1 : E / 2) {
+        int32_t d = sum < T ? 1 : -1;
+        if (c[e] + d >= 4 && c[e] + d <= 1130) c[e] += d, sum += d;
+    }
+}
+
+static void bench_moe(void)
+{
+    const int64_t T = 16384, H = 1024, N = 4096, E = 64;
+    moe_bench b;
+    memset(&b, 0, sizeof b);
+    b.T = (int32_t)T;
+    int64_t sx[2] = {T, H}, sw[3] = {E, H, N}, sw0[2] = {H, N}, sy[2] = {T, N}, sg[2] = {T, 1};
+    double *x = randoms((size_t)(E * H * N));
+    b.X = make(PIT_BF16, 2, sx, x), b.W = make(PIT_BF16, 3, sw, x), b.W0 = make(PIT_BF16, 2, sw0, x);
+    b.G = make(PIT_F32, 2, sg, x);
+    free(x);
+    int32_t counts[64];
+    skewed_counts(T, (int)E, counts);
+    double *ids = malloc((size_t)T * sizeof *ids);
+    int64_t at = 0;
+    for (int e = 0; e < E; ++e)
+        for (int i = 0; i < counts[e]; ++i) ids[at++] = e;
+    for (int64_t i = T - 1; i > 0; --i) { /* tokens in random order */
+        int64_t j = (int64_t)(pit_rng_next(&rng) % (uint64_t)(i + 1));
+        double t = ids[i];
+        ids[i] = ids[j], ids[j] = t;
+    }
+    b.I = make(PIT_I32, 2, sg, ids);
+    free(ids);
+    b.Y = make(PIT_BF16, 2, sy, NULL);
+    b.ix.tile = (pit_microtile){1, (int32_t)H, PIT_AXIS_M};
+    b.ix.groups = b.ix.groups_per_batch = (int32_t)E;
+    b.ix.capacity = (int32_t)T;
+    CHECK(be->mem_alloc(bctx, (size_t)E * 4, &b.ix.counts));
+    CHECK(be->mem_alloc(bctx, (size_t)(E * T) * 4, &b.ix.entries));
+    CHECK(be->mem_alloc(bctx, 4, &b.ix.total));
+    double t_moe = time_ms(run_moe, &b), t_dense = time_ms(run_moe_dense, &b);
+    double flops = 2.0 * T * H * N;
+    printf("moe 16384 tokens 1024->4096, 64 experts top-1 skewed (4..1130), bf16: routing->output %.3f ms "
+           "(%.0f TFLOP/s); dense GEMM of all tokens (cuBLAS) %.3f ms (%.0f TFLOP/s); ratio %.2f\n",
+           t_moe, flops / t_moe * 1e-9, t_dense, flops / t_dense * 1e-9, t_moe / t_dense);
+    drop(&b.X), drop(&b.W), drop(&b.W0), drop(&b.G), drop(&b.I), drop(&b.Y);
+    be->mem_free(bctx, b.ix.counts), be->mem_free(bctx, b.ix.entries), be->mem_free(bctx, b.ix.total);
+}
+
+int main(int argc, char **argv)
+{
+    const char *plugin = getenv("PIT_CUDA_PLUGIN_PATH");
+    if (!plugin || !*plugin) plugin = PIT_CUDA_PLUGIN;
+    void *lib = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        printf("FAIL cannot load %s: %s\n", plugin, dlerror());
+        return 1;
+    }
+    pit_backend_register_fn reg = (pit_backend_register_fn)(uintptr_t)dlsym(lib, PIT_BACKEND_REGISTER_SYMBOL);
+    if (!reg || !(be = reg(&host)) || be->abi_version != PIT_BACKEND_ABI_VERSION) {
+        printf("FAIL %s has no compatible %s\n", plugin, PIT_BACKEND_REGISTER_SYMBOL);
+        return 1;
+    }
+    pit_status st = be->init(&host);
+    if (st == PIT_ERR_NO_DEVICE) {
+        printf("SKIPPED: %s\n", last_error);
+        return SKIP;
+    }
+    CHECK(st);
+    int count = 0;
+    CHECK(be->device_count(&count));
+    if (count < 1) {
+        printf("SKIPPED: no CUDA device\n");
+        return SKIP;
+    }
+    pit_device_info info;
+    CHECK(be->device_info(0, &info));
+    printf("device: %s %s, %s\n", info.name, info.arch, info.driver_version);
+    CHECK(be->context_create(0, &bctx));
+    CHECK(be->stream_create(bctx, &stream));
+    pit_rng_seed(&rng, 5);
+    int rc = 0;
+    if (argc > 1 && !strcmp(argv[1], "--bench")) {
+        bench_attention();
+        bench_moe();
+    } else {
+        rc = correctness();
+    }
+    be->stream_destroy(bctx, stream);
+    be->context_destroy(bctx);
+    be->shutdown();
+    printf(rc ? "FAILED: %d failures\n" : "PASSED\n", rc);
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,320 @@
+/*
+ * hip_genco.c - pit-hip-genco, a build-time tool: compiles kernel variants
+ * of the one variant table (backends/cuda/cuda_kernels.c) into AMD code
+ * objects, and writes the C file that embeds them into libpit-hip.so.
+ *
+ *   pit-hip-genco compile --cc CLANG --arch gfx90a --out DIR [--all] [-j N]
+ *                 [--cov 4]
+ *       Writes the embedded kernel sources (exactly what hiprtc would get)
+ *       to DIR/ARCH/, compiles each variant with
+ *       CLANG -x hip --offload-arch=ARCH --cuda-device-only
+ *             --no-gpu-bundle-output -nogpulib -nogpuinc -DPIT_HIP_BARE=1
+ *       and lists "file<TAB>key" in DIR/ARCH.manifest. Without --all only
+ *       the built-in subset (see builtin_variant) is compiled.
+ *   pit-hip-genco embed OUT.c MANIFEST...
+ *       Writes OUT.c: every code object by .incbin, and the lookup table.
+ *
+ * A failed compile prints the compiler's messages and exits 1.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cuda_kernels.h"
+
+#define MAX_ARGS 64
+
+typedef struct job {
+    pit_cuda_variant v;
+    char key[600];
+    pid_t pid;
+    int done, failed;
+} job;
+
+typedef struct job_list {
+    job *jobs;
+    int count, cap;
+    int all;
+} job_list;
+
+typedef struct options {
+    const char *cc, *arch, *out, *cov;
+    int all, jobs;
+} options;
+
+/* The subset built into the plug-in: every detection, helper and model
+ * kernel with its mask in the data's dtype, and the matmul variants of the
+ * 2-stage, bk = 32, bn = 64 tiles (this includes the dense tile of
+ * hip_dense.c). Other variants go through hiprtc at run time. */
+static int builtin_variant(const pit_cuda_variant *v)
+{
+    switch (v->kind) {
+    case PIT_CUDA_MATMUL: return v->tile.bk == 32 && v->tile.stages == 2 && v->tile.bn == 64;
+    case PIT_CUDA_OP_ATTENTION:
+    case PIT_CUDA_OP_SDDMM:
+    case PIT_CUDA_OP_SOFTMAX:
+    case PIT_CUDA_OP_SOFTMAX_BWD: return v->op_param[3] == (int)v->dtype; /* mask dtype codes = pit_dtype */
+    default: return 1;
+    }
+}
+
+static void add_job(const pit_cuda_variant *v, void *user)
+{
+    job_list *l = user;
+    if (!l->all && !builtin_variant(v)) return;
+    if (l->count == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 128;
+        job *grown = realloc(l->jobs, (size_t)l->cap * sizeof *grown);
+        if (!grown) {
+            fprintf(stderr, "pit-hip-genco: out of memory\n");
+            exit(1);
+        }
+        l->jobs = grown;
+    }
+    job *j = &l->jobs[l->count++];
+    memset(j, 0, sizeof *j);
+    j->v = *v;
+    char defines[512];
+    snprintf(j->key, sizeof j->key, "%s %s", pit_cuda_kernel_name(v->kind),
+             pit_cuda_variant_defines(v, defines, sizeof defines));
+}
+
+static int write_text(const char *dir, const char *name, const char *text)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "pit-hip-genco: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The sources exactly as embedded for hiprtc: the headers, and for every
+ * kernel the jobs use, its source as KERNEL.cu. */
+static int write_sources(const char *dir, const job_list *l)
+{
+    const char *const *hsrc, *const *hname;
+    int nh = pit_cuda_kernel_headers(&hsrc, &hname);
+    for (int i = 0; i < nh; ++i)
+        if (write_text(dir, hname[i], hsrc[i])) return -1;
+    for (int i = 0; i < l->count; ++i) {
+        int first = 1;
+        for (int j = 0; j < i && first; ++j) first = l->jobs[j].v.kind != l->jobs[i].v.kind;
+        char name[128];
+        snprintf(name, sizeof name, "%s.cu", pit_cuda_kernel_name(l->jobs[i].v.kind));
+        if (first && write_text(dir, name, pit_cuda_kernel_source(l->jobs[i].v.kind))) return -1;
+    }
+    return 0;
+}
+
+static pid_t start_job(const options *o, const char *dir, int index, job *j)
+{
+    char arch[64], src[1024], out[1024], log[1024], cov[64], defines[512];
+    snprintf(arch, sizeof arch, "--offload-arch=%s", o->arch);
+    snprintf(src, sizeof src, "%s/%s.cu", dir, pit_cuda_kernel_name(j->v.kind));
+    snprintf(out, sizeof out, "%s/%d.co", dir, index);
+    snprintf(log, sizeof log, "%s/%d.log", dir, index);
+    snprintf(cov, sizeof cov, "-mcode-object-version=%s", o->cov);
+    pit_cuda_variant_defines(&j->v, defines, sizeof defines);
+    const char *argv[MAX_ARGS];
+    int n = 0;
+    const char *fixed[] = {o->cc, "-x", "hip", arch, "--cuda-device-only", "--no-gpu-bundle-output", "-nogpulib",
+                           "-nogpuinc", "-O3", "-std=c++17", cov, "-DPIT_HIP_BARE=1"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; ++i) argv[n++] = fixed[i];
+    for (char *p = strtok(defines, " "); p && n < MAX_ARGS - 4; p = strtok(NULL, " ")) argv[n++] = p;
+    argv[n++] = src;
+    argv[n++] = "-o";
+    argv[n++] = out;
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *l = freopen(log, "w", stderr);
+        (void)l;
+        execvp(argv[0], (char *const *)argv);
+        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
+static void report_failure(const char *dir, int index, const job *j)
+{
+    char path[1024], line[1024];
+    snprintf(path, sizeof path, "%s/%d.log", dir, index);
+    fprintf(stderr, "pit-hip-genco: FAILED %s\n", j->key);
+    FILE *f = fopen(path, "r");
+    for (int n = 0; f && n < 40 && fgets(line, sizeof line, f); ++n) fputs(line, stderr);
+    if (f) fclose(f);
+}
+
+/* Runs every job, at most o->jobs at once; returns the failure count. */
+static int run_jobs(const options *o, const char *dir, job_list *l)
+{
+    int next = 0, running = 0, failed = 0;
+    while (next < l->count || running > 0) {
+        while (running < o->jobs && next < l->count) {
+            l->jobs[next].pid = start_job(o, dir, next, &l->jobs[next]);
+            if (l->jobs[next].pid < 0) {
+                fprintf(stderr, "pit-hip-genco: fork failed: %s\n", strerror(errno));
+                return l->count;
+            }
+            ++next;
+            ++running;
+        }
+        int status = 0;
+        pid_t pid = wait(&status);
+        if (pid < 0) break;
+        for (int i = 0; i < next; ++i) {
+            if (l->jobs[i].pid != pid || l->jobs[i].done) continue;
+            l->jobs[i].done = 1;
+            l->jobs[i].failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+            if (l->jobs[i].failed) {
+                report_failure(dir, i, &l->jobs[i]);
+                ++failed;
+            }
+        }
+        --running;
+    }
+    return failed;
+}
+
+static int write_manifest(const options *o, const char *dir, const job_list *l)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.manifest", o->out, o->arch);
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    for (int i = 0; i < l->count; ++i) fprintf(f, "%s/%d.co\t%s\n", dir, i, l->jobs[i].key);
+    return fclose(f);
+}
+
+static int compile_main(const options *o)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", o->out, o->arch);
+    mkdir(o->out, 0777);
+    mkdir(dir, 0777);
+    job_list l;
+    memset(&l, 0, sizeof l);
+    l.all = o->all;
+    pit_cuda_for_each_variant(80, add_job, &l); /* 80: the matrix-core (tensor-core) variants too */
+    if (write_sources(dir, &l)) {
+        free(l.jobs);
+        return 1;
+    }
+    int failed = run_jobs(o, dir, &l);
+    printf("pit-hip-genco: %s: %d code objects with %s, %d failed\n", o->arch, l.count - failed, o->cc, failed);
+    if (!failed && write_manifest(o, dir, &l)) {
+        fprintf(stderr, "pit-hip-genco: cannot write the manifest of %s\n", o->arch);
+        failed = 1;
+    }
+    free(l.jobs);
+    return failed ? 1 : 0;
+}
+
+/* ---- embed ---------------------------------------------------------------- */
+static void c_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; ++s) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* "DIR/gfx90a.manifest" -> "gfx90a" */
+static void manifest_arch(const char *path, char *arch, size_t size)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strcspn(base, ".");
+    snprintf(arch, size, "%.*s", (int)n, base);
+}
+
+static int embed_main(const char *out, int nman, char **manifests)
+{
+    FILE *f = fopen(out, "w");
+    if (!f) return 1;
+    fprintf(f, "/* generated by pit-hip-genco embed: do not edit */\n#include \"hip_code_objects.h\"\n\n");
+    int count = 0;
+    char *table = NULL;
+    size_t table_len = 0;
+    FILE *t = open_memstream(&table, &table_len);
+    for (int m = 0; m < nman; ++m) {
+        char arch[64], line[2048];
+        manifest_arch(manifests[m], arch, sizeof arch);
+        FILE *in = fopen(manifests[m], "r");
+        if (!in) {
+            fprintf(stderr, "pit-hip-genco: cannot read %s\n", manifests[m]);
+            return 1;
+        }
+        while (fgets(line, sizeof line, in)) {
+            line[strcspn(line, "\n")] = 0;
+            char *tab = strchr(line, '\t');
+            if (!tab || strchr(line, '"')) continue;
+            *tab = 0;
+            fprintf(f, "__asm__(\".section .rodata\\n.balign 64\\npit_hip_co_%d:\\n.incbin \\\"%s\\\"\\n"
+                       "pit_hip_co_%d_end:\\n.previous\");\n",
+                    count, line, count);
+            fprintf(f, "extern const unsigned char pit_hip_co_%d[], pit_hip_co_%d_end[];\n", count, count);
+            fprintf(t, "    {\"%s\", ", arch);
+            c_string(t, tab + 1);
+            fprintf(t, ", pit_hip_co_%d, pit_hip_co_%d_end},\n", count, count);
+            ++count;
+        }
+        fclose(in);
+    }
+    fclose(t);
+    fprintf(f, "\nconst pit_hip_code_object pit_hip_code_objects[] = {\n%s    {0, 0, 0, 0}};\n", table ? table : "");
+    fprintf(f, "const int pit_hip_code_object_count = %d;\n", count);
+    free(table);
+    return fclose(f) != 0;
+}
+
+/* The variants compile would build, one key a line. */
+static int list_main(int all)
+{
+    job_list l;
+    memset(&l, 0, sizeof l);
+    l.all = all;
+    pit_cuda_for_each_variant(80, add_job, &l);
+    for (int i = 0; i < l.count; ++i) printf("%s\n", l.jobs[i].key);
+    free(l.jobs);
+    return 0;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: pit-hip-genco compile --cc CLANG --arch GFX --out DIR [--all] [-j N] [--cov V]\n"
+                    "       pit-hip-genco list [--all]\n"
+                    "       pit-hip-genco embed OUT.c MANIFEST...\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && !strcmp(argv[1], "embed")) return embed_main(argv[2], argc - 3, argv + 3);
+    if (argc >= 2 && !strcmp(argv[1], "list")) return list_main(argc >= 3 && !strcmp(argv[2], "--all"));
+    if (argc < 2 || strcmp(argv[1], "compile")) return usage();
+    options o = {NULL, NULL, NULL, "4", 0, 2};
+    for (int i = 2; i < argc; ++i) {
+        if (!strcmp(argv[i], "--cc") && i + 1 < argc) o.cc = argv[++i];
+        else if (!strcmp(argv[i], "--arch") && i + 1 < argc) o.arch = argv[++i];
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc) o.out = argv[++i];
+        else if (!strcmp(argv[i], "--cov") && i + 1 < argc) o.cov = argv[++i];
+        else if (!strcmp(argv[i], "-j") && i + 1 < argc) o.jobs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--all")) o.all = 1;
+        else return usage();
+    }
+    if (!o.cc || !o.arch || !o.out || o.jobs < 1) return usage();
+    return compile_main(&o);
+}

@@ -1,0 +1,86 @@
+/*
+ * hip_internal.h - the HIP backend's context, stream, event and kernel
+ * types, shared by its host files. Nothing outside backends/hip sees them.
+ */
+#ifndef PIT_HIP_INTERNAL_H
+#define PIT_HIP_INTERNAL_H
+
+#include <pthread.h>
+
+#include "cuda_kernels.h"
+#include "hip_api.h"
+
+/* One loaded kernel, cached per context. */
+typedef struct pit_hip_kernel {
+    char *key; /* kernel name + defines, as the variant table writes them */
+    hipModule_t module;
+    hipFunction_t fn;
+    int smem_bytes; /* dynamic shared memory (LDS) the kernel needs */
+    struct pit_hip_kernel *next;
+} pit_hip_kernel;
+
+typedef struct pit_hip_ctx {
+    int index;
+    int dev;        /* = index: HIP names devices by ordinal */
+    char gfx[32];   /* "gfx90a": the device's arch without its feature flags */
+    int wave;       /* hardware wavefront width: 64 (CDNA), 32 (RDNA) */
+    /* 80 when the kernels' matrix step runs on matrix cores (MFMA, WMMA):
+     * the shared host code asks "arch >= 80" for tensor-core tiles */
+    int arch;
+    int sm_count;   /* compute units (the shared code sizes grids by it) */
+    int smem_max;   /* LDS bytes per work-group */
+    pthread_mutex_t lock; /* guards kernels and blas */
+    pit_hip_kernel *kernels;
+    void *blas;     /* rocblas_handle, created on first dense call */
+} pit_hip_ctx;
+
+typedef struct pit_hip_stream {
+    hipStream_t s;
+    int owned;
+} pit_hip_stream;
+
+struct pit_event {
+    hipEvent_t e;
+};
+
+/* Makes the context's device current on this thread (HIP has no context
+ * stack: pop is a no-op kept for the shared code's symmetry). */
+pit_status pit_hip_push(pit_hip_ctx *c);
+void pit_hip_pop(void);
+
+/* The loaded kernel of a variant: memory cache, then the built-in code
+ * objects for the device's arch, then hiprtc when present. */
+pit_status pit_hip_get_kernel(pit_hip_ctx *c, const pit_cuda_variant *v, pit_hip_kernel **out);
+void pit_hip_free_kernels(pit_hip_ctx *c);
+/* How many built-in code objects exist for gfx (for pit info / debug). */
+int pit_hip_builtin_count(const char *gfx);
+
+/* Launches with grid/block and one by-value argument struct. */
+pit_status pit_hip_launch(const pit_hip_kernel *k, hipStream_t s, unsigned gx, unsigned gy, unsigned gz,
+                          unsigned threads, void *args, const char *what);
+
+/* ---- hip_shim.c: what lets cuda_ops.c run here */
+/* Sets up the host whose errors cuda_ops.c raises (its "cuda" said "hip"). */
+void pit_hip_shim_init(const pit_host *host);
+/* what, with a CUDA call name at its start replaced by the HIP call made
+ * ("cuLaunchKernel(pit_detect)" -> "hipModuleLaunchKernel(pit_detect)"). */
+const char *pit_hip_call_name(const char *what, char *buf, size_t size);
+
+/* ---- operations: backends/cuda/cuda_ops.c compiled through hip_shim.h
+ * (the model operators, cuda_model_ops.c, register themselves through
+ * pit_cuda_register_ops) */
+pit_status pit_hip_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *idx, int n);
+pit_status pit_hip_matmul_sparse(void *bctx, void *stream, const pit_tile *tile, const pit_index *idx,
+                                 int32_t max_entries, int worst_case_grid, const pit_tdesc *A,
+                                 const pit_tdesc *B, const pit_tdesc *C);
+pit_status pit_hip_matmul_blas(void *bctx, void *stream, const pit_tdesc *A, const pit_tdesc *B,
+                               const pit_tdesc *C);
+void pit_hip_blas_destroy(pit_hip_ctx *c);
+
+/* ---- dense GEMM (hip_dense.c): rocBLAS when found, else pit's own tile */
+int pit_hip_have_rocblas(void);
+pit_status pit_hip_matmul_dense(void *bctx, void *stream, const pit_tdesc *A, const pit_tdesc *B,
+                                const pit_tdesc *C);
+const char *pit_hip_dense_name(void *bctx);
+
+#endif /* PIT_HIP_INTERNAL_H */
