@@ -132,20 +132,26 @@ static pit_status require_gpu(void)
     return PIT_SUCCESS;
 }
 
-pit_status pit_hip_load(void)
+pit_status pit_hip_open(void)
 {
     char tried[1024];
-    runtime = open_first(runtime_names, 3, tried, sizeof tried);
+    if (!runtime) runtime = open_first(runtime_names, 3, tried, sizeof tried);
     if (!runtime) return pit_hip_host->error(PIT_ERR_NO_DEVICE, "no HIP runtime (%s)", tried);
     pit_status st = resolve_runtime();
+    if (st == PIT_SUCCESS) resolve_hiprtc();
+    return st;
+}
+
+pit_status pit_hip_load(void)
+{
+    pit_status st = pit_hip_open();
     if (st == PIT_SUCCESS) st = require_gpu();
     if (st != PIT_SUCCESS) {
-        /* keep the library: it may have started threads that outlive dlclose */
+        /* the library stays loaded: it may have started threads that outlive dlclose */
         memset(&pit_hip, 0, sizeof pit_hip);
-        return st;
+        memset(&pit_hiprtc, 0, sizeof pit_hiprtc);
     }
-    resolve_hiprtc();
-    return PIT_SUCCESS;
+    return st;
 }
 
 void pit_hip_unload(void)

@@ -70,6 +70,8 @@ extern const pit_host *pit_hip_host;
 /* dlopen the runtime and resolve the table: PIT_ERR_NO_DEVICE "no HIP
  * runtime (...)" when absent, "no AMD GPU (...)" when it has no device. */
 pit_status pit_hip_load(void);
+/* The same without asking for a GPU (tools that only compile). */
+pit_status pit_hip_open(void);
 void pit_hip_unload(void);
 
 /* "what failed: 100 hipErrorNoDevice at hip_ops.c:123" as a pit error;

@@ -114,8 +114,11 @@ static int check_manifest(const char *manifest, const char *arch)
         ++n;
     }
     fclose(f);
-    printf("%s: %d code objects, EF_AMDGPU_MACH 0x%02x, ELF ABI version %d (code object v%d), %d bad\n", arch, n,
-           (unsigned)expected_mach(arch), abi, abi + 2, bad);
+    if (abi >= 0)
+        printf("%s: %d code objects, EF_AMDGPU_MACH 0x%02x, ELF ABI version %d (code object v%d), %d bad\n", arch,
+               n, (unsigned)expected_mach(arch), abi, abi + 2, bad);
+    else
+        printf("%s: %d code objects, none valid\n", arch, n);
     return n > 0 && bad == 0 ? 0 : -1;
 }
 

@@ -52,6 +52,10 @@ void pit_hip_pop(void);
  * objects for the device's arch, then hiprtc when present. */
 pit_status pit_hip_get_kernel(pit_hip_ctx *c, const pit_cuda_variant *v, pit_hip_kernel **out);
 void pit_hip_free_kernels(pit_hip_ctx *c);
+/* hiprtc (hip_rtc.c): variant v, keyed key, compiled for gfx into *code
+ * (malloc'd, *size bytes). Needs pit_hiprtc loaded. */
+pit_status pit_hip_rtc_compile(const char *gfx, const pit_cuda_variant *v, const char *key, char **code,
+                               size_t *size);
 /* How many built-in code objects exist for gfx (for pit info / debug). */
 int pit_hip_builtin_count(const char *gfx);
 

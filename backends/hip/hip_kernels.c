@@ -1,8 +1,7 @@
 /*
  * hip_kernels.c - kernels of the HIP backend: the code objects embedded at
- * build time for the device's arch, else hiprtc on the embedded sources
- * (the same sources and -D defines as the CUDA backend's NVRTC path),
- * cached in memory per context; and the launch.
+ * build time for the device's arch, else hiprtc (hip_rtc.c), cached in
+ * memory per context; and the launch.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +9,6 @@
 
 #include "hip_code_objects.h"
 #include "hip_internal.h"
-
-#define MAX_OPTIONS 32
 
 int pit_hip_builtin_count(const char *gfx)
 {
@@ -26,69 +23,6 @@ static const pit_hip_code_object *builtin(const char *gfx, const char *key)
         if (!strcmp(pit_hip_code_objects[i].arch, gfx) && !strcmp(pit_hip_code_objects[i].key, key))
             return &pit_hip_code_objects[i];
     return NULL;
-}
-
-/* Splits the defines string at spaces into options, in place. */
-static int split_options(char *defines, const char **opts, int max)
-{
-    int n = 0;
-    char *p = defines;
-    while (*p && n < max) {
-        while (*p == ' ') *p++ = 0;
-        if (!*p) break;
-        opts[n++] = p;
-        while (*p && *p != ' ') ++p;
-    }
-    return n;
-}
-
-static pit_status rtc_error(const char *what, int r, void *prog, const char *gfx, const char *key)
-{
-    size_t size = 0;
-    char *log = NULL;
-    if (prog && pit_hiprtc.GetProgramLogSize(prog, &size) == 0 && size > 1 && (log = malloc(size)) != NULL &&
-        pit_hiprtc.GetProgramLog(prog, log) != 0)
-        log[0] = 0;
-    pit_status st = pit_hip_host->error(PIT_ERR_COMPILE, "hiprtc could not compile %s for %s: %s returned %d%s%s",
-                                        key, gfx, what, r, log ? ": " : "", log ? log : "");
-    free(log);
-    return st;
-}
-
-/* hiprtc: one variant for the device's arch, into *code (malloc'd). */
-static pit_status rtc_compile(const pit_hip_ctx *c, const pit_cuda_variant *v, const char *key, char **code)
-{
-    const char *const *hsrc, *const *hname;
-    int nh = pit_cuda_kernel_headers(&hsrc, &hname);
-    char defines[512], arch[64];
-    const char *opts[MAX_OPTIONS];
-    int n = 0;
-    snprintf(arch, sizeof arch, "--offload-arch=%s", c->gfx);
-    opts[n++] = arch;
-    opts[n++] = "-std=c++17";
-    opts[n++] = "-O3";
-    pit_cuda_variant_defines(v, defines, sizeof defines);
-    n += split_options(defines, opts + n, MAX_OPTIONS - n);
-    void *prog = NULL;
-    int r = pit_hiprtc.CreateProgram(&prog, pit_cuda_kernel_source(v->kind), pit_cuda_kernel_name(v->kind), nh,
-                                     hsrc, hname);
-    if (r != 0) return rtc_error("hiprtcCreateProgram", r, NULL, c->gfx, key);
-    pit_status st = PIT_SUCCESS;
-    size_t size = 0;
-    if ((r = pit_hiprtc.CompileProgram(prog, n, opts)) != 0)
-        st = rtc_error("hiprtcCompileProgram", r, prog, c->gfx, key);
-    else if ((r = pit_hiprtc.GetCodeSize(prog, &size)) != 0 || size == 0)
-        st = rtc_error("hiprtcGetCodeSize", r, prog, c->gfx, key);
-    else if (!(*code = malloc(size)))
-        st = pit_hip_host->error(PIT_ERR_OUT_OF_MEMORY, "hip: out of host memory for a %zu-byte code object", size);
-    else if ((r = pit_hiprtc.GetCode(prog, *code)) != 0) {
-        free(*code);
-        *code = NULL;
-        st = rtc_error("hiprtcGetCode", r, prog, c->gfx, key);
-    }
-    pit_hiprtc.DestroyProgram(&prog);
-    if (st == PIT_SUCCESS) pit_hip_host->log_debug("hip: hiprtc compiled %s for %s (%zu bytes)", key, c->gfx, size);
-    return st;
 }
 
 /* Module -> function, and the dynamic shared memory it declares. */
@@ -119,7 +53,8 @@ static pit_status build_kernel(pit_hip_ctx *c, const pit_cuda_variant *v, const 
                                    "hip: kernel %s has no built-in code object for %s and no hiprtc was found to "
                                    "compile it", key, c->gfx);
     } else {
-        pit_status st = rtc_compile(c, v, key, &code);
+        size_t size = 0;
+        pit_status st = pit_hip_rtc_compile(c->gfx, v, key, &code, &size);
         if (st != PIT_SUCCESS) return st;
     }
     pit_hip_kernel *k = calloc(1, sizeof *k);

@@ -227,10 +227,10 @@ static pit_status ocl_transpose(void *bctx, void *stream, const pit_tdesc *X, co
 
 /* ---- SDDMM ---------------------------------------------------------------------------- */
 
-static size_t pow2_at_least(size_t n)
+static size_t pow2_at_most(size_t n)
 {
     size_t p = 1;
-    while (p < n)
+    while (p * 2 <= n)
         p <<= 1;
     return p;
 }
@@ -259,10 +259,12 @@ static pit_status ocl_sddmm(void *bctx, void *stream, const pit_index *idx, cons
     ocl_stream *s = stream;
     OCL_TRY(check_block(idx, "sddmm"));
     ops_config k = {A->dtype, mask_word(mask), idx->tile.rows, idx->tile.cols, OPS_BK, 0};
+    /* Every work-item owns at least one output: idle work-items in a
+     * work-group with barriers miscompiled on PoCL 5 (all stores lost). */
     size_t outputs = (size_t)k.bm * (size_t)k.bn;
-    k.wg = pow2_at_least(outputs < 128 ? outputs : 128);
-    if (k.wg > c->max_wg)
-        k.wg = c->max_wg;
+    k.wg = pow2_at_most(outputs < 128 ? outputs : 128);
+    while (k.wg > c->max_wg)
+        k.wg /= 2;
     cl_kernel kern;
     OCL_TRY(ops_kernel(c, &k, "pit_ops_sddmm", k.wg, &kern));
     /* Off the listed blocks C is zero: one pass first, then the blocks. */

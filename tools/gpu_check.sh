@@ -1,0 +1,50 @@
+#!/bin/bash
+# tools/gpu_check.sh - everything that needs the GPU machine, in one command:
+# build (CUDA + OpenCL), tests, conformance on CUDA and on NVIDIA's OpenCL,
+# CUDA-graph capture, compute-sanitizer, and the benches. Logs and JSON go to
+# $OUT (or ./gpu-out). Carried along: .carry/ with libclblast.so.1 and the
+# DLPack header (the GPU machine lacks both).
+#   usage: bash tools/gpu_check.sh [quick|full]
+set -uo pipefail
+mode="${1:-full}"
+out="${OUT:-$PWD/gpu-out}"; mkdir -p "$out"
+export PIT_CACHE_DIR=/tmp/pit-cache
+carry="$PWD/.carry"
+[ -d "$carry/lib" ] && export LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}"
+summary="$out/summary.txt"; : > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+step() { local name="$1"; shift; local t0=$SECONDS; "$@" > "$out/$name.log" 2>&1; local rc=$?;
+         note "$(printf '%-28s rc=%-3s %4ss  %s' "$name" "$rc" "$((SECONDS-t0))" "$(tail -1 "$out/$name.log" | cut -c1-80)")"; return $rc; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt" 2>&1
+note "gpu: $(cat "$out/gpu.txt")  commit: $(git rev-parse --short HEAD 2>/dev/null)"
+# NVIDIA's OpenCL driver for the ICD loader.
+icd=$(ldconfig -p | grep -m1 'libnvidia-opencl.so.1' | awk '{print $NF}')
+if [ -n "$icd" ]; then mkdir -p /tmp/icd && echo "$icd" > /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd; fi
+
+# Built on the CPU machine and carried (build-gpu/) to save device time; the
+# build tree's absolute paths differ here, so libraries and tile databases are
+# found through the environment.
+if [ ! -x build-gpu/bin/pit ]; then
+  step configure cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DPIT_WITH_HIP=OFF \
+      -DPIT_DLPACK_INCLUDE="$carry/include"
+  step build cmake --build build-gpu -j16 || { grep -E "error" "$out/build.log" | head; exit 1; }
+fi
+export LD_LIBRARY_PATH="$PWD/build-gpu/lib:${LD_LIBRARY_PATH:-}" PIT_TILEDB_DIR="$PWD/tiledb"
+B=build-gpu/bin
+export PIT_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+step info $B/pit info
+step cuda_direct $B/test_cuda_direct
+step cuda_ops_direct $B/test_cuda_ops
+step cuda_graph_capture $B/test_cuda_graph
+step api_errors $B/test_api build-gpu/lib/libpit.so
+step conformance_cuda env PIT_BACKEND=cuda $B/pit conformance
+step conformance_opencl_nvidia env PIT_BACKEND=opencl $B/pit conformance
+if [ "$mode" = full ]; then
+  step memcheck env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick
+  step racecheck env PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op matmul
+  step bench_cuda env PIT_BACKEND=cuda $B/pit bench --suite all --json "$out/bench_cuda.json" --plot "$out/bench_cuda.png"
+  step bench_ops $B/test_cuda_ops --bench
+  step bench_opencl_nvidia env PIT_BACKEND=opencl $B/pit bench --suite matmul --size 2048 --repeats 10 --json "$out/bench_opencl.json"
+fi
+echo; cat "$summary"
