@@ -634,7 +634,7 @@ static void ffn_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dt
         st = dbuf_make(ctx, dt, 2, hs, &H);
     if (st == PIT_SUCCESS)
         st = dbuf_make(ctx, dt, 2, ys, &Y);
-    double *href = ref_alloc(H.n), *yref = ref_alloc(Y.n), *relu_ref = ref_alloc(X.n);
+    double *href = ref_alloc(H.n), *yref = ref_alloc(Y.n), *relu_ref = ref_alloc(W1.n);
     char what[200];
     snprintf(what, sizeof what, "ffn %s T%lld D%lld F%lld D2%lld bias %.1f", pit_dtype_name(dt),
              (long long)s->t, (long long)s->d, (long long)s->f, (long long)s->d2, s->bias);

@@ -185,12 +185,14 @@ static pit_status run_pass(ocl_ctx *c, cl_command_queue q, const pit_tdesc *X,
     OCL_TRY(ocl_program_get(c, "pit_detect", defines, &prog));
     OCL_TRY(ocl_kernel_create(c, prog, "pit_detect", (size_t)dwg, &k));
 
-    cl_int8 gpb, cap;
+    cl_int8 gpb, cap, ngroups;
     memset(&gpb, 0, sizeof gpb);
     memset(&cap, 0, sizeof cap);
+    memset(&ngroups, 0, sizeof ngroups);
     for (int i = 0; i < p->n; ++i) {
         gpb.s[i] = idx[p->cand[i]].groups_per_batch;
         cap.s[i] = idx[p->cand[i]].capacity;
+        ngroups.s[i] = idx[p->cand[i]].groups;
     }
     ocl_args a;
     ocl_args_begin(&a, k, "pit_detect");
@@ -202,6 +204,7 @@ static pit_status run_pass(ocl_ctx *c, cl_command_queue q, const pit_tdesc *X,
     ocl_arg_int(&a, (cl_int)cols);
     ocl_arg_raw(&a, sizeof gpb, &gpb);
     ocl_arg_raw(&a, sizeof cap, &cap);
+    ocl_arg_raw(&a, sizeof ngroups, &ngroups);
     for (int i = 0; i < MAX_CANDS; ++i) {
         /* Unused slots repeat candidate 0's buffers; the kernel never touches them. */
         const pit_index *x = &idx[p->cand[i < p->n ? i : 0]];
@@ -224,6 +227,18 @@ pit_status ocl_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *i
     const int r = X->rank;
     if (X->shape[r - 2] == 0 || X->shape[r - 1] == 0 || (r == 3 && X->shape[0] == 0))
         return PIT_SUCCESS;
+    for (int i = 0; i < n; ++i) {
+        const pit_microtile *t = &idx[i].tile;
+        int64_t needed = (r == 3 ? X->shape[0] : 1) *
+                         (t->axis == PIT_AXIS_M ? ocl_cdiv(X->shape[r - 1], t->cols)
+                                                : ocl_cdiv(X->shape[r - 2], t->rows));
+        if (needed > idx[i].groups)
+            ocl_host->log_debug("opencl detect: index %d (%dx%d) has %d groups, the %lldx%lld "
+                                "operand has %lld; micro-tiles beyond are not recorded",
+                                i, t->rows, t->cols, idx[i].groups,
+                                (long long)X->shape[r - 2], (long long)X->shape[r - 1],
+                                (long long)needed);
+    }
     detect_pass passes[MAX_CANDS];
     int npasses = 0;
     OCL_TRY(plan_passes(c, idx, n, passes, &npasses));

@@ -259,8 +259,7 @@ static pit_status ocl_sddmm(void *bctx, void *stream, const pit_index *idx, cons
     ocl_stream *s = stream;
     OCL_TRY(check_block(idx, "sddmm"));
     ops_config k = {A->dtype, mask_word(mask), idx->tile.rows, idx->tile.cols, OPS_BK, 0};
-    /* Every work-item owns at least one output: idle work-items in a
-     * work-group with barriers miscompiled on PoCL 5 (all stores lost). */
+    /* Every work-item owns at least one output of the block. */
     size_t outputs = (size_t)k.bm * (size_t)k.bn;
     k.wg = pow2_at_most(outputs < 128 ? outputs : 128);
     while (k.wg > c->max_wg)

@@ -39,6 +39,10 @@ for t in $targets; do
     # caught signal 11") in the targets that run kernels: their leaks are
     # checked by the ASan and valgrind runs of the tests (tests/sanitize.sh).
     [ "$t" = fuzz_tiledb ] || leaks=0
+    # fuzz_detect compiles a kernel for every new micro-tile/tile/dtype: a
+    # first compile by PoCL's LLVM on a loaded 2-core machine took > 120 s.
+    timeout=120
+    [ "$t" = fuzz_detect ] && timeout=900
     if [ "$t" = fuzz_tiledb ]; then
         seeds="$root/tiledb"
         max_len=8192
@@ -48,7 +52,7 @@ for t in $targets; do
     # -fork=0 keeps one process; -timeout covers a first kernel compile on PoCL.
     # shellcheck disable=SC2086
     ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=$leaks" nice -n 19 "$build/bin/$t" \
-        -detect_leaks="$leaks" -max_total_time="$secs" -print_final_stats=1 -timeout=120 \
+        -detect_leaks="$leaks" -max_total_time="$secs" -print_final_stats=1 -timeout="$timeout" \
         -max_len="$max_len" -rss_limit_mb=4096 -artifact_prefix="$arts/" \
         "$corpus" $seeds >"$log" 2>&1 || status=1
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)

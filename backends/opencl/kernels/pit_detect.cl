@@ -31,10 +31,12 @@
         const int tc_ = c0 / TK_##i + lf_ % (CW / TK_##i);                       \
         const int g_ = b * gpb.s##i + (AX_##i == 2 ? tc_ : tr_);                 \
         const int e_ = (AX_##i == 2 ? tr_ : tc_);                                \
-        const uint pos_ = atomic_inc(&counts##i[g_]);                           \
-        if (pos_ < (uint)cap.s##i)                                               \
-            entries##i[(long)g_ * cap.s##i + pos_] = e_;                         \
-        atomic_inc(&lcount[i]);                                                  \
+        if (g_ < ngroups.s##i) { /* an index smaller than X is never overrun */ \
+            const uint pos_ = atomic_inc(&counts##i[g_]);                        \
+            if (pos_ < (uint)cap.s##i)                                           \
+                entries##i[(long)g_ * cap.s##i + pos_] = e_;                     \
+            atomic_inc(&lcount[i]);                                              \
+        }                                                                        \
     }
 
 #define ADD_TOTAL(i)                                   \
@@ -46,7 +48,7 @@
 
 __kernel __attribute__((reqd_work_group_size(DWG, 1, 1)))
 void pit_detect(__global const bits_t *X, long x_off, long ldx, long x_bs,
-                int rows, int cols, int8 gpb, int8 cap
+                int rows, int cols, int8 gpb, int8 cap, int8 ngroups
                 INDEX_ARGS(0) INDEX_ARGS(1) INDEX_ARGS(2) INDEX_ARGS(3)
                 INDEX_ARGS(4) INDEX_ARGS(5) INDEX_ARGS(6) INDEX_ARGS(7))
 {

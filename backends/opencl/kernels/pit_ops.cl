@@ -162,9 +162,11 @@ void pit_ops_sddmm(__global const st_t *A, long a_off, long lda, long a_bs,
     __local long arow[BM];
     const int lid = (int)get_local_id(0);
     const int slot = (int)get_group_id(0), g = (int)get_group_id(1);
-    if (slot >= min(counts[g], cap))
-        return; /* the whole work-group leaves together */
-    const int b = g / gpb, m0 = (g % gpb) * BM, n0 = entries[(long)g * cap + slot] * BN;
+    /* No early return: PoCL 3.1 then treats lid-dependent branches after a
+     * barrier as uniform. An idle work-group runs an empty product instead. */
+    const int active = slot < min(counts[g], cap);
+    const int b = g / gpb, m0 = (g % gpb) * BM;
+    const int n0 = active ? entries[(long)g * cap + slot] * BN : 0;
     A += a_off + (long)b * a_bs;
     B += b_off + (long)b * b_bs;
     for (int i = lid; i < BM; i += WG)
@@ -172,13 +174,13 @@ void pit_ops_sddmm(__global const st_t *A, long a_off, long lda, long a_bs,
     barrier(CLK_LOCAL_MEM_FENCE);
     float acc[RPT];
     acc_clear(acc);
-    gemm_gathered(A, arow, B, 1, ldb, n0, N - n0, K, As, Bs, lid, acc);
+    gemm_gathered(A, arow, B, 1, ldb, n0, N - n0, active ? K : 0, As, Bs, lid, acc);
     Mk += m_off + (long)b * m_bs;
     C += c_off + (long)b * c_bs;
     for (int r = 0; r < RPT; ++r) {
         const int o = lid + r * WG;
         const int m = m0 + o / BN, n = n0 + o % BN;
-        if (o < BM * BN && m < M && n < N && MASK_ON(Mk, (long)m * ldm + n))
+        if (active && o < BM * BN && m < M && n < N && MASK_ON(Mk, (long)m * ldm + n))
             STORE(C, (long)m * ldc + n, acc[r]);
     }
 }
@@ -318,7 +320,7 @@ inline int gather_slots(__global const int *counts, __global const int *entries,
         arow[i] = s >= 0 ? (long)(s / k) * ld : -1;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    return chunk * BM < n;
+    return chunk * BM < n; /* uniform over the work-group */
 }
 
 inline float gate_of(__global const float *G, long g_off, long ldg, int s, int k)
@@ -346,14 +348,14 @@ void pit_ops_moe_gemm(int mode, __global const st_t *R, long r_off, long ldr,
     const int lid = (int)get_local_id(0);
     const int n0 = (int)get_group_id(0) * BN;
     const int e = (int)get_group_id(1) / nchunks, chunk = (int)get_group_id(1) % nchunks;
-    if (!gather_slots(counts, entries, e, cap, chunk, k, ldr, lid, arow, slot))
-        return;
+    /* An empty chunk runs an empty product (no early return, see pit_ops_sddmm). */
+    const int active = gather_slots(counts, entries, e, cap, chunk, k, ldr, lid, arow, slot);
     R += r_off;
     W += w_off + (long)e * w_bs;
     float acc[RPT];
     acc_clear(acc);
-    gemm_gathered(R, arow, W, mode == 0 ? ldw : 1, mode == 0 ? 1 : ldw, n0, ND - n0, KD, As, Bs,
-                  lid, acc);
+    gemm_gathered(R, arow, W, mode == 0 ? ldw : 1, mode == 0 ? 1 : ldw, n0, ND - n0,
+                  active ? KD : 0, As, Bs, lid, acc);
     for (int r = 0; r < RPT; ++r) {
         const int o = lid + r * WG;
         const int i = o / BN, n = n0 + o % BN;
@@ -400,14 +402,13 @@ void pit_ops_moe_dgates(__global const st_t *X, long x_off, long ldx,
     __local float rowsum[BM];
     const int lid = (int)get_local_id(0);
     const int e = (int)get_group_id(1) / nchunks, chunk = (int)get_group_id(1) % nchunks;
-    if (!gather_slots(counts, entries, e, cap, chunk, k, ldx, lid, arow, slot))
-        return;
+    const int active = gather_slots(counts, entries, e, cap, chunk, k, ldx, lid, arow, slot);
     X += x_off;
     W += w_off + (long)e * w_bs;
     D += d_off;
     for (int i = lid; i < BM; i += WG)
         rowsum[i] = 0.0f;
-    for (int n0 = 0; n0 < N; n0 += BN) {
+    for (int n0 = 0; n0 < (active ? N : 0); n0 += BN) {
         float acc[RPT];
         acc_clear(acc);
         gemm_gathered(X, arow, W, ldw, 1, n0, N - n0, H, As, Bs, lid, acc);
@@ -503,8 +504,7 @@ void pit_ops_matmul_rows(__global const st_t *A, long a_off, long lda, long a_bs
     const int n0 = (int)get_group_id(0) * BN, chunk = (int)get_group_id(1);
     const int b = (int)get_group_id(2);
     const int n = min(counts[b], cap);
-    if (chunk * BM >= n)
-        return;
+    const int active = chunk * BM < n; /* no early return, see pit_ops_sddmm */
     for (int i = lid; i < BM; i += WG) {
         const int v = chunk * BM + i;
         const int row = v < n ? entries[(long)b * cap + v] : -1;
@@ -515,7 +515,7 @@ void pit_ops_matmul_rows(__global const st_t *A, long a_off, long lda, long a_bs
     float acc[RPT];
     acc_clear(acc);
     gemm_gathered(A + a_off + (long)b * a_bs, arow, B + b_off + (long)b * b_bs, ldb, 1, n0, N - n0,
-                  K, As, Bs, lid, acc);
+                  active ? K : 0, As, Bs, lid, acc);
     C += c_off + (long)b * c_bs;
     for (int r = 0; r < RPT; ++r) {
         const int o = lid + r * WG;
