@@ -124,11 +124,12 @@ void pit_matmul(__global const st_t *A, long a_off, long lda, long a_bs,
     const int g = b * gpb + gl;
     const int vrows = min(counts[g], cap) * TM;
     const int r0 = chunk * BM;
-    if (r0 >= vrows)
-        return; /* the whole work-group leaves before any barrier */
+    /* An idle work-group runs an empty product instead of returning early:
+     * PoCL 3.1 miscompiles id-dependent branches after an early return that
+     * precedes a barrier. Its rows are all -1, so it stores nothing. */
     __global const int *ent = entries + (long)g * cap;
     const int kbeg = gl * TK;
-    const int vk = min(K, kbeg + TK) - kbeg;
+    const int vk = r0 >= vrows ? 0 : min(K, kbeg + TK) - kbeg;
     for (int i = lid; i < BM; i += WG) {
         const int v = r0 + i;
         int r = -1;
