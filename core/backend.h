@@ -211,6 +211,11 @@ typedef struct pit_backend {
     /* Elementwise and layout helpers. */
     pit_status (*relu)(void *bctx, void *stream, const pit_tdesc *X, const pit_tdesc *Y);
     pit_status (*transpose)(void *bctx, void *stream, const pit_tdesc *X, const pit_tdesc *Y);
+
+    /* 1 when mem handles are device addresses (CUDA, HIP): core may then
+     * place several small buffers in one allocation at byte offsets (the
+     * per-candidate counts of a plan), read back with a single transfer. */
+    int mem_is_pointer;
 } pit_backend;
 
 typedef const pit_backend *(*pit_backend_register_fn)(const pit_host *host);

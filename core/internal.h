@@ -64,7 +64,10 @@ typedef struct pit_plan {
     pit_microtile cands[PIT_MAX_CANDIDATES];
     int ncands;
     pit_index idx[PIT_MAX_CANDIDATES];
-    int32_t *host_counts[PIT_MAX_CANDIDATES];
+    int32_t *host_counts[PIT_MAX_CANDIDATES]; /* point into host_block */
+    int32_t *host_block;       /* every candidate's counts, host copy */
+    void *counts_block;        /* same on the device when mem_is_pointer */
+    size_t counts_bytes;       /* total bytes of all candidates' counts */
     pit_selection sel;
     int have_sel;
     double density[PIT_MAX_CANDIDATES]; /* at the last selection */

@@ -125,10 +125,13 @@ static void timer_release(call_timer *t)
 
 static pit_status read_counts(pit_context *ctx, void *bs, pit_plan *p, pit_candidate_stats *st)
 {
+    if (p->counts_block) /* every candidate's counts in one transfer */
+        PIT_TRY(ctx->be->mem_read(ctx->bctx, bs, p->counts_block, 0, p->host_block, p->counts_bytes));
     for (int i = 0; i < p->ncands; i++) {
         pit_index *x = &p->idx[i];
-        PIT_TRY(ctx->be->mem_read(ctx->bctx, bs, x->counts, 0, p->host_counts[i],
-                                  (size_t)x->groups * sizeof(int32_t)));
+        if (!p->counts_block)
+            PIT_TRY(ctx->be->mem_read(ctx->bctx, bs, x->counts, 0, p->host_counts[i],
+                                      (size_t)x->groups * sizeof(int32_t)));
         st[i].tile = x->tile;
         st[i].groups = x->groups;
         st[i].groups_per_batch = x->groups_per_batch;

@@ -42,14 +42,16 @@ static void free_plan(pit_context *ctx, pit_plan *p)
 {
     for (int i = 0; i < p->ncands; i++) {
         pit_index *x = &p->idx[i];
-        if (x->counts)
+        if (x->counts && !p->counts_block)
             ctx->be->mem_free(ctx->bctx, x->counts);
         if (x->entries)
             ctx->be->mem_free(ctx->bctx, x->entries);
         if (x->total)
             ctx->be->mem_free(ctx->bctx, x->total);
-        free(p->host_counts[i]);
     }
+    if (p->counts_block)
+        ctx->be->mem_free(ctx->bctx, p->counts_block);
+    free(p->host_block);
     clear_plan(p);
 }
 
@@ -89,12 +91,41 @@ static pit_status alloc_index(pit_context *ctx, pit_plan *p, int i)
     x->groups = (int32_t)(gpb * p->problem.batch);
     x->capacity = cap;
     size_t groups = (size_t)(x->groups > 0 ? x->groups : 1);
-    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, groups * 4, &x->counts));
+    if (!p->counts_block)
+        PIT_TRY(ctx->be->mem_alloc(ctx->bctx, groups * 4, &x->counts));
     PIT_TRY(ctx->be->mem_alloc(ctx->bctx, groups * (size_t)(cap > 0 ? cap : 1) * 4, &x->entries));
     PIT_TRY(ctx->be->mem_alloc(ctx->bctx, 4, &x->total));
-    p->host_counts[i] = malloc(groups * sizeof(int32_t));
-    if (!p->host_counts[i])
+    return PIT_SUCCESS;
+}
+
+static size_t groups_of(const pit_plan *p, int i)
+{
+    int32_t gpb, cap;
+    index_shape(&p->cands[i], p->a_rows, p->a_cols, &gpb, &cap);
+    int64_t g = (int64_t)gpb * p->problem.batch;
+    return (size_t)(g > 0 ? g : 1);
+}
+
+/* One host block (and, for pointer backends, one device block) for the
+ * counts of every candidate, so selection reads them back in one transfer. */
+static pit_status alloc_counts(pit_context *ctx, pit_plan *p)
+{
+    size_t off[PIT_MAX_CANDIDATES], total = 0;
+    for (int i = 0; i < p->ncands; i++) {
+        off[i] = total;
+        total += groups_of(p, i) * sizeof(int32_t);
+    }
+    p->counts_bytes = total;
+    p->host_block = malloc(total);
+    if (!p->host_block)
         return pit_error(PIT_ERR_OUT_OF_MEMORY, "plan: out of host memory");
+    if (ctx->be->mem_is_pointer)
+        PIT_TRY(ctx->be->mem_alloc(ctx->bctx, total, &p->counts_block));
+    for (int i = 0; i < p->ncands; i++) {
+        p->host_counts[i] = p->host_block + off[i] / sizeof(int32_t);
+        if (p->counts_block)
+            p->idx[i].counts = (char *)p->counts_block + off[i];
+    }
     return PIT_SUCCESS;
 }
 
@@ -151,6 +182,7 @@ static pit_status build_plan(pit_context *ctx, pit_plan *p, const pit_problem *p
     if (p->ncands <= 0)
         return pit_error(PIT_ERR_INTERNAL, "no micro-tile candidate for a %lldx%lld operand",
                          (long long)rows, (long long)cols);
+    PIT_TRY(alloc_counts(ctx, p));
     for (int i = 0; i < p->ncands; i++)
         PIT_TRY(alloc_index(ctx, p, i));
     return PIT_SUCCESS;

@@ -414,3 +414,40 @@ void pit_ref_matmul_backward(int64_t batch, int64_t m, int64_t n, int64_t k, con
             }
     }
 }
+
+/* 1 when block a comes before block b in the pruning order. */
+static int prune_before(const double *norm, int64_t a, int64_t b)
+{
+    int na = isnan(norm[a]), nb = isnan(norm[b]);
+    if (na != nb)
+        return nb;
+    if (!na && norm[a] != norm[b])
+        return norm[a] < norm[b];
+    return a < b;
+}
+
+void pit_ref_prune_magnitude(int64_t rows, int64_t cols, int32_t br, int32_t bc, double sparsity,
+                             double *W)
+{
+    int64_t nbr = (rows + br - 1) / br, nbc = (cols + bc - 1) / bc, nb = nbr * nbc;
+    double *norm = calloc((size_t)nb + 1, sizeof(double));
+    if (!norm)
+        return;
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t r = (b / nbc) * br; r < rows && r < (b / nbc + 1) * br; r++)
+            for (int64_t c = (b % nbc) * bc; c < cols && c < (b % nbc + 1) * bc; c++)
+                norm[b] += fabs(W[r * cols + c]);
+    /* By definition: a block is zeroed when fewer than nzero blocks precede it. */
+    int64_t nzero = (int64_t)llround(sparsity * (double)nb);
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t rank = 0;
+        for (int64_t o = 0; o < nb && rank < nzero; o++)
+            rank += prune_before(norm, o, b);
+        if (rank >= nzero)
+            continue;
+        for (int64_t r = (b / nbc) * br; r < rows && r < (b / nbc + 1) * br; r++)
+            for (int64_t c = (b % nbc) * bc; c < cols && c < (b % nbc + 1) * bc; c++)
+                W[r * cols + c] = 0.0;
+    }
+    free(norm);
+}

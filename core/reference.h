@@ -99,4 +99,13 @@ void pit_ref_transpose(int64_t batch, int64_t rows, int64_t cols, const double *
 void pit_ref_matmul_backward(int64_t batch, int64_t m, int64_t n, int64_t k, const double *A,
                              const double *B, const double *dC, double *dA, double *dB);
 
+/* Magnitude pruning of a rows x cols matrix in place, the rule of
+ * pit_prune_magnitude: W is cut into br x bc blocks from (0, 0) (blocks at
+ * the right and bottom edges are smaller); a block's norm is the double sum of
+ * |w| over its elements in row-major order; the blocks are ordered by norm
+ * ascending, NaN norms after every other, equal norms by row-major block index
+ * ascending; the first llround(sparsity * number of blocks) are zeroed. */
+void pit_ref_prune_magnitude(int64_t rows, int64_t cols, int32_t br, int32_t bc, double sparsity,
+                             double *W);
+
 #endif /* PIT_CORE_REFERENCE_H */

@@ -344,6 +344,7 @@ static pit_backend cuda_backend = {
     .mem_write = cuda_mem_write,
     .mem_read = cuda_mem_read,
     .mem_fill32 = cuda_mem_fill32,
+    .mem_is_pointer = 1,
     .event_record = cuda_event_record,
     .event_elapsed_ms = cuda_event_elapsed_ms,
     .event_destroy = cuda_event_destroy,

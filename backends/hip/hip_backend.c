@@ -352,6 +352,7 @@ static pit_backend hip_backend = {
     .mem_write = hip_mem_write,
     .mem_read = hip_mem_read,
     .mem_fill32 = hip_mem_fill32,
+    .mem_is_pointer = 1,
     .event_record = hip_event_record,
     .event_elapsed_ms = hip_event_elapsed_ms,
     .event_destroy = hip_event_destroy,
