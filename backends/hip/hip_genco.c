@@ -119,7 +119,7 @@ static pid_t start_job(const options *o, const char *dir, int index, job *j)
     char arch[64], src[1024], out[1024], log[1024], cov[64], defines[512];
     snprintf(arch, sizeof arch, "--offload-arch=%s", o->arch);
     /* a folder name too long for the paths: no job (a failure, not a truncated path) */
-    if ((size_t)snprintf(src, sizeof src, "%s/%s.cu", dir, pit_cuda_kernel_name(j->v.kind)) >= sizeof src ||
+    if ((size_t)snprintf(src, sizeof src, "%.900s/%.60s.cu", dir, pit_cuda_kernel_name(j->v.kind)) >= sizeof src ||
         (size_t)snprintf(out, sizeof out, "%s/%d.co", dir, index) >= sizeof out ||
         (size_t)snprintf(log, sizeof log, "%s/%d.log", dir, index) >= sizeof log) {
         errno = ENAMETOOLONG;
@@ -152,7 +152,7 @@ static pid_t start_job(const options *o, const char *dir, int index, job *j)
 static void report_failure(const char *dir, int index, const job *j)
 {
     char path[1024], line[1024];
-    int n = snprintf(path, sizeof path, "%s/%d.log", dir, index);
+    int n = snprintf(path, sizeof path, "%.900s/%d.log", dir, index);
     fprintf(stderr, "pit-hip-genco: FAILED %s\n", j->key);
     FILE *f = n > 0 && (size_t)n < sizeof path ? fopen(path, "r") : NULL;
     for (int n = 0; f && n < 40 && fgets(line, sizeof line, f); ++n) fputs(line, stderr);
