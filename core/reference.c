@@ -415,39 +415,56 @@ void pit_ref_matmul_backward(int64_t batch, int64_t m, int64_t n, int64_t k, con
     }
 }
 
-/* 1 when block a comes before block b in the pruning order. */
-static int prune_before(const double *norm, int64_t a, int64_t b)
+/* Ascending, NaN after every number. */
+static int cmp_norm_nan_last(const void *pa, const void *pb)
 {
-    int na = isnan(norm[a]), nb = isnan(norm[b]);
-    if (na != nb)
-        return nb;
-    if (!na && norm[a] != norm[b])
-        return norm[a] < norm[b];
-    return a < b;
+    double a = *(const double *)pa, b = *(const double *)pb;
+    if (isnan(a) || isnan(b))
+        return isnan(a) - isnan(b);
+    return (a > b) - (a < b);
+}
+
+/* 1 when a block of norm x is zeroed, given the threshold norm v: x < v, or
+ * x equal to v (NaN equal to NaN) while *ties_left permits, in index order. */
+static int prune_pick(double x, double v, int64_t *ties_left)
+{
+    int same = isnan(v) ? isnan(x) : x == v;
+    if (!same)
+        return !isnan(x) && (isnan(v) || x < v);
+    return (*ties_left)-- > 0;
 }
 
 void pit_ref_prune_magnitude(int64_t rows, int64_t cols, int32_t br, int32_t bc, double sparsity,
                              double *W)
 {
     int64_t nbr = (rows + br - 1) / br, nbc = (cols + bc - 1) / bc, nb = nbr * nbc;
+    int64_t nzero = (int64_t)llround(sparsity * (double)nb);
     double *norm = calloc((size_t)nb + 1, sizeof(double));
-    if (!norm)
+    double *sorted = calloc((size_t)nb + 1, sizeof(double));
+    if (!norm || !sorted || nzero <= 0) {
+        free(norm);
+        free(sorted);
         return;
+    }
     for (int64_t b = 0; b < nb; b++)
         for (int64_t r = (b / nbc) * br; r < rows && r < (b / nbc + 1) * br; r++)
             for (int64_t c = (b % nbc) * bc; c < cols && c < (b % nbc + 1) * bc; c++)
                 norm[b] += fabs(W[r * cols + c]);
-    /* By definition: a block is zeroed when fewer than nzero blocks precede it. */
-    int64_t nzero = (int64_t)llround(sparsity * (double)nb);
+    memcpy(sorted, norm, (size_t)nb * sizeof(double));
+    qsort(sorted, (size_t)nb, sizeof(double), cmp_norm_nan_last);
+    /* v = the nzero-th smallest norm: every block below it goes, and of the
+     * blocks equal to it as many as are still needed, lowest index first. */
+    double v = sorted[(nzero < nb ? nzero : nb) - 1];
+    int64_t ties_left = 0;
+    for (int64_t i = 0; i < nzero && i < nb; i++)
+        ties_left += isnan(v) ? isnan(sorted[i]) : sorted[i] == v;
     for (int64_t b = 0; b < nb; b++) {
-        int64_t rank = 0;
-        for (int64_t o = 0; o < nb && rank < nzero; o++)
-            rank += prune_before(norm, o, b);
-        if (rank >= nzero)
+        if (!prune_pick(norm[b], v, &ties_left))
             continue;
         for (int64_t r = (b / nbc) * br; r < rows && r < (b / nbc + 1) * br; r++)
             for (int64_t c = (b % nbc) * bc; c < cols && c < (b % nbc + 1) * bc; c++)
                 W[r * cols + c] = 0.0;
     }
     free(norm);
+    free(sorted);
 }

@@ -32,7 +32,9 @@ typedef struct mm_result {
     double sparsity, real_sparsity;
     double pit_ms, pit_spread, detect_ms, select_us, kernel_ms, predicted_us;
     double dense_ms, vendor_ms, vendor_convert_ms, floor_ms, err;
+    double vendor_err; /* the vendor library's C against the same reference (-1: not run) */
     char choice[96];
+    char error[256]; /* the failure's message, kept before the clean-up calls clear it */
     int checked_ok;
 } mm_result;
 
@@ -167,8 +169,7 @@ static pit_status measure_point(pit_context *ctx, const bench_opts *o, pit_dtype
             r->checked_ok = r->err <= pit_ref_tolerance(dt);
         }
     }
-    free(a0);
-    free(b0);
+    r->vendor_err = -1;
     double spread = 0;
     if (s == PIT_SUCCESS)
         s = bench_time(ctx, o, run_pit, &in, &r->pit_ms, &r->pit_spread);
@@ -196,6 +197,8 @@ static pit_status measure_point(pit_context *ctx, const bench_opts *o, pit_dtype
         double conv = 0, comp = 0;
         const char *name = NULL;
         pit_status vs = pit_vendor_sparse_matmul(ctx, NULL, in.A[0], in.B[0], in.C, &conv, &comp, &name);
+        if (vs == PIT_SUCCESS) /* the baseline must compute the same C (set 0, as pit's check) */
+            r->vendor_err = check_rows(in.C, dt, a0, b0, n, n);
         if (vs == PIT_SUCCESS) {
             double tot[5];
             int nv = o->quick ? 1 : 5;
@@ -212,8 +215,17 @@ static pit_status measure_point(pit_context *ctx, const bench_opts *o, pit_dtype
     }
     double bytes_a = (double)(n * n) * (double)pit_dtype_size(dt);
     r->floor_ms = (copy_gbps > 0 ? bytes_a / (copy_gbps * 1e9) * 1e3 : 0) + (1.0 - sp) * r->dense_ms;
+    if (s != PIT_SUCCESS)
+        snprintf(r->error, sizeof r->error, "%s", pit_last_error());
+    free(a0);
+    free(b0);
     free_inputs(&in);
     return s;
+}
+
+static int vendor_wrong(const mm_result *r)
+{
+    return r->vendor_ms > 0 && !(r->vendor_err >= 0 && r->vendor_err <= pit_ref_tolerance(r->dt));
 }
 
 static void print_row(const mm_result *r)
@@ -223,10 +235,11 @@ static void print_row(const mm_result *r)
         snprintf(vendor, sizeof vendor, "%.3f", r->vendor_ms);
         snprintf(vratio, sizeof vratio, "%.2fx", r->vendor_ms / r->pit_ms);
     }
-    printf("%-4s %-5s %4.2f | %8.3f %7.3f %6.1f %8.3f | %8.3f %9s %8.3f | %6.2fx %6.2fx %7s | %s%s\n",
+    printf("%-4s %-5s %4.2f | %8.3f %7.3f %6.1f %8.3f | %8.3f %9s %8.3f | %6.2fx %6.2fx %7s | %s%s%s\n",
            pit_dtype_name(r->dt), r->gran, r->sparsity, r->pit_ms, r->detect_ms, r->select_us,
            r->kernel_ms, r->dense_ms, vendor, r->floor_ms, r->pit_ms / r->floor_ms,
-           r->dense_ms / r->pit_ms, vratio, r->choice, r->checked_ok ? "" : "  [WRONG RESULT]");
+           r->dense_ms / r->pit_ms, vratio, r->choice, r->checked_ok ? "" : "  [WRONG RESULT]",
+           vendor_wrong(r) ? "  [VENDOR WRONG RESULT]" : "");
 }
 
 static void json_row(FILE *f, const mm_result *r, int last)
@@ -235,11 +248,11 @@ static void json_row(FILE *f, const mm_result *r, int last)
             "    {\"dtype\": \"%s\", \"granularity\": \"%s\", \"sparsity\": %.4f, \"real_sparsity\": %.4f, "
             "\"pit_ms\": %.6f, \"pit_spread\": %.4f, \"detect_ms\": %.6f, \"select_us\": %.3f, "
             "\"kernel_ms\": %.6f, \"predicted_us\": %.3f, \"dense_ms\": %.6f, \"vendor_sparse_ms\": %.6f, "
-            "\"vendor_convert_ms\": %.6f, \"floor_ms\": %.6f, \"rel_error\": %.3g, \"correct\": %s, "
-            "\"choice\": \"%s\"}%s\n",
+            "\"vendor_convert_ms\": %.6f, \"vendor_rel_error\": %.3g, \"floor_ms\": %.6f, "
+            "\"rel_error\": %.3g, \"correct\": %s, \"choice\": \"%s\"}%s\n",
             pit_dtype_name(r->dt), r->gran, r->sparsity, r->real_sparsity, r->pit_ms, r->pit_spread,
             r->detect_ms, r->select_us, r->kernel_ms, r->predicted_us, r->dense_ms, r->vendor_ms,
-            r->vendor_convert_ms, r->floor_ms, r->err, r->checked_ok ? "true" : "false", r->choice,
+            r->vendor_convert_ms, r->vendor_err, r->floor_ms, r->err, r->checked_ok ? "true" : "false", r->choice,
             last ? "" : ",");
 }
 
@@ -317,13 +330,13 @@ int bench_matmul_suite(pit_context *ctx, const bench_opts *o, FILE *json)
                 pit_status s = measure_point(ctx, o, (pit_dtype)dt, &grans[g], sparsities[si], gbps, &rng,
                                              &res[n]);
                 if (s != PIT_SUCCESS) {
-                    fprintf(stderr, "\npit bench: %s: %s: %s\n", what, pit_status_string(s), pit_last_error());
+                    fprintf(stderr, "\npit bench: %s: %s: %s\n", what, pit_status_string(s), res[n].error);
                     failed = 1;
                     continue;
                 }
                 print_row(&res[n]);
                 fflush(stdout);
-                failed |= !res[n].checked_ok;
+                failed |= !res[n].checked_ok || vendor_wrong(&res[n]);
                 n++;
             }
     }

@@ -69,13 +69,17 @@ static void free_one(one_input *in)
 
 int bench_convert_suite(pit_context *ctx, const bench_opts *o, FILE *json)
 {
-    printf("\n== convert: pit detection + index (all candidates, one pass) against the vendor's "
-           "dense->sparse conversion, f16 %lldx%lld\n", (long long)o->size, (long long)o->size);
-    printf("%5s | %10s | %10s %10s %10s | %8s %8s %8s\n", "s", "pit ms", "CSR ms", "BSR16 ms", "BSR32 ms",
-           "CSR/pit", "B16/pit", "B32/pit");
     pit_device_info d;
     pit_context_get_info(ctx, &d);
-    pit_dtype dt = d.has_f16 ? PIT_F16 : PIT_F32;
+    /* f16 where the device has it, unless --dtype leaves f16 out */
+    pit_dtype dt = d.has_f16 && (o->dtype_mask & (1 << PIT_F16)) ? PIT_F16
+                   : (o->dtype_mask & (1 << PIT_F32)) || !d.has_bf16 ? PIT_F32
+                                                                     : PIT_BF16;
+    printf("\n== convert: pit detection + index (all candidates, one pass) against the vendor's "
+           "dense->sparse conversion, %s %lldx%lld\n", pit_dtype_name(dt), (long long)o->size,
+           (long long)o->size);
+    printf("%5s | %10s | %10s %10s %10s | %8s %8s %8s\n", "s", "pit ms", "CSR ms", "BSR16 ms", "BSR32 ms",
+           "CSR/pit", "B16/pit", "B32/pit");
     if (json)
         fprintf(json, "  \"convert\": [\n");
     int failed = 0;
@@ -100,6 +104,9 @@ int bench_convert_suite(pit_context *ctx, const bench_opts *o, FILE *json)
                 vs = pit_vendor_sparse_convert(ctx, NULL, in.A, blocks[b], &ms[i]);
             if (vs == PIT_SUCCESS)
                 vend[b] = bench_median(ms, nv);
+            else if (si == 0) /* why the column shows "-", once */
+                fprintf(stderr, "pit bench convert: vendor block %d: %s: %s\n", blocks[b],
+                        pit_status_string(vs), pit_last_error());
         }
         if (s != PIT_SUCCESS) {
             fprintf(stderr, "pit bench convert: %s: %s\n", pit_status_string(s), pit_last_error());

@@ -158,31 +158,9 @@ static void run_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dt
     free_bufs(&x);
 }
 
-/* A dtype the device lacks must be refused with PIT_ERR_UNSUPPORTED: checked,
- * then its cases are reported as skipped with the reason. */
-static int dtype_supported(pit_context *ctx, pit_dtype dt, conf_tally *t)
+static pit_status matmul_probe(pit_context *ctx, const conf_probe_kit *k)
 {
-    pit_device_info d;
-    pit_context_get_info(ctx, &d);
-    int ok = dt == PIT_F32 || (dt == PIT_F16 && d.has_f16) || (dt == PIT_BF16 && d.has_bf16);
-    if (ok)
-        return 1;
-    int64_t shape[2] = {4, 4};
-    pit_tensor *A = NULL, *B = NULL, *C = NULL;
-    pit_tensor_create(ctx, dt, 2, shape, &A);
-    pit_tensor_create(ctx, dt, 2, shape, &B);
-    pit_tensor_create(ctx, dt, 2, shape, &C);
-    pit_status s = pit_matmul(ctx, NULL, A, B, C, NULL, NULL);
-    if (s == PIT_ERR_UNSUPPORTED)
-        t->passed++;
-    else
-        conf_call_failed(t, "unsupported dtype must give PIT_ERR_UNSUPPORTED", s);
-    pit_tensor_destroy(A);
-    pit_tensor_destroy(B);
-    pit_tensor_destroy(C);
-    snprintf(t->skip_reason + strlen(t->skip_reason), sizeof t->skip_reason - strlen(t->skip_reason),
-             "%s%s not supported by the device", t->skip_reason[0] ? "; " : "", pit_dtype_name(dt));
-    return 0;
+    return pit_matmul(ctx, NULL, k->m[0], k->m[1], k->m[2], NULL, NULL);
 }
 
 void conf_matmul(pit_context *ctx, const conf_opts *o, conf_tally *t)
@@ -197,10 +175,9 @@ void conf_matmul(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng rng;
     pit_rng_seed(&rng, o->seed);
     for (int d = 0; d < 3; d++) {
-        if (!dtype_supported(ctx, dts[d], t)) {
-            t->skipped += nshapes * npat * nm;
+        if (!conf_dtype_supported(ctx, dts[d], t, nshapes * npat * nm, "pit_matmul",
+                                  matmul_probe))
             continue;
-        }
         for (int s = 0; s < nshapes; s++)
             for (int p = 0; p < npat; p++)
                 run_case(ctx, o, t, dts[d], &shapes[s], &patterns[p], ms, nm, &rng);

@@ -2,9 +2,10 @@
  * tools/conf_ops.c - conformance cases of the operators of dynamic-sparse
  * models: SDDMM, sparse softmax (+ backward), sparse attention, MoE (forward
  * and backward), row-sparse matmul, ReLU FFN (+ relu), matmul backward (+
- * transpose). Each case: seeded data, odd shapes, empty / dense / aligned /
- * unaligned patterns, outputs poisoned with NaN, relative-norm comparison
- * with the CPU reference in core/reference.c.
+ * transpose), magnitude pruning. Each case: seeded data, odd shapes, empty /
+ * dense / aligned / unaligned patterns, outputs poisoned with NaN,
+ * relative-norm comparison with the CPU reference in core/reference.c (exact
+ * for pruning). A dtype the device lacks must be refused (PIT_ERR_UNSUPPORTED).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -96,19 +97,57 @@ static double *ref_alloc(size_t n)
 
 static const pit_dtype all_dtypes[3] = {PIT_F32, PIT_F16, PIT_BF16};
 
-/* 1 when the device has dt; otherwise the op's cases for it are skipped with
- * the reason recorded once. */
-static int dtype_ok(pit_context *ctx, pit_dtype dt, conf_tally *t, int ncases)
+/* Probes of each suite's operators with a dtype the device lacks (tensors
+ * from conf_probe_kit); both must refuse it with PIT_ERR_UNSUPPORTED. */
+static pit_status both(pit_status a, pit_status b)
 {
-    pit_device_info d;
-    pit_context_get_info(ctx, &d);
-    if (dt == PIT_F32 || (dt == PIT_F16 && d.has_f16) || (dt == PIT_BF16 && d.has_bf16))
-        return 1;
-    t->skipped += ncases;
-    size_t len = strlen(t->skip_reason);
-    snprintf(t->skip_reason + len, sizeof t->skip_reason - len, "%s%s not supported by the device",
-             len ? "; " : "", pit_dtype_name(dt));
-    return 0;
+    return a != PIT_ERR_UNSUPPORTED ? a : b;
+}
+
+static pit_status sddmm_probe(pit_context *c, const conf_probe_kit *k)
+{
+    return pit_sddmm(c, NULL, k->m[0], k->m[1], k->mask, k->m[2], 0, 0, NULL);
+}
+
+static pit_status softmax_probe(pit_context *c, const conf_probe_kit *k)
+{
+    return both(pit_sparse_softmax(c, NULL, k->m[0], k->mask, k->m[1], 1.0f, NULL),
+                pit_sparse_softmax_backward(c, NULL, k->m[0], k->m[1], k->mask, k->m[2], 1.0f));
+}
+
+static pit_status attention_probe(pit_context *c, const conf_probe_kit *k)
+{
+    return pit_sparse_attention(c, NULL, k->b[0], k->b[1], k->b[2], k->mask, k->b[3], 1.0f, 0,
+                                NULL);
+}
+
+static pit_status moe_probe(pit_context *c, const conf_probe_kit *k)
+{
+    return both(pit_moe_forward(c, NULL, k->m[0], k->ids, k->gates, k->b[0], k->m[1], NULL),
+                pit_moe_backward(c, NULL, k->m[0], k->ids, k->gates, k->b[0], k->m[2], k->m[3],
+                                 k->b[1], NULL));
+}
+
+static pit_status rows_probe(pit_context *c, const conf_probe_kit *k)
+{
+    return pit_matmul_rows(c, NULL, k->m[0], k->m[1], k->m[2], 0, NULL);
+}
+
+static pit_status ffn_probe(pit_context *c, const conf_probe_kit *k)
+{
+    return both(pit_relu_ffn(c, NULL, k->m[0], k->m[1], k->m[2], k->m[3], k->m[4], NULL),
+                pit_relu(c, NULL, k->m[0], k->m[1]));
+}
+
+static pit_status backward_probe(pit_context *c, const conf_probe_kit *k)
+{
+    return both(pit_matmul_backward(c, NULL, k->m[0], k->m[1], k->m[2], k->m[3], k->m[4]),
+                pit_transpose(c, NULL, k->m[0], k->m[1]));
+}
+
+static pit_status prune_probe(pit_context *c, const conf_probe_kit *k)
+{
+    return pit_prune_magnitude(c, NULL, k->m[0], 1, 1, 0.5);
 }
 
 /* ---- patterns -------------------------------------------------------------------- */
@@ -242,7 +281,8 @@ void conf_sddmm(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng_seed(&rng, o->seed + 1);
     int nshapes = o->quick ? 3 : NSDDMM_SHAPES;
     for (int d = 0; d < 3; d++) {
-        if (!dtype_ok(ctx, all_dtypes[d], t, nshapes * NSDDMM_PATTERNS * NSDDMM_BLOCKS))
+        if (!conf_dtype_supported(ctx, all_dtypes[d], t, nshapes * NSDDMM_PATTERNS * NSDDMM_BLOCKS,
+                                  "pit_sddmm", sddmm_probe))
             continue;
         for (int s = 0; s < nshapes; s++)
             for (int p = 0; p < NSDDMM_PATTERNS; p++)
@@ -323,7 +363,8 @@ void conf_softmax(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng rng;
     pit_rng_seed(&rng, o->seed + 2);
     for (int d = 0; d < 3; d++) {
-        if (!dtype_ok(ctx, all_dtypes[d], t, NSOFTMAX_SHAPES * NSOFTMAX_PATTERNS * 3))
+        if (!conf_dtype_supported(ctx, all_dtypes[d], t, NSOFTMAX_SHAPES * NSOFTMAX_PATTERNS * 3,
+                                  "pit_sparse_softmax", softmax_probe))
             continue;
         for (int s = 0; s < NSOFTMAX_SHAPES; s++)
             for (int p = 0; p < NSOFTMAX_PATTERNS; p++)
@@ -396,7 +437,9 @@ void conf_attention(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng rng;
     pit_rng_seed(&rng, o->seed + 3);
     for (int d = 0; d < 3; d++) {
-        if (!dtype_ok(ctx, all_dtypes[d], t, NATTN_SHAPES * NATTN_PATTERNS * NATTN_BLOCKS))
+        if (!conf_dtype_supported(ctx, all_dtypes[d], t,
+                                  NATTN_SHAPES * NATTN_PATTERNS * NATTN_BLOCKS,
+                                  "pit_sparse_attention", attention_probe))
             continue;
         for (int s = 0; s < NATTN_SHAPES; s++)
             for (int p = 0; p < NATTN_PATTERNS; p++)
@@ -528,7 +571,8 @@ void conf_moe(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng rng;
     pit_rng_seed(&rng, o->seed + 4);
     for (int d = 0; d < 3; d++) {
-        if (!dtype_ok(ctx, all_dtypes[d], t, NMOE_SHAPES * 4))
+        if (!conf_dtype_supported(ctx, all_dtypes[d], t, NMOE_SHAPES * 4,
+                                  "pit_moe_forward", moe_probe))
             continue;
         for (int s = 0; s < NMOE_SHAPES; s++)
             moe_case(ctx, o, t, all_dtypes[d], &moe_shapes[s], &rng);
@@ -602,7 +646,8 @@ void conf_rows(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng rng;
     pit_rng_seed(&rng, o->seed + 5);
     for (int d = 0; d < 3; d++) {
-        if (!dtype_ok(ctx, all_dtypes[d], t, NROWS_SHAPES * ROWS_COUNT * 2))
+        if (!conf_dtype_supported(ctx, all_dtypes[d], t, NROWS_SHAPES * ROWS_COUNT * 2,
+                                  "pit_matmul_rows", rows_probe))
             continue;
         for (int s = 0; s < NROWS_SHAPES; s++)
             for (int k = 0; k < ROWS_COUNT; k++)
@@ -686,7 +731,8 @@ void conf_ffn(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng rng;
     pit_rng_seed(&rng, o->seed + 6);
     for (int d = 0; d < 3; d++) {
-        if (!dtype_ok(ctx, all_dtypes[d], t, NFFN_SHAPES * 3))
+        if (!conf_dtype_supported(ctx, all_dtypes[d], t, NFFN_SHAPES * 3,
+                                  "pit_relu_ffn", ffn_probe))
             continue;
         for (int s = 0; s < NFFN_SHAPES; s++)
             ffn_case(ctx, o, t, all_dtypes[d], &ffn_shapes[s], &rng);
@@ -772,10 +818,102 @@ void conf_backward(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng rng;
     pit_rng_seed(&rng, o->seed + 7);
     for (int d = 0; d < 3; d++) {
-        if (!dtype_ok(ctx, all_dtypes[d], t, NBWD_SHAPES * NBWD_PATTERNS * 3))
+        if (!conf_dtype_supported(ctx, all_dtypes[d], t, NBWD_SHAPES * NBWD_PATTERNS * 3,
+                                  "pit_matmul_backward", backward_probe))
             continue;
         for (int s = 0; s < NBWD_SHAPES; s++)
             for (int p = 0; p < NBWD_PATTERNS; p++)
                 backward_case(ctx, o, t, all_dtypes[d], &bwd_shapes[s], bwd_patterns[p], &rng);
+    }
+}
+
+/* ---- magnitude pruning ---------------------------------------------------------------------- */
+
+typedef struct prune_shape { int64_t rows, cols; } prune_shape;
+static const prune_shape prune_shapes[] = {{1, 1}, {7, 5}, {33, 17}, {100, 130}, {64, 128}};
+static const int32_t prune_blocks[][2] = {{32, 64}, {32, 1}, {7, 5}};
+static const double prune_sparsities[] = {0.0, 0.5, 0.9, 1.0};
+#define NPRUNE_SHAPES (int)(sizeof prune_shapes / sizeof prune_shapes[0])
+#define NPRUNE_BLOCKS (int)(sizeof prune_blocks / sizeof prune_blocks[0])
+#define NPRUNE_SPARSITIES (int)(sizeof prune_sparsities / sizeof prune_sparsities[0])
+
+/* Values: random non-zero, or +-0.25 / +-0.5 only so that many blocks have
+ * equal norms and the tie rule decides. */
+static void prune_fill(pit_rng *rng, int ties, double *w, size_t n)
+{
+    pit_ref_fill_random(rng, w, n);
+    for (size_t i = 0; ties && i < n; i++)
+        w[i] = (w[i] < 0 ? -0.25 : 0.25) * (double)(1 + (pit_rng_next(rng) & 1));
+}
+
+/* Prunes W on the device and its host copy with the reference, then compares
+ * exactly (the fraction of differing elements must be 0). */
+static void prune_step(conf_tally *t, const conf_opts *o, pit_context *ctx, dbuf *W, int64_t rows,
+                       int64_t cols, int32_t br, int32_t bc, double sparsity, const char *what,
+                       double *got)
+{
+    if (!call_ok(t, what, pit_prune_magnitude(ctx, NULL, W->t, br, bc, sparsity)))
+        return;
+    pit_ref_prune_magnitude(rows, cols, br, bc, sparsity, W->h);
+    pit_status s = conf_download(W->t, got, W->n);
+    if (!call_ok(t, what, s))
+        return;
+    size_t differ = 0;
+    for (size_t i = 0; i < W->n; i++)
+        differ += got[i] != W->h[i];
+    conf_check(t, o, what, (double)differ / (double)W->n, 0.0);
+}
+
+static void prune_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
+                       const prune_shape *s, int ties, pit_rng *rng)
+{
+    int64_t shape[2] = {s->rows, s->cols};
+    dbuf W;
+    pit_status st = dbuf_make(ctx, dt, 2, shape, &W);
+    double *got = ref_alloc(W.n);
+    char what[200];
+    for (int b = 0; b < NPRUNE_BLOCKS && st == PIT_SUCCESS && got; b++)
+        for (int p = 0; p < NPRUNE_SPARSITIES && st == PIT_SUCCESS; p++) {
+            snprintf(what, sizeof what, "prune %s %lldx%lld %s block %dx%d sparsity %.1f (exact)",
+                     pit_dtype_name(dt), (long long)s->rows, (long long)s->cols,
+                     ties ? "ties" : "random", prune_blocks[b][0], prune_blocks[b][1],
+                     prune_sparsities[p]);
+            prune_fill(rng, ties, W.h, W.n);
+            st = dbuf_upload(&W);
+            if (st == PIT_SUCCESS)
+                prune_step(t, o, ctx, &W, s->rows, s->cols, prune_blocks[b][0],
+                           prune_blocks[b][1], prune_sparsities[p], what, got);
+        }
+    /* Sparse training's schedule: 32x64 blocks, then 32x1 on what is left. */
+    snprintf(what, sizeof what, "prune %s %lldx%lld %s 32x64@0.5 then 32x1@0.8 (exact)",
+             pit_dtype_name(dt), (long long)s->rows, (long long)s->cols, ties ? "ties" : "random");
+    if (st == PIT_SUCCESS && got) {
+        prune_fill(rng, ties, W.h, W.n);
+        st = dbuf_upload(&W);
+        if (st == PIT_SUCCESS)
+            prune_step(t, o, ctx, &W, s->rows, s->cols, 32, 64, 0.5, what, got);
+        if (st == PIT_SUCCESS)
+            prune_step(t, o, ctx, &W, s->rows, s->cols, 32, 1, 0.8, what, got);
+    }
+    if (st != PIT_SUCCESS || !got)
+        conf_call_failed(t, what, st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
+    free(got);
+    dbuf_free(&W);
+}
+
+void conf_prune(pit_context *ctx, const conf_opts *o, conf_tally *t)
+{
+    pit_rng rng;
+    pit_rng_seed(&rng, o->seed + 8);
+    int nshapes = o->quick ? 3 : NPRUNE_SHAPES;
+    for (int d = 0; d < 3; d++) {
+        if (!conf_dtype_supported(ctx, all_dtypes[d], t,
+                                  nshapes * 2 * (NPRUNE_BLOCKS * NPRUNE_SPARSITIES + 2),
+                                  "pit_prune_magnitude", prune_probe))
+            continue;
+        for (int s = 0; s < nshapes; s++)
+            for (int ties = 0; ties < 2; ties++)
+                prune_case(ctx, o, t, all_dtypes[d], &prune_shapes[s + (o->quick ? 1 : 0)], ties,
+                           &rng);
     }
 }

@@ -19,6 +19,7 @@ static const conf_op conf_ops[] = {
     {"rows", conf_rows},
     {"ffn", conf_ffn},
     {"backward", conf_backward},
+    {"prune", conf_prune},
 };
 #define CONF_NOPS ((int)(sizeof conf_ops / sizeof conf_ops[0]))
 
@@ -87,6 +88,56 @@ void conf_call_failed(conf_tally *t, const char *what, pit_status s)
 {
     t->failed++;
     printf("    FAIL %s: %s: %s\n", what, pit_status_string(s), pit_last_error());
+}
+
+static void kit_free(conf_probe_kit *k)
+{
+    pit_tensor **all[] = {&k->m[0], &k->m[1], &k->m[2], &k->m[3], &k->m[4], &k->b[0], &k->b[1],
+                          &k->b[2], &k->b[3], &k->mask, &k->ids, &k->gates};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        pit_tensor_destroy(*all[i]);
+        *all[i] = NULL;
+    }
+}
+
+static void kit_make(pit_context *ctx, pit_dtype dt, conf_probe_kit *k)
+{
+    const int64_t m[2] = {2, 2}, b[3] = {1, 2, 2}, col[2] = {2, 1};
+    memset(k, 0, sizeof *k);
+    for (int i = 0; i < 5; i++)
+        pit_tensor_create(ctx, dt, 2, m, &k->m[i]);
+    for (int i = 0; i < 4; i++)
+        pit_tensor_create(ctx, dt, 3, b, &k->b[i]);
+    pit_tensor_create(ctx, PIT_F32, 2, m, &k->mask);
+    pit_tensor_create(ctx, PIT_F32, 2, col, &k->gates);
+    if (pit_tensor_create(ctx, PIT_I32, 2, col, &k->ids) == PIT_SUCCESS)
+        pit_tensor_zero(k->ids, NULL);
+}
+
+int conf_dtype_supported(pit_context *ctx, pit_dtype dt, conf_tally *t, int ncases,
+                         const char *op, conf_probe_fn probe)
+{
+    pit_device_info d;
+    pit_context_get_info(ctx, &d);
+    if (dt == PIT_F32 || (dt == PIT_F16 && d.has_f16) || (dt == PIT_BF16 && d.has_bf16))
+        return 1;
+    conf_probe_kit kit;
+    kit_make(ctx, dt, &kit);
+    pit_status s = probe(ctx, &kit);
+    kit_free(&kit);
+    if (s == PIT_ERR_UNSUPPORTED) {
+        t->passed++;
+    } else {
+        char what[160];
+        snprintf(what, sizeof what, "%s with %s (device lacks it) must give PIT_ERR_UNSUPPORTED",
+                 op, pit_dtype_name(dt));
+        conf_call_failed(t, what, s);
+    }
+    t->skipped += ncases;
+    size_t len = strlen(t->skip_reason);
+    snprintf(t->skip_reason + len, sizeof t->skip_reason - len, "%s%s not supported by the device",
+             len ? "; " : "", pit_dtype_name(dt));
+    return 0;
 }
 
 static int run_device(const char *backend, int index, const conf_opts *o, const char *only_op,

@@ -34,6 +34,7 @@ void conf_moe(pit_context *ctx, const conf_opts *o, conf_tally *t);
 void conf_rows(pit_context *ctx, const conf_opts *o, conf_tally *t);
 void conf_ffn(pit_context *ctx, const conf_opts *o, conf_tally *t);
 void conf_backward(pit_context *ctx, const conf_opts *o, conf_tally *t);
+void conf_prune(pit_context *ctx, const conf_opts *o, conf_tally *t);
 
 /* Shared helpers for operator cases. */
 /* Uploads doubles converted to the tensor's dtype. */
@@ -48,5 +49,20 @@ void conf_round(pit_dtype dt, double *x, size_t n);
 void conf_check(conf_tally *t, const conf_opts *o, const char *what, double err, double tol);
 /* Records a case whose pit call failed. */
 void conf_call_failed(conf_tally *t, const char *what, pit_status s);
+
+/* Tiny tensors of one dtype for probing an operator with a dtype the device
+ * lacks: m[] are [2,2] and b[] [1,2,2] of that dtype, mask [2,2] f32, ids
+ * [2,1] i32 (zeros), gates [2,1] f32. Any may be NULL if its creation failed. */
+typedef struct conf_probe_kit {
+    pit_tensor *m[5], *b[4], *mask, *ids, *gates;
+} conf_probe_kit;
+/* Calls the operator(s) of a suite on the kit; returns the first status that
+ * is not PIT_ERR_UNSUPPORTED, else PIT_ERR_UNSUPPORTED. */
+typedef pit_status (*conf_probe_fn)(pit_context *ctx, const conf_probe_kit *kit);
+/* 1 when the device has dt. Otherwise the operator must refuse dt with
+ * PIT_ERR_UNSUPPORTED (probe; recorded as a pass, or a failure naming `op`),
+ * and `ncases` cases are counted as skipped with the reason recorded once. */
+int conf_dtype_supported(pit_context *ctx, pit_dtype dt, conf_tally *t, int ncases,
+                         const char *op, conf_probe_fn probe);
 
 #endif
