@@ -164,7 +164,12 @@ typedef struct pit_backend {
      * idx below is an index built by detect() on the pattern tensor with
      * axis K and tile = the output micro-tile: group = row-block of the
      * [M,N] pattern, entries = column-block indices. The pattern tensor itself
-     * is passed as `mask` for exact element masking inside a block. */
+     * is passed as `mask` for exact element masking inside a block.
+     * A rank-2 mask (the same for every batch) is detected once: its index has
+     * groups == groups_per_batch and every batch b uses groups 0..groups-1 (no
+     * b * groups_per_batch offset). sddmm, softmax_sparse(_backward) and
+     * attention_sparse accept such a shared index as well as a per-batch one;
+     * matmul_sparse does not (core then calls it one batch at a time). */
 
     /* C = (A . B^T) masked, only the indexed blocks; every element of C is
      * written (zeros outside the indexed blocks and where mask is 0). */

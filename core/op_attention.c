@@ -93,7 +93,19 @@ static pit_status compose(pit_context *ctx, void *bs, const pit_index *idx, int3
     }
     PIT_TRY(be->sddmm(ctx->bctx, bs, idx, &q, &k, &mask->d, &S));
     PIT_TRY(be->softmax_sparse(ctx->bctx, bs, idx, &S, &mask->d, &S, scale));
-    return be->matmul_sparse(ctx->bctx, bs, &tile, idx, max_entries, 0, &S, &v, &o);
+    if (ops_index_repeat(idx, bh) == 1)
+        return be->matmul_sparse(ctx->bctx, bs, &tile, idx, max_entries, 0, &S, &v, &o);
+    /* matmul_sparse reads batch b's groups at b * groups_per_batch: an index
+     * shared by every batch (rank-2 mask) goes one batch at a time */
+    for (int64_t b = 0; b < bh; b++) {
+        pit_tdesc sb = S, vb = v, ob = o;
+        sb.shape[0] = vb.shape[0] = ob.shape[0] = 1;
+        sb.offset += (size_t)(b * S.strides[0]) * pit_dtype_size(S.dtype);
+        vb.offset += (size_t)(b * v.strides[0]) * pit_dtype_size(v.dtype);
+        ob.offset += (size_t)(b * o.strides[0]) * pit_dtype_size(o.dtype);
+        PIT_TRY(be->matmul_sparse(ctx->bctx, bs, &tile, idx, max_entries, 0, &sb, &vb, &ob));
+    }
+    return PIT_SUCCESS;
 }
 
 PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, const pit_tensor *Q,
@@ -117,7 +129,7 @@ PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, co
     pit_microtile t = {block, block, PIT_AXIS_K};
     PIT_TRY(ops_index_pattern(ctx, bs, "attention", &mask->d, bh, t, &idx));
     PIT_TRY(ops_index_stats(ctx, bs, &idx, &max_entries, &nonzero));
-    ops_report_index(report, &idx, nonzero, "attention");
+    ops_report_index(report, &idx, nonzero, ops_index_repeat(&idx, bh), "attention");
     if (nonzero == 0) {
         pit_log_debug("%s: every key is masked: O set to zero", FN);
         return ops_zero(ctx, bs, &O->d);

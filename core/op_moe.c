@@ -91,7 +91,7 @@ PIT_API pit_status pit_moe_forward(pit_context *ctx, pit_stream *stream, const p
     int32_t max_entries;
     int64_t routed;
     PIT_TRY(route(ctx, bs, expert_ids, &s, &idx, &max_entries, &routed));
-    ops_report_index(report, &idx, routed, "moe");
+    ops_report_index(report, &idx, routed, 1, "moe");
     if (report) {
         report->bm = MOE_TILE.bm;
         report->bn = MOE_TILE.bn;

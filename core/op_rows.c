@@ -65,7 +65,7 @@ PIT_API pit_status pit_matmul_rows(pit_context *ctx, pit_stream *stream, const p
     PIT_TRY(ops_index_alloc(ctx, bs, "rows", tile, batch, 1, m, &idx));
     PIT_TRY(ctx->be->detect(ctx->bctx, bs, &A->d, &idx, 1));
     PIT_TRY(ops_index_stats(ctx, bs, &idx, &max_entries, &nonzero));
-    ops_report_index(report, &idx, nonzero, "rows");
+    ops_report_index(report, &idx, nonzero, 1, "rows");
     if (report) {
         report->bm = ROWS_TILE.bm;
         report->bn = ROWS_TILE.bn;

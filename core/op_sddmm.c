@@ -67,7 +67,7 @@ pit_status ops_sddmm_run(pit_context *ctx, void *bs, const pit_tdesc *A, const p
     int64_t nonzero;
     PIT_TRY(ops_index_pattern(ctx, bs, key, mask, batch, tile, &idx));
     PIT_TRY(ops_index_stats(ctx, bs, &idx, &max_entries, &nonzero));
-    ops_report_index(report, &idx, nonzero, "sddmm");
+    ops_report_index(report, &idx, nonzero, ops_index_repeat(&idx, batch), "sddmm");
     if (nonzero == 0) {
         pit_log_debug("%s: empty pattern: C set to zero, no compute launched", FN);
         return ops_zero(ctx, bs, C);

@@ -302,13 +302,16 @@ pit_status ops_index_pattern(pit_context *ctx, void *bs, const char *key, const 
     if (!ctx->be->detect)
         return ops_unsupported(ctx, "detect");
     int64_t rows = ops_rows(mask), cols = ops_cols(mask);
-    PIT_TRY(ops_index_alloc(ctx, bs, key, tile, batch, blocks_of(rows, tile.rows),
+    /* A rank-2 mask is the same for every batch: it is indexed once, and the
+     * index (groups == groups_per_batch) is shared by all batches, which every
+     * operator entry of the backend contract accepts. A rank-3 mask gets one
+     * set of groups per batch. */
+    int64_t ibatch = mask->rank == 3 ? batch : 1;
+    PIT_TRY(ops_index_alloc(ctx, bs, key, tile, ibatch, blocks_of(rows, tile.rows),
                             blocks_of(cols, tile.cols), idx));
-    /* A rank-2 mask is seen as [batch, rows, cols] with batch stride 0, so the
-     * index has one set of groups per batch, as the batched kernels expect.
-     * Detection reads raw bits: an i32 mask is scanned as f32 words, which
+    /* Detection reads raw bits: an i32 mask is scanned as f32 words, which
      * differ only for INT_MIN (its bits are those of -0.0f). */
-    pit_tdesc view = ops_view3(mask, batch);
+    pit_tdesc view = ops_view3(mask, ibatch);
     if (view.dtype == PIT_I32)
         view.dtype = PIT_F32;
     return ctx->be->detect(ctx->bctx, bs, &view, idx, 1);
@@ -336,13 +339,19 @@ pit_status ops_index_stats(pit_context *ctx, void *bs, const pit_index *idx,
     return s;
 }
 
-void ops_report_index(pit_report *r, const pit_index *idx, int64_t nonzero, const char *what)
+int64_t ops_index_repeat(const pit_index *idx, int64_t batch)
+{
+    return batch > 1 && idx->groups == idx->groups_per_batch ? batch : 1;
+}
+
+void ops_report_index(pit_report *r, const pit_index *idx, int64_t nonzero, int64_t repeat,
+                      const char *what)
 {
     if (!r)
         return;
     r->microtile = idx->tile;
-    r->nonzero_tiles = nonzero;
-    r->total_tiles = (int64_t)idx->groups * idx->capacity;
+    r->nonzero_tiles = nonzero * repeat;
+    r->total_tiles = (int64_t)idx->groups * idx->capacity * repeat;
     r->skipped_compute = nonzero == 0;
     snprintf(r->choice, sizeof r->choice, "%s %dx%d", what, idx->tile.rows, idx->tile.cols);
 }

@@ -59,10 +59,12 @@ int64_t ops_cols(const pit_tdesc *d);
 pit_status ops_zero(pit_context *ctx, void *bs, const pit_tdesc *d);
 
 /* ---- block index of a pattern --------------------------------------------- */
-/* Detects the non-zero tile.rows x tile.cols blocks of mask (rank 2: the same
- * for every batch; rank 3: one per batch) and builds the axis-K index of the
- * [batch, rows, cols] output: group = batch * row-blocks + row-block, entries =
- * column-block indices. Buffers come from the workspace under `key`. */
+/* Detects the non-zero tile.rows x tile.cols blocks of mask and builds the
+ * axis-K index of the [batch, rows, cols] output: group = batch * row-blocks +
+ * row-block, entries = column-block indices. A rank-3 mask gets one set of
+ * groups per batch; a rank-2 mask (the same for every batch) is detected once
+ * and its index has one set (groups == groups_per_batch) shared by every batch.
+ * Buffers come from the workspace under `key`. */
 pit_status ops_index_pattern(pit_context *ctx, void *bs, const char *key, const pit_tdesc *mask,
                              int64_t batch, pit_microtile tile, pit_index *idx);
 /* Index buffers for groups x capacity entries (workspace under key). */
@@ -72,8 +74,14 @@ pit_status ops_index_alloc(pit_context *ctx, void *bs, const char *key, pit_micr
 /* Reads the counts back: the largest count and the sum. */
 pit_status ops_index_stats(pit_context *ctx, void *bs, const pit_index *idx,
                            int32_t *max_entries, int64_t *nonzero);
-/* Fills the common part of a report for a block-index operator. */
-void ops_report_index(pit_report *r, const pit_index *idx, int64_t nonzero, const char *what);
+/* How many batches use each group of idx: batch for an index shared by every
+ * batch (groups == groups_per_batch), else 1. */
+int64_t ops_index_repeat(const pit_index *idx, int64_t batch);
+/* Fills the common part of a report for a block-index operator; nonzero is
+ * the index's count, repeat what ops_index_repeat says (reports count the
+ * micro-tiles of every batch). */
+void ops_report_index(pit_report *r, const pit_index *idx, int64_t nonzero, int64_t repeat,
+                      const char *what);
 
 /* A rank-3 [batch, rows, cols] view of a rank-2 or rank-3 tensor; a rank-2
  * one is broadcast over the batch (batch stride 0). */

@@ -403,7 +403,9 @@ PIT_API pit_status pit_transpose(pit_context *ctx, pit_stream *stream, const pit
  * blocks of W (rank 2) with the smallest L1 norm so that a fraction
  * `sparsity` of the blocks is zero. In place; the pattern may change every
  * step. Computed on the host from a device copy (pruning is not on the
- * critical path of a step). */
+ * critical path of a step). A block's norm is the sum of |w| (edge blocks are
+ * smaller); blocks are ordered by norm ascending, NaN norms last, equal norms
+ * by row-major block index, and the first round(sparsity x blocks) are zeroed. */
 PIT_API pit_status pit_prune_magnitude(pit_context *ctx, pit_stream *stream, pit_tensor *W,
                                        int32_t block_rows, int32_t block_cols, double sparsity);
 

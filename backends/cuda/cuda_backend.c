@@ -112,6 +112,7 @@ static void cuda_context_destroy(void *bctx)
     if (!c) return;
     if (pit_cuda_push(c) == PIT_SUCCESS) {
         pit_cuda_blas_destroy(c);
+        pit_cuda_sparse_destroy(c);
         pit_cuda_free_kernels(c);
         pit_cuda_pop();
     }
@@ -352,6 +353,10 @@ static pit_backend cuda_backend = {
     .matmul_sparse = pit_cuda_matmul_sparse,
     .matmul_dense = pit_cuda_matmul_dense,
     .dense_name = cuda_dense_name,
+    .mem_copy = pit_cuda_mem_copy,
+    .vendor_sparse_matmul = pit_cuda_vendor_sparse_matmul,
+    .vendor_convert = pit_cuda_vendor_convert,
+    .vendor_sparse_name = pit_cuda_vendor_sparse_name,
 };
 
 PIT_API const pit_backend *pit_backend_register(const pit_host *host)

@@ -60,6 +60,7 @@ pit_status pit_cuda_driver_load(void)
         SYM(MemFreeAsync, "cuMemFreeAsync"),
         SYM(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
         SYM(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+        SYM(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
         SYM(MemsetD32Async, "cuMemsetD32Async"),
         SYM(EventCreate, "cuEventCreate"),
         SYM(EventRecord, "cuEventRecord"),

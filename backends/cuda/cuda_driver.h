@@ -33,6 +33,7 @@ typedef struct pit_cu_api {
     CUresult (*MemPoolSetAttribute)(CUmemoryPool, CUmemPool_attribute, void *);
     CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
     CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     CUresult (*MemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
     CUresult (*EventCreate)(CUevent *, unsigned int);
     CUresult (*EventRecord)(CUevent, CUstream);

@@ -29,6 +29,7 @@ typedef struct pit_cuda_ctx {
     pthread_mutex_t lock; /* guards kernels and blas */
     pit_cuda_kernel *kernels;
     void *blas; /* cublasHandle_t, created on first dense call */
+    void *sparse; /* cusparseHandle_t, created on first baseline call (cuda_baselines.c) */
 } pit_cuda_ctx;
 
 typedef struct pit_cuda_stream {
@@ -61,5 +62,14 @@ pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile
 pit_status pit_cuda_matmul_dense(void *bctx, void *stream, const pit_tdesc *A, const pit_tdesc *B,
                                  const pit_tdesc *C);
 void pit_cuda_blas_destroy(pit_cuda_ctx *c);
+
+/* ---- baselines for pit bench (cuda_baselines.c): copy, cuSPARSE */
+pit_status pit_cuda_mem_copy(void *bctx, void *stream, void *dst, size_t dst_offset, const void *src,
+                             size_t src_offset, size_t bytes);
+pit_status pit_cuda_vendor_sparse_matmul(void *bctx, void *stream, const pit_tdesc *A, const pit_tdesc *B,
+                                         const pit_tdesc *C, double *convert_ms, double *compute_ms);
+pit_status pit_cuda_vendor_convert(void *bctx, void *stream, const pit_tdesc *A, int block, double *ms);
+const char *pit_cuda_vendor_sparse_name(void *bctx);
+void pit_cuda_sparse_destroy(pit_cuda_ctx *c);
 
 #endif /* PIT_CUDA_INTERNAL_H */

@@ -235,11 +235,15 @@ static size_t pow2_at_most(size_t n)
     return p;
 }
 
+/* The index: counts, entries, groups per batch, the group stride between
+ * batches (0 for an index shared by every batch: groups == groups_per_batch,
+ * a rank-2 mask indexed once) and the capacity. */
 static void arg_index(ocl_args *a, const pit_index *idx)
 {
     ocl_arg_mem(a, (cl_mem)idx->counts);
     ocl_arg_mem(a, (cl_mem)idx->entries);
     ocl_arg_int(a, idx->groups_per_batch);
+    ocl_arg_int(a, idx->groups == idx->groups_per_batch ? 0 : idx->groups_per_batch);
     ocl_arg_int(a, idx->capacity);
 }
 
@@ -283,8 +287,10 @@ static pit_status ocl_sddmm(void *bctx, void *stream, const pit_index *idx, cons
     ocl_arg_int(&args, (cl_int)cols_of(C));
     ocl_arg_int(&args, (cl_int)cols_of(A));
     arg_index(&args, idx);
-    /* The grid covers every slot of the index: no host read-back needed. */
-    size_t global[2] = {(size_t)idx->capacity * k.wg, (size_t)idx->groups};
+    /* The grid covers every slot of the index for every batch: no host
+     * read-back needed. */
+    size_t global[2] = {(size_t)idx->capacity * k.wg,
+                        (size_t)idx->groups_per_batch * (size_t)batch_of(C)};
     size_t local[2] = {k.wg, 1};
     return ocl_launch(&args, s->queue, 2, global, local);
 }

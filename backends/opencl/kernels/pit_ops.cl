@@ -144,8 +144,9 @@ void pit_ops_transpose(__global const st_t *X, long xoff, long xs0, long xs1, lo
 }
 
 /* ---- SDDMM ----------------------------------------------------------------------- *
- * One work-group per (index slot, group): group g = b * gpb + row-block, the
- * slot's entry is a column block. The block's rows of A and rows of B (B is
+ * One work-group per (index slot, batch x row-block): the group of batch b's
+ * row-block is g = b * gbs + row-block (gbs = gpb, or 0 for an index shared by
+ * every batch); the slot's entry is a column block. The block's rows of A and rows of B (B is
  * [N, K]: B^T's columns) are read into local memory (SRead), the BM x BN dot
  * products computed, and the block written where the mask is on (SWrite; C
  * was zeroed before). BM x BN is the output micro-tile. */
@@ -155,17 +156,17 @@ void pit_ops_sddmm(__global const st_t *A, long a_off, long lda, long a_bs,
                    __global const mword_t *Mk, long m_off, long ldm, long m_bs,
                    __global st_t *C, long c_off, long ldc, long c_bs,
                    int M, int N, int K, __global const int *counts,
-                   __global const int *entries, int gpb, int cap)
+                   __global const int *entries, int gpb, int gbs, int cap)
 {
     __local float As[BK * BM];
     __local float Bs[BK * BN];
     __local long arow[BM];
     const int lid = (int)get_local_id(0);
-    const int slot = (int)get_group_id(0), g = (int)get_group_id(1);
+    const int slot = (int)get_group_id(0), bg = (int)get_group_id(1);
+    const int b = bg / gpb, m0 = (bg % gpb) * BM, g = b * gbs + bg % gpb;
     /* No early return: PoCL 3.1 then treats lid-dependent branches after a
      * barrier as uniform. An idle work-group runs an empty product instead. */
     const int active = slot < min(counts[g], cap);
-    const int b = g / gpb, m0 = (g % gpb) * BM;
     const int n0 = active ? entries[(long)g * cap + slot] * BN : 0;
     A += a_off + (long)b * a_bs;
     B += b_off + (long)b * b_bs;
@@ -211,7 +212,8 @@ inline int listed_column(__global const int *ent, int i, int tc, int N,
 }
 
 /* One work-group per row (grid WG x M x batch); tr x tc is the index's
- * micro-tile (row m belongs to group b * gpb + m / tr). The reductions visit
+ * micro-tile (row m belongs to group b * gbs + m / tr; gbs = gpb, or 0 for an
+ * index shared by every batch). The reductions visit
  * only the listed blocks; the final pass writes the whole row (0 off the
  * mask), reading X only where the mask is on, so Y may be X. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -219,12 +221,12 @@ void pit_ops_softmax(__global const st_t *X, long x_off, long ldx, long x_bs,
                      __global const mword_t *Mk, long m_off, long ldm, long m_bs,
                      __global st_t *Y, long y_off, long ldy, long y_bs,
                      int N, float scale, __global const int *counts,
-                     __global const int *entries, int gpb, int cap, int tr, int tc)
+                     __global const int *entries, int gpb, int gbs, int cap, int tr, int tc)
 {
     __local float red[WG];
     const int lid = (int)get_local_id(0);
     const int m = (int)get_group_id(1), b = (int)get_group_id(2);
-    const int g = b * gpb + m / tr;
+    const int g = b * gbs + m / tr;
     const int pairs = min(counts[g], cap) * tc;
     __global const int *ent = entries + (long)g * cap;
     __global const st_t *xrow = X + x_off + (long)b * x_bs + (long)m * ldx;
@@ -260,12 +262,13 @@ void pit_ops_softmax_backward(__global const st_t *Yv, long y_off, long ldy, lon
                               __global const mword_t *Mk, long m_off, long ldm, long m_bs,
                               __global st_t *dX, long dx_off, long lddx, long dx_bs,
                               int N, float scale, __global const int *counts,
-                              __global const int *entries, int gpb, int cap, int tr, int tc)
+                              __global const int *entries, int gpb, int gbs, int cap, int tr,
+                              int tc)
 {
     __local float red[WG];
     const int lid = (int)get_local_id(0);
     const int m = (int)get_group_id(1), b = (int)get_group_id(2);
-    const int g = b * gpb + m / tr;
+    const int g = b * gbs + m / tr;
     const int pairs = min(counts[g], cap) * tc;
     __global const int *ent = entries + (long)g * cap;
     __global const st_t *yrow = Yv + y_off + (long)b * y_bs + (long)m * ldy;
