@@ -39,9 +39,10 @@ if [ "$phase" = bench ] || [ "$phase" = all ]; then
   step ops_bench 120 $B/test_cuda_ops --bench
 fi
 if [ "$phase" = extra ]; then
-  step convert_f32 120 env PIT_BACKEND=cuda $B/pit bench --suite convert --dtype f32
-  step matmul_chk 200 env PIT_BACKEND=cuda $B/pit bench --suite matmul --dtype f32,f16 --json "$out/matmul_chk.json"
-  step ncu_attn 200 ncu --kernel-name regex:'pit_op_attention|pit_detect' --launch-count 2 \
+  step convert_f32 90 env PIT_BACKEND=cuda $B/pit bench --suite convert --dtype f32 --repeats 5
+  [ "${PIT_SKIP_MATMUL_CHECK:-0}" = 1 ] ||
+    step matmul_chk 200 env PIT_BACKEND=cuda $B/pit bench --suite matmul --dtype f32,f16 --json "$out/matmul_chk.json"
+  step ncu_attn 200 ncu --kernel-name regex:pit_op_attention --launch-count 1 \
        --section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
        --section Occupancy --section WarpStateStats --section SourceCounters $B/test_cuda_ops --bench
 fi
