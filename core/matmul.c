@@ -232,6 +232,11 @@ static pit_status run_dense(pit_context *ctx, void *bs, const pit_tensor *A, con
     return ctx->be->matmul_dense(ctx->bctx, bs, &A->d, &B->d, &C->d);
 }
 
+static int forced_tile(const pit_matmul_options *o)
+{
+    return o->microtile.rows != 0 || o->tile_bm > 0 || o->tile_bn > 0 || o->tile_bk > 0;
+}
+
 /* The PIT path proper, with the plan held busy. */
 static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_tensor *A,
                           const pit_tensor *B, const pit_tensor *C, const pit_matmul_options *o,
@@ -279,6 +284,18 @@ static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_ten
     } else {
         s = ctx->be->matmul_sparse(ctx->bctx, bs, &sel.tile, &p->idx[sel.candidate], sel.max_entries,
                                    o->fixed_plan, &A->d, &B->d, &C->d);
+        if (s == PIT_ERR_UNSUPPORTED && !forced_tile(o)) {
+            /* The database offered a tile this device cannot launch: the
+             * dense GEMM is always correct. Visible in the report. */
+            pit_log_debug("tile %dx%dx%d refused (%s): dense GEMM instead", sel.tile.bm, sel.tile.bn,
+                          sel.tile.bk, pit_last_error());
+            s = run_dense(ctx, bs, A, B, C);
+            if (report) {
+                report->used_dense = 1;
+                snprintf(report->choice, sizeof report->choice, "dense (tile %dx%dx%d refused)",
+                         sel.tile.bm, sel.tile.bn, sel.tile.bk);
+            }
+        }
     }
     timer_mark(tm, 3);
     return s;

@@ -162,6 +162,12 @@ static pit_plan *find_slot(pit_context *ctx, const pit_problem *prob, void *stre
     return victim;
 }
 
+/* Candidates one detection pass computes: the four most useful of the rules'
+ * list (32x1, 1x64, 32x64, 64x64 for sparse A). Each extra candidate costs
+ * detection time and read-back on every call (measured on the H100: 8
+ * candidates made detection 3-5x slower than one). */
+#define PIT_DETECT_CANDIDATES 4
+
 static pit_status build_plan(pit_context *ctx, pit_plan *p, const pit_problem *prob,
                              void *stream, int64_t rows, int64_t cols,
                              const pit_microtile *forced)
@@ -177,7 +183,7 @@ static pit_status build_plan(pit_context *ctx, pit_plan *p, const pit_problem *p
         p->ncands = 1;
     } else {
         p->ncands = pit_matmul_candidates(prob->sparse, prob->dtype, rows, cols, p->cands,
-                                          PIT_MAX_CANDIDATES);
+                                          PIT_DETECT_CANDIDATES);
     }
     if (p->ncands <= 0)
         return pit_error(PIT_ERR_INTERNAL, "no micro-tile candidate for a %lldx%lld operand",

@@ -163,8 +163,11 @@ static pit_status tune_entry(pit_context *ctx, pit_tiledb_entry *e, int64_t size
     }
     free_problem(&p);
     if (s == PIT_ERR_UNSUPPORTED || s == PIT_ERR_COMPILE) {
-        pit_log_debug("tune: %s %s %dx%dx%d kept its shipped cost: %s", pit_tile_op_name(e->op),
+        /* A tile this device cannot run (shared memory, work-group size) is
+         * left out of the tuned file so selection never picks it. */
+        pit_log_debug("tune: %s %s %dx%dx%d dropped: %s", pit_tile_op_name(e->op),
                       pit_dtype_name(e->dtype), e->tile.bm, e->tile.bn, e->tile.bk, pit_last_error());
+        e->us_per_tile = -1.0;
         return PIT_SUCCESS;
     }
     return s;
@@ -207,6 +210,11 @@ PIT_API pit_status pit_tune(pit_context *ctx, const pit_tune_options *options, c
         if (o.progress)
             o.progress(o.user, ++done, todo, what);
     }
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (mine[i].us_per_tile >= 0)
+            mine[kept++] = mine[i];
+    n = kept;
     char path[1024];
     if (s == PIT_SUCCESS) {
         if (o.output_path)
