@@ -256,7 +256,7 @@ done:
 static pit_status spmm_run(pit_cuda_ctx *c, CUstream s, const dense2 *a, const dense2 *b, const dense2 *cm,
                            double *convert_ms, double *compute_ms)
 {
-    cusparseHandle_t h;
+    cusparseHandle_t h = NULL;
     pit_status st = sparse_handle(c, s, &h);
     if (st != PIT_SUCCESS) return st;
     keep_pool(c);
@@ -376,7 +376,7 @@ done:
 
 static pit_status convert_run(pit_cuda_ctx *c, CUstream s, const dense2 *a, int block, double *ms)
 {
-    cusparseHandle_t h;
+    cusparseHandle_t h = NULL;
     pit_status st = sparse_handle(c, s, &h);
     if (st != PIT_SUCCESS) return st;
     keep_pool(c);
