@@ -336,7 +336,7 @@ int bench_matmul_suite(pit_context *ctx, const bench_opts *o, FILE *json)
                 }
                 print_row(&res[n]);
                 fflush(stdout);
-                failed |= !res[n].checked_ok || vendor_wrong(&res[n]);
+                failed |= !res[n].checked_ok; /* a vendor inaccuracy is flagged, not fatal */
                 n++;
             }
     }

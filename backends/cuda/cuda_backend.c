@@ -144,6 +144,9 @@ static pit_status cuda_context_create(int index, void **bctx)
         cuda_context_destroy(c);
         return st;
     }
+    /* Once, here: a pool attribute set inside a call would invalidate a
+     * CUDA-graph capture of that call. */
+    pit_cuda_keep_pool_memory(c);
     *bctx = c;
     return PIT_SUCCESS;
 }

@@ -72,4 +72,8 @@ pit_status pit_cuda_vendor_convert(void *bctx, void *stream, const pit_tdesc *A,
 const char *pit_cuda_vendor_sparse_name(void *bctx);
 void pit_cuda_sparse_destroy(pit_cuda_ctx *c);
 
+/* Keeps the default pool's memory between calls (cuda_ops.c); called once
+ * per context at creation. */
+void pit_cuda_keep_pool_memory(const pit_cuda_ctx *c);
+
 #endif /* PIT_CUDA_INTERNAL_H */

@@ -91,7 +91,7 @@ static int rows_vector_aligned(const mat *m, pit_dtype dt, int64_t len)
  * from the device's default pool. Its release threshold is 0 by default:
  * the pool gives its memory back at every synchronisation and the next
  * call maps it again (tens of microseconds for tens of MB). Keep it. */
-static void keep_pool_memory(const pit_cuda_ctx *c)
+void pit_cuda_keep_pool_memory(const pit_cuda_ctx *c)
 {
     CUmemoryPool pool;
     if (pit_cu.DeviceGetDefaultMemPool(&pool, c->dev) != CUDA_SUCCESS) return;
@@ -358,7 +358,6 @@ static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
     if (v->a_comp) {
         int64_t ldo = ceil_div((int64_t)idx->capacity * idx->tile.cols, 8) * 8; /* pit_compact pads to 8 */
         size_t bytes = (size_t)(row_blocks * idx->tile.rows * ldo * p->batch) * dtype_bytes(p->dt);
-        keep_pool_memory(c);
         CU_CHECK(pit_cu.MemAllocAsync(&scratch, bytes ? bytes : 16, s), "cuMemAllocAsync(axis K compact)");
         st = compact_a(c, s, p, idx, row_blocks, scratch, ldo);
         a.a = (uint64_t)scratch;
@@ -401,7 +400,6 @@ static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
         st = launch_util(c, s, PIT_CUDA_ZERO, p->dt, &u, p->batch);
     } else {
         size_t words = (size_t)(p->M * p->N * p->batch);
-        keep_pool_memory(c);
         CU_CHECK(pit_cu.MemAllocAsync(&scratch, (words ? words : 1) * 4, s), "cuMemAllocAsync(axis M scratch)");
         if (words) CU_CHECK(pit_cu.MemsetD32Async(scratch, 0, words, s), "cuMemsetD32Async(axis M scratch)");
         a.acc = scratch;
