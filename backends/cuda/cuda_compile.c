@@ -56,20 +56,6 @@ static char *make_log(const char *what, nvrtcResult r, nvrtcProgram prog)
     return out;
 }
 
-/* Splits the defines string at spaces into options, in place (no strtok:
- * the checker compiles from several threads). */
-static int split_options(char *defines, const char **opts, int max)
-{
-    int n = 0;
-    char *p = defines;
-    while (*p && n < max) {
-        while (*p == ' ') *p++ = 0;
-        if (!*p) break;
-        opts[n++] = p;
-        while (*p && *p != ' ') ++p;
-    }
-    return n;
-}
 
 int pit_cuda_compile(const pit_cuda_variant *v, int arch, char **cubin, size_t *size, char **log)
 {
@@ -87,7 +73,7 @@ int pit_cuda_compile(const pit_cuda_variant *v, int arch, char **cubin, size_t *
     opts[n++] = archopt;
     opts[n++] = "--std=c++17";
     pit_cuda_variant_defines(v, defines, sizeof defines);
-    n += split_options(defines, opts + n, MAX_OPTIONS - n);
+    n += pit_cuda_split_options(defines, opts + n, MAX_OPTIONS - n);
 
     nvrtcResult r = nvrtcCreateProgram(&prog, pit_cuda_kernel_source(v->kind), pit_cuda_kernel_name(v->kind),
                                        nh, hsrc, hname);

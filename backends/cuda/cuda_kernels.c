@@ -283,3 +283,16 @@ int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
     fn(&z, user);
     return n + 1 + pit_cuda_model_for_each_variant(arch, fn, user);
 }
+
+int pit_cuda_split_options(char *defines, const char **opts, int max)
+{
+    int n = 0;
+    char *p = defines;
+    while (*p && n < max) {
+        while (*p == ' ') *p++ = 0;
+        if (!*p) break;
+        opts[n++] = p;
+        while (*p && *p != ' ') ++p;
+    }
+    return n;
+}

@@ -71,4 +71,9 @@ int pit_cuda_tile_valid(pit_dtype dtype, const pit_tile *t, const char **why);
 typedef void (*pit_cuda_variant_fn)(const pit_cuda_variant *v, void *user);
 int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user);
 
+/* Splits a variant's defines string at spaces into compiler options, in
+ * place (no strtok: the checker compiles from several threads). Shared by
+ * NVRTC (CUDA) and hiprtc (HIP). Returns the number of options. */
+int pit_cuda_split_options(char *defines, const char **opts, int max);
+
 #endif /* PIT_CUDA_KERNELS_H */

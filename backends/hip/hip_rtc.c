@@ -12,19 +12,6 @@
 
 #define MAX_OPTIONS 32
 
-/* Splits the defines string at spaces into options, in place. */
-static int split_options(char *defines, const char **opts, int max)
-{
-    int n = 0;
-    char *p = defines;
-    while (*p && n < max) {
-        while (*p == ' ') *p++ = 0;
-        if (!*p) break;
-        opts[n++] = p;
-        while (*p && *p != ' ') ++p;
-    }
-    return n;
-}
 
 static pit_status rtc_error(const char *what, int r, void *prog, const char *gfx, const char *key)
 {
@@ -51,7 +38,7 @@ pit_status pit_hip_rtc_compile(const char *gfx, const pit_cuda_variant *v, const
     opts[n++] = "-std=c++17";
     opts[n++] = "-O3";
     pit_cuda_variant_defines(v, defines, sizeof defines);
-    n += split_options(defines, opts + n, MAX_OPTIONS - n);
+    n += pit_cuda_split_options(defines, opts + n, MAX_OPTIONS - n);
     void *prog = NULL;
     int r = pit_hiprtc.CreateProgram(&prog, pit_cuda_kernel_source(v->kind), pit_cuda_kernel_name(v->kind), nh,
                                      hsrc, hname);
