@@ -14,6 +14,7 @@
  */
 #include <math.h>
 
+#include "example_gen.h"
 #include "example_util.h"
 
 enum { HIDDEN = 256, FFN = 512, EXPERTS = 8, TOP_K = 2 };
@@ -27,30 +28,8 @@ static void route(pit_context *ctx, pit_tensor *X, pit_tensor *Wr, int64_t T, in
     EX_CHECK(pit_matmul_dense(ctx, NULL, X, Wr, L));
     double *logit = ex_alloc((size_t)(T * EXPERTS), sizeof(double));
     ex_download(L, logit, (size_t)(T * EXPERTS));
-    for (int64_t t = 0; t < T; t++) {
-        double *l = logit + t * EXPERTS;
-        for (int e = 0; e < EXPERTS; e++)
-            l[e] -= 0.5 * e; /* expert 0 is the most popular, expert 7 the least */
-        int32_t best[TOP_K];
-        for (int j = 0; j < TOP_K; j++) {
-            best[j] = -1;
-            for (int e = 0; e < EXPERTS; e++) {
-                int taken = 0;
-                for (int i = 0; i < j; i++)
-                    taken |= best[i] == e;
-                if (!taken && (best[j] < 0 || l[e] > l[best[j]]))
-                    best[j] = e;
-            }
-        }
-        double sum = 0;
-        for (int j = 0; j < TOP_K; j++)
-            sum += exp(l[best[j]] - l[best[0]]);
-        for (int j = 0; j < TOP_K; j++) {
-            ids[t * TOP_K + j] = best[j];
-            gates[t * TOP_K + j] = exp(l[best[j]] - l[best[0]]) / sum;
-            load[best[j]]++;
-        }
-    }
+    /* expert 0 is the most popular, expert 7 the least */
+    ex_gen_route(logit, T, EXPERTS, TOP_K, 0.5, ids, gates, load);
     free(logit);
     EX_CHECK(pit_tensor_destroy(L));
 }
@@ -130,11 +109,8 @@ int main(int argc, char **argv)
      * capacity at which no token is dropped), one batched GEMM. The gather
      * into Xpad and the gated scatter of Ypad are not timed. */
     double *xpad = ex_alloc((size_t)(E * cap * H), sizeof(double));
-    int64_t fill[EXPERTS] = {0};
-    for (int64_t i = 0; i < T * K; i++) {
-        int32_t e = ids[i];
-        memcpy(xpad + (e * cap + fill[e]++) * H, x + (i / K) * H, (size_t)H * sizeof(double));
-    }
+    int64_t fill[EXPERTS];
+    ex_gen_pad_by_expert(x, ids, T, TOP_K, H, EXPERTS, cap, fill, xpad);
     r.Xpad = ex_tensor(ctx, PIT_F32, 3, (int64_t[]){E, cap, H});
     r.Ypad = ex_tensor(ctx, PIT_F32, 3, (int64_t[]){E, cap, N});
     ex_upload(r.Xpad, xpad, (size_t)(E * cap * H));

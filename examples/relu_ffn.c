@@ -15,6 +15,7 @@
  */
 #include <math.h>
 
+#include "example_gen.h"
 #include "example_util.h"
 
 enum { MODEL = 256, FFN = 1024, PASSAGE = 64 };
@@ -54,23 +55,8 @@ int main(int argc, char **argv)
     double *w1 = ex_alloc((size_t)(D * F), sizeof(double));
     double *w2 = ex_alloc((size_t)(F * D), sizeof(double));
     double *ctxv = ex_alloc((size_t)D, sizeof(double));
-    /* X: per passage a context vector, per token a small variation; the last
-     * feature is the constant 1 that carries the neurons' bias. */
-    for (int64_t t = 0; t < T; t++) {
-        if (t % PASSAGE == 0)
-            pit_ref_fill_random(&rng, ctxv, (size_t)D);
-        for (int64_t i = 0; i < D; i++)
-            x[t * D + i] = ctxv[i] + 0.3 * pit_rng_uniform(&rng);
-        x[t * D + D - 1] = 1.0;
-    }
-    /* W1 scaled so that X . W1 has unit variance; bias -1.28 = P(fire) ~ 10%. */
-    pit_ref_fill_random(&rng, w1, (size_t)(D * F));
-    pit_ref_fill_random(&rng, w2, (size_t)(F * D));
-    double s1 = sqrt(3.0 / ((1.0 / 3.0 + 0.03) * (double)D));
-    for (int64_t i = 0; i < D * F; i++)
-        w1[i] = i >= (D - 1) * F ? -1.28 : w1[i] * s1;
-    for (int64_t i = 0; i < F * D; i++)
-        w2[i] /= sqrt((double)F * 0.1);
+    ex_gen_ffn_tokens(&rng, T, D, PASSAGE, ctxv, x);
+    ex_gen_ffn_weights(&rng, D, F, D, w1, w2);
 
     ffn_run r = {.ctx = ctx};
     r.X = ex_tensor(ctx, PIT_F32, 2, (int64_t[]){T, D});

@@ -14,13 +14,15 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: pit bench [--suite matmul|convert|select|all] [--quick] [--size N]\n"
+            "usage: pit bench [--suite matmul|convert|select|layers|all] [--quick] [--size N]\n"
             "                 [--dtype f32,f16,bf16] [--repeats R] [--json FILE] [--plot FILE.png]\n"
             "                 [--explain]\n"
             "  matmul   M=N=K sparse matmul, micro-tiles 32x1, 1x64, 32x64 at sparsity\n"
             "           0.5/0.9/0.95/0.99, against dense, the vendor sparse library and the floor\n"
             "  convert  detection+index against the vendor's dense->sparse conversion\n"
             "  select   host cost of a selection and the cost model's accuracy\n"
+            "  layers   MoE, sparse attention and ReLU FFN layers (pit's operator) against\n"
+            "           the dense way of computing each layer\n"
             "On a CPU device the default is --quick (size 256).\n");
 }
 
@@ -86,6 +88,38 @@ pit_status bench_time(pit_context *ctx, const bench_opts *o, bench_fn fn, void *
     }
     free(ms);
     return s;
+}
+
+pit_status bench_upload(pit_tensor *t, pit_dtype dt, const double *x, size_t n)
+{
+    void *buf = malloc(n * pit_dtype_size(dt));
+    if (!buf)
+        return PIT_ERR_OUT_OF_MEMORY;
+    pit_ref_from_double(dt, x, n, buf);
+    pit_status s = pit_tensor_upload(t, NULL, buf, n * pit_dtype_size(dt));
+    free(buf);
+    return s;
+}
+
+pit_status bench_download(const pit_tensor *t, pit_dtype dt, double *x, size_t n)
+{
+    void *buf = malloc(n * pit_dtype_size(dt));
+    if (!buf)
+        return PIT_ERR_OUT_OF_MEMORY;
+    pit_status s = pit_tensor_download(t, NULL, buf, n * pit_dtype_size(dt));
+    if (s == PIT_SUCCESS)
+        pit_ref_to_double(dt, buf, n, x);
+    free(buf);
+    return s;
+}
+
+void bench_round(pit_dtype dt, double *x, size_t n)
+{
+    uint32_t tmp;
+    for (size_t i = 0; i < n; i++) {
+        pit_ref_from_double(dt, &x[i], 1, &tmp);
+        pit_ref_to_double(dt, &tmp, 1, &x[i]);
+    }
 }
 
 static int parse_dtypes(const char *list, int *mask)
@@ -205,6 +239,10 @@ int pit_cmd_bench(int argc, char **argv)
     }
     if (all || !strcmp(o.suite, "select")) {
         rc |= bench_select_suite(ctx, &o, json);
+        ran = 1;
+    }
+    if (all || !strcmp(o.suite, "layers")) {
+        rc |= bench_layers_suite(ctx, &o, json);
         ran = 1;
     }
     if (json) {

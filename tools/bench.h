@@ -36,8 +36,15 @@ typedef pit_status (*bench_fn)(void *arg, int i);
 pit_status bench_time(pit_context *ctx, const bench_opts *o, bench_fn fn, void *arg, double *median_ms,
                       double *spread);
 
+/* Host <-> device copies of data kept as doubles on the host, stored as dt. */
+pit_status bench_upload(pit_tensor *t, pit_dtype dt, const double *x, size_t n);
+pit_status bench_download(const pit_tensor *t, pit_dtype dt, double *x, size_t n);
+/* Rounds x through dt in place, so a reference sees what the device sees. */
+void bench_round(pit_dtype dt, double *x, size_t n);
+
 int bench_matmul_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 int bench_convert_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 int bench_select_suite(pit_context *ctx, const bench_opts *o, FILE *json);
+int bench_layers_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 
 #endif

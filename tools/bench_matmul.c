@@ -51,17 +51,6 @@ static pit_status run_dense(void *arg, int i)
     return pit_matmul_dense(in->ctx, NULL, in->A[i % in->sets], in->B[i % in->sets], in->C);
 }
 
-static pit_status upload_doubles(pit_tensor *t, pit_dtype dt, const double *x, size_t n)
-{
-    void *buf = malloc(n * pit_dtype_size(dt));
-    if (!buf)
-        return PIT_ERR_OUT_OF_MEMORY;
-    pit_ref_from_double(dt, x, n, buf);
-    pit_status s = pit_tensor_upload(t, NULL, buf, n * pit_dtype_size(dt));
-    free(buf);
-    return s;
-}
-
 /* Checks sampled rows of C against the double reference (a full 4096^3
  * reference would take minutes on the host). */
 static double check_rows(pit_tensor *C, pit_dtype dt, const double *a, const double *b, int64_t n,
@@ -124,9 +113,9 @@ static pit_status make_inputs(mm_inputs *in, pit_dtype dt, int64_t n, const gran
         if (s == PIT_SUCCESS)
             s = pit_tensor_create(in->ctx, dt, 2, shape, &in->B[i]);
         if (s == PIT_SUCCESS)
-            s = upload_doubles(in->A[i], dt, a, cnt);
+            s = bench_upload(in->A[i], dt, a, cnt);
         if (s == PIT_SUCCESS)
-            s = upload_doubles(in->B[i], dt, b, cnt);
+            s = bench_upload(in->B[i], dt, b, cnt);
         if (i == 0) {
             *a0 = a;
             *b0 = b;
@@ -137,15 +126,6 @@ static pit_status make_inputs(mm_inputs *in, pit_dtype dt, int64_t n, const gran
         }
     }
     return s;
-}
-
-static void round_through(pit_dtype dt, double *x, size_t n)
-{
-    uint32_t tmp;
-    for (size_t i = 0; i < n; i++) {
-        pit_ref_from_double(dt, &x[i], 1, &tmp);
-        pit_ref_to_double(dt, &tmp, 1, &x[i]);
-    }
 }
 
 static pit_status measure_point(pit_context *ctx, const bench_opts *o, pit_dtype dt, const gran *g,
@@ -163,8 +143,8 @@ static pit_status measure_point(pit_context *ctx, const bench_opts *o, pit_dtype
     if (s == PIT_SUCCESS) {
         s = run_pit(&in, 0);
         if (s == PIT_SUCCESS) {
-            round_through(dt, a0, (size_t)(n * n));
-            round_through(dt, b0, (size_t)(n * n));
+            bench_round(dt, a0, (size_t)(n * n));
+            bench_round(dt, b0, (size_t)(n * n));
             r->err = check_rows(in.C, dt, a0, b0, n, n);
             r->checked_ok = r->err <= pit_ref_tolerance(dt);
         }
