@@ -12,11 +12,10 @@
 
 /* One JIT-compiled kernel, cached per context. */
 typedef struct pit_cuda_kernel {
-    char *key; /* kernel name + defines */
+    pit_kernel_link link; /* first: key (name + defines) and the context's list */
     CUmodule module;
     CUfunction fn;
     int smem_bytes; /* dynamic shared memory the kernel needs */
-    struct pit_cuda_kernel *next;
 } pit_cuda_kernel;
 
 typedef struct pit_cuda_ctx {
@@ -27,7 +26,7 @@ typedef struct pit_cuda_ctx {
     int sm_count;
     int smem_optin; /* max dynamic shared memory per block */
     pthread_mutex_t lock; /* guards kernels and blas */
-    pit_cuda_kernel *kernels;
+    pit_kernel_link *kernels;
     void *blas; /* cublasHandle_t, created on first dense call */
     void *sparse; /* cusparseHandle_t, created on first baseline call (cuda_baselines.c) */
 } pit_cuda_ctx;

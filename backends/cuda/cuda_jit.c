@@ -117,17 +117,16 @@ static pit_status load_kernel(pit_cuda_ctx *c, const pit_cuda_variant *v, const 
     return PIT_SUCCESS;
 }
 
-static pit_status build_kernel(pit_cuda_ctx *c, const pit_cuda_variant *v, const char *key, pit_cuda_kernel **out)
+static pit_status build_kernel(void *ctx, const pit_cuda_variant *v, const char *key, pit_kernel_link **out)
 {
+    (void)key;
+    pit_cuda_ctx *c = ctx;
     char *cubin = NULL;
     size_t size = 0;
     pit_status st = cubin_for(c, v, &cubin, &size);
     if (st != PIT_SUCCESS) return st;
     pit_cuda_kernel *k = calloc(1, sizeof *k);
-    char *key_copy = strdup(key);
-    if (!k || !key_copy) {
-        free(k);
-        free(key_copy);
+    if (!k) {
         free(cubin);
         return pit_cuda_host->error(PIT_ERR_OUT_OF_MEMORY, "cuda: out of host memory for a kernel");
     }
@@ -136,50 +135,31 @@ static pit_status build_kernel(pit_cuda_ctx *c, const pit_cuda_variant *v, const
     if (st != PIT_SUCCESS) {
         if (k->module) pit_cu.ModuleUnload(k->module);
         free(k);
-        free(key_copy);
         return st;
     }
-    k->key = key_copy;
-    *out = k;
+    *out = &k->link;
     return PIT_SUCCESS;
+}
+
+static void release_kernel(pit_kernel_link *l)
+{
+    pit_cuda_kernel *k = (pit_cuda_kernel *)l; /* link is the first member */
+    pit_cu.ModuleUnload(k->module);
+    free(k);
 }
 
 pit_status pit_cuda_get_kernel(pit_cuda_ctx *c, const pit_cuda_variant *v, pit_cuda_kernel **out)
 {
-    char key[600], defines[512];
-    snprintf(key, sizeof key, "%s %s", pit_cuda_kernel_name(v->kind),
-             pit_cuda_variant_defines(v, defines, sizeof defines));
-    pthread_mutex_lock(&c->lock);
-    for (pit_cuda_kernel *k = c->kernels; k; k = k->next) {
-        if (!strcmp(k->key, key)) {
-            pthread_mutex_unlock(&c->lock);
-            *out = k;
-            return PIT_SUCCESS;
-        }
-    }
-    /* compiled under the lock: two threads never build the same kernel */
-    pit_cuda_kernel *k = NULL;
-    pit_status st = build_kernel(c, v, key, &k);
-    if (st == PIT_SUCCESS) {
-        k->next = c->kernels;
-        c->kernels = k;
-        *out = k;
-    }
-    pthread_mutex_unlock(&c->lock);
+    pit_kernel_link *l = NULL;
+    pit_status st = pit_kernel_cache_get(pit_cuda_host, &c->lock, &c->kernels, c, v, build_kernel,
+                                         release_kernel, &l);
+    *out = (pit_cuda_kernel *)l;
     return st;
 }
 
 void pit_cuda_free_kernels(pit_cuda_ctx *c)
 {
-    pit_cuda_kernel *k = c->kernels;
-    while (k) {
-        pit_cuda_kernel *next = k->next;
-        pit_cu.ModuleUnload(k->module);
-        free(k->key);
-        free(k);
-        k = next;
-    }
-    c->kernels = NULL;
+    pit_kernel_cache_clear(&c->kernels, release_kernel);
 }
 
 pit_status pit_cuda_launch(const pit_cuda_kernel *k, CUstream s, unsigned gx, unsigned gy, unsigned gz,

@@ -5,6 +5,7 @@
 #include "cuda_kernels.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_model.h"
@@ -295,4 +296,47 @@ int pit_cuda_split_options(char *defines, const char **opts, int max)
         while (*p && *p != ' ') ++p;
     }
     return n;
+}
+
+pit_status pit_kernel_cache_get(const pit_host *host, pthread_mutex_t *lock,
+                                pit_kernel_link **head, void *ctx, const pit_cuda_variant *v,
+                                pit_kernel_build_fn build, pit_kernel_release_fn release,
+                                pit_kernel_link **out)
+{
+    char key[600], defines[512];
+    snprintf(key, sizeof key, "%s %s", pit_cuda_kernel_name(v->kind),
+             pit_cuda_variant_defines(v, defines, sizeof defines));
+    pthread_mutex_lock(lock);
+    for (pit_kernel_link *k = *head; k; k = k->next) {
+        if (!strcmp(k->key, key)) {
+            pthread_mutex_unlock(lock);
+            *out = k;
+            return PIT_SUCCESS;
+        }
+    }
+    pit_kernel_link *k = NULL;
+    pit_status st = build(ctx, v, key, &k);
+    if (st == PIT_SUCCESS && !(k->key = strdup(key))) {
+        release(k);
+        st = host->error(PIT_ERR_OUT_OF_MEMORY, "out of host memory for kernel %s", key);
+    }
+    if (st == PIT_SUCCESS) {
+        k->next = *head;
+        *head = k;
+        *out = k;
+    }
+    pthread_mutex_unlock(lock);
+    return st;
+}
+
+void pit_kernel_cache_clear(pit_kernel_link **head, pit_kernel_release_fn release)
+{
+    pit_kernel_link *k = *head;
+    while (k) {
+        pit_kernel_link *next = k->next;
+        free(k->key);
+        release(k);
+        k = next;
+    }
+    *head = NULL;
 }

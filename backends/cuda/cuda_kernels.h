@@ -7,6 +7,7 @@
 #ifndef PIT_CUDA_KERNELS_H
 #define PIT_CUDA_KERNELS_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "backend.h"
@@ -75,5 +76,28 @@ int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user);
  * place (no strtok: the checker compiles from several threads). Shared by
  * NVRTC (CUDA) and hiprtc (HIP). Returns the number of options. */
 int pit_cuda_split_options(char *defines, const char **opts, int max);
+
+/* The per-context list of loaded kernels, keyed by kernel name + defines,
+ * shared by the CUDA and HIP plug-ins: each vendor's kernel struct starts
+ * with a pit_kernel_link. */
+typedef struct pit_kernel_link {
+    char *key;
+    struct pit_kernel_link *next;
+} pit_kernel_link;
+
+/* Builds (compiles or loads) the kernel of v named key; the cache fills in
+ * the link. */
+typedef pit_status (*pit_kernel_build_fn)(void *ctx, const pit_cuda_variant *v, const char *key,
+                                          pit_kernel_link **out);
+/* Releases a vendor kernel (module and struct); the cache frees the key. */
+typedef void (*pit_kernel_release_fn)(pit_kernel_link *k);
+
+/* The cached kernel of v, built under the lock on first use so two threads
+ * never build the same kernel. */
+pit_status pit_kernel_cache_get(const pit_host *host, pthread_mutex_t *lock,
+                                pit_kernel_link **head, void *ctx, const pit_cuda_variant *v,
+                                pit_kernel_build_fn build, pit_kernel_release_fn release,
+                                pit_kernel_link **out);
+void pit_kernel_cache_clear(pit_kernel_link **head, pit_kernel_release_fn release);
 
 #endif /* PIT_CUDA_KERNELS_H */

@@ -12,11 +12,10 @@
 
 /* One loaded kernel, cached per context. */
 typedef struct pit_hip_kernel {
-    char *key; /* kernel name + defines, as the variant table writes them */
+    pit_kernel_link link; /* first: key (name + defines) and the context's list */
     hipModule_t module;
     hipFunction_t fn;
     int smem_bytes; /* dynamic shared memory (LDS) the kernel needs */
-    struct pit_hip_kernel *next;
 } pit_hip_kernel;
 
 typedef struct pit_hip_ctx {
@@ -30,7 +29,7 @@ typedef struct pit_hip_ctx {
     int sm_count;   /* compute units (the shared code sizes grids by it) */
     int smem_max;   /* LDS bytes per work-group */
     pthread_mutex_t lock; /* guards kernels and blas */
-    pit_hip_kernel *kernels;
+    pit_kernel_link *kernels;
     void *blas;     /* rocblas_handle, created on first dense call */
 } pit_hip_ctx;
 

@@ -42,8 +42,9 @@ static pit_status load_kernel(const pit_hip_ctx *c, const pit_cuda_variant *v, c
     return PIT_SUCCESS;
 }
 
-static pit_status build_kernel(pit_hip_ctx *c, const pit_cuda_variant *v, const char *key, pit_hip_kernel **out)
+static pit_status build_kernel(void *ctx, const pit_cuda_variant *v, const char *key, pit_kernel_link **out)
 {
+    pit_hip_ctx *c = ctx;
     const pit_hip_code_object *co = builtin(c->gfx, key);
     char *code = NULL;
     if (co) {
@@ -58,9 +59,8 @@ static pit_status build_kernel(pit_hip_ctx *c, const pit_cuda_variant *v, const 
         if (st != PIT_SUCCESS) return st;
     }
     pit_hip_kernel *k = calloc(1, sizeof *k);
-    char *key_copy = strdup(key);
     pit_status st = PIT_SUCCESS;
-    if (!k || !key_copy)
+    if (!k)
         st = pit_hip_host->error(PIT_ERR_OUT_OF_MEMORY, "hip: out of host memory for a kernel");
     else
         st = load_kernel(c, v, co ? (const void *)co->data : (const void *)code, k);
@@ -68,50 +68,31 @@ static pit_status build_kernel(pit_hip_ctx *c, const pit_cuda_variant *v, const 
     if (st != PIT_SUCCESS) {
         if (k && k->module) pit_hip.ModuleUnload(k->module);
         free(k);
-        free(key_copy);
         return st;
     }
-    k->key = key_copy;
-    *out = k;
+    *out = &k->link;
     return PIT_SUCCESS;
+}
+
+static void release_kernel(pit_kernel_link *l)
+{
+    pit_hip_kernel *k = (pit_hip_kernel *)l; /* link is the first member */
+    pit_hip.ModuleUnload(k->module);
+    free(k);
 }
 
 pit_status pit_hip_get_kernel(pit_hip_ctx *c, const pit_cuda_variant *v, pit_hip_kernel **out)
 {
-    char key[600], defines[512];
-    snprintf(key, sizeof key, "%s %s", pit_cuda_kernel_name(v->kind),
-             pit_cuda_variant_defines(v, defines, sizeof defines));
-    pthread_mutex_lock(&c->lock);
-    for (pit_hip_kernel *k = c->kernels; k; k = k->next) {
-        if (!strcmp(k->key, key)) {
-            pthread_mutex_unlock(&c->lock);
-            *out = k;
-            return PIT_SUCCESS;
-        }
-    }
-    /* built under the lock: two threads never build the same kernel */
-    pit_hip_kernel *k = NULL;
-    pit_status st = build_kernel(c, v, key, &k);
-    if (st == PIT_SUCCESS) {
-        k->next = c->kernels;
-        c->kernels = k;
-        *out = k;
-    }
-    pthread_mutex_unlock(&c->lock);
+    pit_kernel_link *l = NULL;
+    pit_status st = pit_kernel_cache_get(pit_hip_host, &c->lock, &c->kernels, c, v, build_kernel,
+                                         release_kernel, &l);
+    *out = (pit_hip_kernel *)l;
     return st;
 }
 
 void pit_hip_free_kernels(pit_hip_ctx *c)
 {
-    pit_hip_kernel *k = c->kernels;
-    while (k) {
-        pit_hip_kernel *next = k->next;
-        pit_hip.ModuleUnload(k->module);
-        free(k->key);
-        free(k);
-        k = next;
-    }
-    c->kernels = NULL;
+    pit_kernel_cache_clear(&c->kernels, release_kernel);
 }
 
 pit_status pit_hip_launch(const pit_hip_kernel *k, hipStream_t s, unsigned gx, unsigned gy, unsigned gz,
