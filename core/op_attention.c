@@ -108,21 +108,12 @@ static pit_status compose(pit_context *ctx, void *bs, const pit_index *idx, int3
     return PIT_SUCCESS;
 }
 
-PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, const pit_tensor *Q,
-                                        const pit_tensor *K, const pit_tensor *V,
-                                        const pit_tensor *mask, pit_tensor *O, float scale,
-                                        int32_t block, pit_report *report)
+/* Index the mask at block x block and run the three steps (or the fused
+ * kernel) over that index. */
+static pit_status attend(pit_context *ctx, void *bs, const pit_tensor *Q, const pit_tensor *K,
+                         const pit_tensor *V, const pit_tensor *mask, pit_tensor *O, float scale,
+                         int32_t block, int64_t bh, pit_report *report)
 {
-    void *bs;
-    PIT_TRY(ops_begin(ctx, stream, FN, &bs));
-    if (report)
-        memset(report, 0, sizeof *report);
-    PIT_TRY(check_attention(ctx, Q, K, V, mask, O, block));
-    int64_t bh = ops_batch(&Q->d), l = ops_rows(&Q->d);
-    if (bh == 0 || l == 0 || ops_cols(&V->d) == 0)
-        return PIT_SUCCESS;
-    if (block == 0)
-        block = ATTENTION_DEFAULT_BLOCK;
     pit_index idx;
     int32_t max_entries;
     int64_t nonzero;
@@ -140,4 +131,32 @@ PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, co
         return ctx->be->attention_sparse(ctx->bctx, bs, &idx, &q, &k, &v, &mask->d, &o, scale);
     }
     return compose(ctx, bs, &idx, max_entries, Q, K, V, mask, O, scale, report);
+}
+
+PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, const pit_tensor *Q,
+                                        const pit_tensor *K, const pit_tensor *V,
+                                        const pit_tensor *mask, pit_tensor *O, float scale,
+                                        int32_t block, pit_report *report)
+{
+    void *bs;
+    PIT_TRY(ops_begin(ctx, stream, FN, &bs));
+    if (report)
+        memset(report, 0, sizeof *report);
+    PIT_TRY(check_attention(ctx, Q, K, V, mask, O, block));
+    int64_t bh = ops_batch(&Q->d), l = ops_rows(&Q->d);
+    if (bh == 0 || l == 0 || ops_cols(&V->d) == 0)
+        return PIT_SUCCESS;
+    if (block == 0)
+        block = ATTENTION_DEFAULT_BLOCK;
+    /* The block is a micro-tile, not part of the result: a finer index of the
+     * same mask is exact. When the device cannot stage a block this large
+     * (local memory), halve it. */
+    for (;;) {
+        pit_status s = attend(ctx, bs, Q, K, V, mask, O, scale, block, bh, report);
+        if (s != PIT_ERR_UNSUPPORTED || block <= 16)
+            return s;
+        pit_log_debug("%s: block %d refused (%s): trying %d", FN, block, pit_last_error(), block / 2);
+        block /= 2;
+        pit_clear_error();
+    }
 }
