@@ -70,6 +70,7 @@ typedef struct pit_plan {
     size_t counts_bytes;       /* total bytes of all candidates' counts */
     pit_selection sel;
     int have_sel;
+    int dense_calls;           /* calls served dense without detection since the last one */
     double density[PIT_MAX_CANDIDATES]; /* at the last selection */
     uint64_t last_use;
 } pit_plan;

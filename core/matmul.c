@@ -13,6 +13,12 @@
  * last selection: steady workloads skip Algorithm 1 entirely. */
 #define PIT_RESELECT_DENSITY_DELTA 0.02
 
+/* While the selection is the dense GEMM, detection is only re-run every this
+ * many calls: dense is exact whatever the pattern, so skipping detection can
+ * only cost speed (if the operand became sparser meanwhile), never a wrong
+ * result; it removes the detection pass from dense-fallback calls. */
+#define PIT_DENSE_REDETECT_EVERY 8
+
 PIT_API pit_matmul_options pit_matmul_options_default(void)
 {
     pit_matmul_options o;
@@ -243,6 +249,16 @@ static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_ten
                           pit_report *report, call_timer *tm)
 {
     const pit_tensor *X = o->sparse == PIT_SPARSE_A ? A : B;
+    if (!o->fixed_plan && p->have_sel && p->sel.dense && ++p->dense_calls < PIT_DENSE_REDETECT_EVERY) {
+        fill_report(report, p, &p->sel, 1);
+        if (report)
+            snprintf(report->choice, sizeof report->choice, "%.60s (kept, no detection)", p->sel.choice);
+        timer_mark(tm, 2);
+        pit_status s = run_dense(ctx, bs, A, B, C);
+        timer_mark(tm, 3);
+        return s;
+    }
+    p->dense_calls = 0;
     timer_mark(tm, 0);
     PIT_TRY(ctx->be->detect(ctx->bctx, bs, &X->d, p->idx, p->ncands));
     timer_mark(tm, 1);
