@@ -84,6 +84,9 @@ pit_status ocl_program_get(ocl_ctx *c, const char *name, const char *defines,
                            cl_program *out);
 void ocl_programs_release(ocl_ctx *c);
 /* Creates a kernel of a program and checks that its work-group size fits. */
+/* Kernel objects through one process-wide lock (a PoCL 3.1 race). */
+pit_status ocl_kernel_new(cl_program program, const char *kname, cl_kernel *out);
+void ocl_kernel_release(cl_kernel k);
 pit_status ocl_kernel_create(ocl_ctx *c, cl_program program, const char *kname,
                              size_t wg, cl_kernel *out);
 

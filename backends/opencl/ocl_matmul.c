@@ -3,6 +3,7 @@
  * gathered along K or M, and the dense GEMM (CLBlast, or the same tile kernel
  * with the identity gather when CLBlast is absent or the dtype is bf16).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -224,11 +225,8 @@ static pit_status launch_elementwise(cl_program prog, cl_command_queue q, const 
                                      const mm_view *first, const mm_view *second,
                                      const mm_problem *p)
 {
-    cl_int err = CL_SUCCESS;
-    char what[96];
-    snprintf(what, sizeof what, "clCreateKernel(%s)", kname);
-    cl_kernel k = clCreateKernel(prog, kname, &err);
-    OCL_TRY(OCL_CHECK(what, err));
+    cl_kernel k;
+    OCL_TRY(ocl_kernel_new(prog, kname, &k));
     ocl_args a;
     ocl_args_begin(&a, k, kname);
     arg_view(&a, first);
@@ -377,12 +375,19 @@ static pit_status clblast_status(CLBlastStatusCode code, const char *what, const
                            (int)code, file, line);
 }
 
+/* CLBlast's kernel and database caches are process-wide and not safe for
+ * concurrent first use (ASan saw a use-after-free in its database init with
+ * two threads): every CLBlast call in the process goes through this lock.
+ * The calls only enqueue work, so the lock is held briefly once warm. */
+static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* One GEMM of the batch through CLBlast (row-major, offsets in elements). */
 static pit_status clblast_gemm(ocl_ctx *c, ocl_stream *s, const mm_problem *p, int64_t b)
 {
     cl_event ev = NULL;
     CLBlastStatusCode code;
     const char *what;
+    pthread_mutex_lock(&clblast_lock);
     const size_t ao = (size_t)(p->a.off + b * p->a.bs), bo = (size_t)(p->b.off + b * p->b.bs),
                  co = (size_t)(p->c.off + b * p->c.bs);
     if (p->dtype == PIT_F32) {
@@ -399,6 +404,7 @@ static pit_status clblast_gemm(ocl_ctx *c, ocl_stream *s, const mm_problem *p, i
                             (size_t)p->a.ld, p->b.mem, bo, (size_t)p->b.ld, zero, p->c.mem,
                             co, (size_t)p->c.ld, &s->queue, &ev);
     }
+    pthread_mutex_unlock(&clblast_lock);
     (void)c;
     if (ev)
         clReleaseEvent(ev);
@@ -444,6 +450,8 @@ void ocl_dense_release(ocl_ctx *c)
     /* CLBlast's program cache retains our cl_context; without clearing it the
      * context could never be freed. This drops other contexts' entries too,
      * which only costs them a recompilation. */
+    pthread_mutex_lock(&clblast_lock);
     CLBlastClearCache();
+    pthread_mutex_unlock(&clblast_lock);
 #endif
 }

@@ -273,7 +273,7 @@ static pit_status ocl_sddmm(void *bctx, void *stream, const pit_index *idx, cons
     /* Off the listed blocks C is zero: one pass first, then the blocks. */
     pit_status st = zero_tensor(c, s->queue, C);
     if (st != PIT_SUCCESS) {
-        clReleaseKernel(kern);
+        ocl_kernel_release(kern);
         return st;
     }
     mat_view a = mat_of(A), b = mat_of(B), m = mat_of(mask), cv = mat_of(C);

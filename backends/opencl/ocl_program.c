@@ -9,6 +9,7 @@
  * never see half a file; a file whose key or checksum does not match is
  * ignored and rewritten.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,28 @@ static unsigned char *program_binary(cl_program p, size_t *size)
 
 /* ---- building -------------------------------------------------------------------- */
 
+/* PoCL 3.1 races on its process-wide cache of built kernel libraries when
+ * threads build, create or release programs and kernels at once (an
+ * assertion in pocl_release_dlhandle_cache aborted test_threads about 1 run
+ * in 10, also across contexts): those calls go through one process-wide
+ * lock. Enqueues do not. */
+static pthread_mutex_t kernel_object_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static cl_int build_locked(cl_program p, cl_device_id dev, const char *options)
+{
+    pthread_mutex_lock(&kernel_object_lock);
+    cl_int err = clBuildProgram(p, 1, &dev, options, NULL, NULL);
+    pthread_mutex_unlock(&kernel_object_lock);
+    return err;
+}
+
+static void release_program_locked(cl_program p)
+{
+    pthread_mutex_lock(&kernel_object_lock);
+    clReleaseProgram(p);
+    pthread_mutex_unlock(&kernel_object_lock);
+}
+
 /* Turns a failed clBuildProgram into PIT_ERR_COMPILE with the build log. */
 static pit_status build_error(const ocl_ctx *c, cl_program p, cl_int err, const char *name,
                               const char *options)
@@ -192,8 +215,8 @@ static pit_status build_from_binary(ocl_ctx *c, const unsigned char *bin, size_t
                                              &bin_status, &err);
     if (err != CL_SUCCESS || bin_status != CL_SUCCESS)
         return PIT_ERR_COMPILE; /* quietly: the caller recompiles from source */
-    if (clBuildProgram(p, 1, &c->device, options, NULL, NULL) != CL_SUCCESS) {
-        clReleaseProgram(p);
+    if (build_locked(p, c->device, options) != CL_SUCCESS) {
+        release_program_locked(p);
         return PIT_ERR_COMPILE;
     }
     *out = p;
@@ -207,10 +230,10 @@ static pit_status build_from_source(ocl_ctx *c, const char *name, const char *so
     cl_int err = CL_SUCCESS;
     cl_program p = clCreateProgramWithSource(c->context, 2, parts, NULL, &err);
     OCL_TRY(OCL_CHECK("clCreateProgramWithSource", err));
-    err = clBuildProgram(p, 1, &c->device, options, NULL, NULL);
+    err = build_locked(p, c->device, options);
     if (err != CL_SUCCESS) {
         pit_status st = build_error(c, p, err, name, options);
-        clReleaseProgram(p);
+        release_program_locked(p);
         return st;
     }
     *out = p;
@@ -304,7 +327,7 @@ void ocl_programs_release(ocl_ctx *c)
     ocl_program *p = c->programs;
     while (p) {
         ocl_program *next = p->next;
-        clReleaseProgram(p->program);
+        release_program_locked(p->program);
         free(p->key);
         free(p);
         p = next;
@@ -312,14 +335,33 @@ void ocl_programs_release(ocl_ctx *c)
     c->programs = NULL;
 }
 
-pit_status ocl_kernel_create(ocl_ctx *c, cl_program program, const char *kname, size_t wg,
-                             cl_kernel *out)
+
+pit_status ocl_kernel_new(cl_program program, const char *kname, cl_kernel *out)
 {
     cl_int err = CL_SUCCESS;
     char what[128];
     snprintf(what, sizeof what, "clCreateKernel(%s)", kname);
+    pthread_mutex_lock(&kernel_object_lock);
     cl_kernel k = clCreateKernel(program, kname, &err);
+    pthread_mutex_unlock(&kernel_object_lock);
     OCL_TRY(OCL_CHECK(what, err));
+    *out = k;
+    return PIT_SUCCESS;
+}
+
+void ocl_kernel_release(cl_kernel k)
+{
+    pthread_mutex_lock(&kernel_object_lock);
+    clReleaseKernel(k);
+    pthread_mutex_unlock(&kernel_object_lock);
+}
+
+pit_status ocl_kernel_create(ocl_ctx *c, cl_program program, const char *kname, size_t wg,
+                             cl_kernel *out)
+{
+    char what[128];
+    cl_kernel k;
+    OCL_TRY(ocl_kernel_new(program, kname, &k));
     size_t max = 0;
     snprintf(what, sizeof what, "clGetKernelWorkGroupInfo(%s)", kname);
     pit_status st = OCL_CHECK(what, clGetKernelWorkGroupInfo(k, c->device,
@@ -331,7 +373,7 @@ pit_status ocl_kernel_create(ocl_ctx *c, cl_program program, const char *kname, 
                              "allows %zu for this kernel",
                              kname, wg, max);
     if (st != PIT_SUCCESS) {
-        clReleaseKernel(k);
+        ocl_kernel_release(k);
         return st;
     }
     *out = k;
@@ -388,7 +430,7 @@ pit_status ocl_launch(ocl_args *a, cl_command_queue q, cl_uint dims, const size_
     }
 out:
     /* The queue keeps what it needs of an enqueued kernel. */
-    clReleaseKernel(a->kernel);
+    ocl_kernel_release(a->kernel);
     a->kernel = NULL;
     return st;
 }
