@@ -108,6 +108,8 @@ pit_stream *pit_stream_or_default(pit_context *ctx, pit_stream *s);
 int64_t pit_tensor_numel(const pit_tdesc *d);
 /* Bytes from the first to one past the last element, honouring strides. */
 size_t pit_tensor_extent_bytes(const pit_tdesc *d);
+/* Whether two views share bytes of one allocation (output aliasing checks). */
+int pit_tdesc_overlap(const pit_tdesc *a, const pit_tdesc *b);
 /* Validates tensor handle and context; names the argument on failure. */
 pit_status pit_tensor_check(const pit_context *ctx, const pit_tensor *t, const char *name);
 

@@ -34,15 +34,6 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
-static int ranges_overlap(const pit_tdesc *a, const pit_tdesc *b)
-{
-    if (a->mem != b->mem)
-        return 0;
-    size_t a0 = a->offset, a1 = a0 + pit_tensor_extent_bytes(a);
-    size_t b0 = b->offset, b1 = b0 + pit_tensor_extent_bytes(b);
-    return a0 < b1 && b0 < a1 && a1 > a0 && b1 > b0;
-}
-
 /* Shapes: A [..., M, K], B [..., K, N], C [..., M, N]; same batch and dtype. */
 static pit_status check_matmul_operands(pit_context *ctx, const pit_tensor *A, const pit_tensor *B,
                                         const pit_tensor *C, pit_problem *p)
@@ -70,8 +61,8 @@ static pit_status check_matmul_operands(pit_context *ctx, const pit_tensor *A, c
                          r == 3 ? "batched " : "", (long long)m, (long long)k, r == 3 ? "batched " : "",
                          (long long)b->shape[r - 2], (long long)n, r == 3 ? "batched " : "",
                          (long long)c->shape[r - 2], (long long)c->shape[r - 1]);
-    if (ranges_overlap(c, a) || ranges_overlap(c, b))
-        return pit_error(PIT_ERR_ALIASING, "pit_matmul: C overlaps %s", ranges_overlap(c, a) ? "A" : "B");
+    if (pit_tdesc_overlap(c, a) || pit_tdesc_overlap(c, b))
+        return pit_error(PIT_ERR_ALIASING, "pit_matmul: C overlaps %s", pit_tdesc_overlap(c, a) ? "A" : "B");
     if ((a->dtype == PIT_F16 && !ctx->info.has_f16) || (a->dtype == PIT_BF16 && !ctx->info.has_bf16))
         return pit_error(PIT_ERR_UNSUPPORTED, "pit_matmul: %s is not supported on %s device \"%s\"%s",
                          pit_dtype_name(a->dtype), ctx->be->name, ctx->info.name,

@@ -166,15 +166,6 @@ pit_status ops_check_mask(pit_context *ctx, const pit_tensor *mask, const char *
     return ops_check_dim(mask, -1, cols, fn, "mask");
 }
 
-int pit_tdesc_overlap(const pit_tdesc *a, const pit_tdesc *b)
-{
-    if (a->mem != b->mem)
-        return 0;
-    size_t a0 = a->offset, a1 = a0 + pit_tensor_extent_bytes(a);
-    size_t b0 = b->offset, b1 = b0 + pit_tensor_extent_bytes(b);
-    return a1 > a0 && b1 > b0 && a0 < b1 && b0 < a1;
-}
-
 pit_status ops_check_no_overlap(const pit_tensor *out, const pit_tensor *in, const char *fn,
                                 const char *nout, const char *nin)
 {

@@ -42,7 +42,6 @@ pit_status ops_check_dim(const pit_tensor *t, int d, int64_t want, const char *f
 /* PIT_ERR_ALIASING when out's bytes overlap in's. */
 pit_status ops_check_no_overlap(const pit_tensor *out, const pit_tensor *in, const char *fn,
                                 const char *nout, const char *nin);
-int pit_tdesc_overlap(const pit_tdesc *a, const pit_tdesc *b);
 /* Accepts out == in exactly (an in-place call); any other overlap is
  * PIT_ERR_ALIASING. */
 pit_status ops_check_inplace_or_disjoint(const pit_tensor *out, const pit_tensor *in,

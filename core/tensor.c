@@ -44,6 +44,16 @@ size_t pit_tensor_extent_bytes(const pit_tdesc *d)
     return (size_t)(last + 1) * pit_dtype_size(d->dtype);
 }
 
+/* Whether two views share bytes of one allocation (empty views never do). */
+int pit_tdesc_overlap(const pit_tdesc *a, const pit_tdesc *b)
+{
+    if (a->mem != b->mem)
+        return 0;
+    size_t a0 = a->offset, a1 = a0 + pit_tensor_extent_bytes(a);
+    size_t b0 = b->offset, b1 = b0 + pit_tensor_extent_bytes(b);
+    return a1 > a0 && b1 > b0 && a0 < b1 && b0 < a1;
+}
+
 static int is_contiguous(const pit_tdesc *d)
 {
     int64_t expect = 1;

@@ -16,42 +16,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "backend.h"
+#include "test_plugin.h"
 
-#define SKIP 77
 
 /* ---- the host services a plug-in expects -------------------------------- */
-static char last_error[4096];
-static int debug_log;
-
-static pit_status host_error(pit_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-static void host_log(const char *fmt, ...)
-{
-    if (!debug_log) return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "[pit debug] ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-}
-
-static const char *host_cache_dir(void)
-{
-    static char dir[1024];
-    const char *env = getenv("PIT_CACHE_DIR");
-    snprintf(dir, sizeof dir, "%s", env && *env ? env : "/tmp/pit-cache-test");
-    mkdir(dir, 0755);
-    return dir;
-}
 
 static int fail_next_alloc;
 static int host_inject(void)
@@ -690,33 +658,9 @@ static int bench(int64_t n)
 
 int main(int argc, char **argv)
 {
-    const char *plugin = getenv("PIT_CUDA_PLUGIN_PATH");
-    if (!plugin || !*plugin) plugin = PIT_CUDA_PLUGIN;
-    debug_log = getenv("PIT_LOG") && !strcmp(getenv("PIT_LOG"), "debug");
-    void *lib = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        printf("FAIL cannot load %s: %s\n", plugin, dlerror());
-        return 1;
-    }
-    pit_backend_register_fn reg = (pit_backend_register_fn)(uintptr_t)dlsym(lib, PIT_BACKEND_REGISTER_SYMBOL);
-    if (!reg || !(be = reg(&host)) || be->abi_version != PIT_BACKEND_ABI_VERSION) {
-        printf("FAIL %s has no compatible %s\n", plugin, PIT_BACKEND_REGISTER_SYMBOL);
-        return 1;
-    }
-    pit_status st = be->init(&host);
-    if (st == PIT_ERR_NO_DEVICE) {
-        printf("SKIPPED: %s\n", last_error);
-        return SKIP;
-    }
-    CHECK(st);
-    int count = 0;
-    CHECK(be->device_count(&count));
-    if (count < 1) {
-        printf("SKIPPED: no CUDA device\n");
-        return SKIP;
-    }
     pit_device_info info;
-    CHECK(be->device_info(0, &info));
+    int loaded = load_cuda_plugin(&host, &be, &info);
+    if (loaded != 0) return loaded;
     printf("device: %s %s, %s, %d SMs, %.1f GiB, f16 %d bf16 %d, dense %s\n", info.name, info.arch, info.driver_version,
            info.compute_units, (double)info.global_mem_bytes / (1 << 30), info.has_f16, info.has_bf16,
            be->dense_name(NULL));

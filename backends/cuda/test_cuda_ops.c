@@ -18,35 +18,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "backend.h"
+#include "test_plugin.h"
 #include "reference.h"
 
-#define SKIP 77
 
-static char last_error[4096];
-
-static pit_status host_error(pit_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-static void host_log(const char *fmt, ...)
-{
-    (void)fmt;
-}
-
-static const char *host_cache_dir(void)
-{
-    static char dir[1024];
-    const char *env = getenv("PIT_CACHE_DIR");
-    snprintf(dir, sizeof dir, "%s", env && *env ? env : "/tmp/pit-cache-test");
-    mkdir(dir, 0755);
-    return dir;
-}
 
 static int host_inject(void)
 {
@@ -608,32 +583,9 @@ static void bench_moe(void)
 
 int main(int argc, char **argv)
 {
-    const char *plugin = getenv("PIT_CUDA_PLUGIN_PATH");
-    if (!plugin || !*plugin) plugin = PIT_CUDA_PLUGIN;
-    void *lib = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        printf("FAIL cannot load %s: %s\n", plugin, dlerror());
-        return 1;
-    }
-    pit_backend_register_fn reg = (pit_backend_register_fn)(uintptr_t)dlsym(lib, PIT_BACKEND_REGISTER_SYMBOL);
-    if (!reg || !(be = reg(&host)) || be->abi_version != PIT_BACKEND_ABI_VERSION) {
-        printf("FAIL %s has no compatible %s\n", plugin, PIT_BACKEND_REGISTER_SYMBOL);
-        return 1;
-    }
-    pit_status st = be->init(&host);
-    if (st == PIT_ERR_NO_DEVICE) {
-        printf("SKIPPED: %s\n", last_error);
-        return SKIP;
-    }
-    CHECK(st);
-    int count = 0;
-    CHECK(be->device_count(&count));
-    if (count < 1) {
-        printf("SKIPPED: no CUDA device\n");
-        return SKIP;
-    }
     pit_device_info info;
-    CHECK(be->device_info(0, &info));
+    int loaded = load_cuda_plugin(&host, &be, &info);
+    if (loaded != 0) return loaded;
     printf("device: %s %s, %s\n", info.name, info.arch, info.driver_version);
     CHECK(be->context_create(0, &bctx));
     CHECK(be->stream_create(bctx, &stream));

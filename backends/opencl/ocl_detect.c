@@ -125,11 +125,6 @@ static pit_status plan_passes(const ocl_ctx *c, const pit_index *idx, int n,
     return PIT_SUCCESS;
 }
 
-static int dtype_code(pit_dtype t)
-{
-    return t == PIT_F32 ? 0 : t == PIT_F16 ? 1 : t == PIT_BF16 ? 2 : -1;
-}
-
 static pit_status check_detect_args(const pit_tdesc *X, const pit_index *idx, int n)
 {
     if (n < 1 || n > MAX_CANDS)
@@ -138,7 +133,7 @@ static pit_status check_detect_args(const pit_tdesc *X, const pit_index *idx, in
     if (X->rank != 2 && X->rank != 3)
         return ocl_host->error(PIT_ERR_INVALID_ARGUMENT,
                                "opencl detect: rank %d operand (2 or 3 allowed)", X->rank);
-    if (dtype_code(X->dtype) < 0)
+    if (ocl_dtype_code(X->dtype) < 0)
         return ocl_host->error(PIT_ERR_UNSUPPORTED_DTYPE,
                                "opencl detect: dtype %d (f32, f16, bf16 allowed)", X->dtype);
     for (int i = 0; i < n; ++i) {
@@ -173,7 +168,7 @@ static pit_status run_pass(ocl_ctx *c, cl_command_queue q, const pit_tdesc *X,
     char defines[1024];
     int len = snprintf(defines, sizeof defines,
                        "-DDT=%d -DNCAND=%d -DRR=%d -DCW=%d -DNFLAGS=%d -DDWG=%d",
-                       dtype_code(X->dtype), p->n, p->rr, p->cw, p->nflags, dwg);
+                       ocl_dtype_code(X->dtype), p->n, p->rr, p->cw, p->nflags, dwg);
     for (int i = 0; i < MAX_CANDS; ++i) {
         const pit_microtile *t = &idx[p->cand[i < p->n ? i : 0]].tile;
         len += snprintf(defines + len, sizeof defines - (size_t)len,

@@ -84,6 +84,18 @@ pit_status ocl_program_get(ocl_ctx *c, const char *name, const char *defines,
                            cl_program *out);
 void ocl_programs_release(ocl_ctx *c);
 /* Creates a kernel of a program and checks that its work-group size fits. */
+/* The -DDT code every kernel source uses for a storage dtype (-1: none). */
+static inline int ocl_dtype_code(pit_dtype t)
+{
+    return t == PIT_F32 ? 0 : t == PIT_F16 ? 1 : t == PIT_BF16 ? 2 : -1;
+}
+
+/* Bytes of one stored element (f16 and bf16 are 16-bit words). */
+static inline size_t ocl_dtype_bytes(pit_dtype t)
+{
+    return t == PIT_F16 || t == PIT_BF16 ? 2 : 4;
+}
+
 /* Kernel objects through one process-wide lock (a PoCL 3.1 race). */
 pit_status ocl_kernel_new(cl_program program, const char *kname, cl_kernel *out);
 void ocl_kernel_release(cl_kernel k);

@@ -38,21 +38,11 @@ typedef struct mm_config {
     size_t wg;
 } mm_config;
 
-static int dtype_code(pit_dtype t)
-{
-    return t == PIT_F32 ? 0 : t == PIT_F16 ? 1 : t == PIT_BF16 ? 2 : -1;
-}
-
-static size_t dtype_bytes(pit_dtype t)
-{
-    return t == PIT_F32 ? 4 : 2;
-}
-
 static mm_view view_of(const pit_tdesc *t)
 {
     mm_view v;
     v.mem = (cl_mem)t->mem;
-    v.off = (cl_long)(t->offset / dtype_bytes(t->dtype));
+    v.off = (cl_long)(t->offset / ocl_dtype_bytes(t->dtype));
     v.ld = (cl_long)t->strides[t->rank - 2];
     v.bs = t->rank == 3 ? (cl_long)t->strides[0] : 0;
     return v;
@@ -62,7 +52,7 @@ static mm_view view_of(const pit_tdesc *t)
 static pit_status describe_problem(const pit_tdesc *A, const pit_tdesc *B, const pit_tdesc *C,
                                    mm_problem *p)
 {
-    if (dtype_code(A->dtype) < 0 || B->dtype != A->dtype || C->dtype != A->dtype)
+    if (ocl_dtype_code(A->dtype) < 0 || B->dtype != A->dtype || C->dtype != A->dtype)
         return ocl_host->error(PIT_ERR_UNSUPPORTED_DTYPE,
                                "opencl matmul: dtypes %d/%d/%d (one of f32, f16, bf16 for "
                                "all three)",
@@ -177,7 +167,7 @@ static pit_status get_matmul_program(ocl_ctx *c, pit_dtype dtype, const mm_confi
     snprintf(defines, sizeof defines,
              "-DDT=%d -DAXIS=%d -DDENSE=%d -DTM=%d -DTK=%d -DBM=%d -DBN=%d -DBK=%d -DRM=%d "
              "-DRN=%d",
-             dtype_code(dtype), cfg->axis, cfg->dense, cfg->tm, cfg->tk, cfg->bm, cfg->bn,
+             ocl_dtype_code(dtype), cfg->axis, cfg->dense, cfg->tm, cfg->tk, cfg->bm, cfg->bn,
              cfg->bk, cfg->rm, cfg->rn);
     return ocl_program_get(c, "pit_matmul", defines, prog);
 }

@@ -20,11 +20,6 @@
 
 /* ---- programs ------------------------------------------------------------------ */
 
-static int ops_dtype_code(pit_dtype t)
-{
-    return t == PIT_F32 ? 0 : t == PIT_F16 ? 1 : t == PIT_BF16 ? 2 : -1;
-}
-
 /* A configuration of pit_ops.cl: storage dtype, mask word, tile, work-group. */
 typedef struct ops_config {
     pit_dtype dtype;
@@ -42,7 +37,7 @@ static ops_config elementwise_config(pit_dtype dtype)
 static pit_status ops_kernel(ocl_ctx *c, const ops_config *k, const char *kname, size_t wg,
                              cl_kernel *out)
 {
-    if (ops_dtype_code(k->dtype) < 0)
+    if (ocl_dtype_code(k->dtype) < 0)
         return ocl_host->error(PIT_ERR_UNSUPPORTED_DTYPE, "opencl %s: dtype %d (f32, f16, bf16)",
                                kname, (int)k->dtype);
     size_t local = ((size_t)k->bk * (size_t)(k->bm + k->bn) + (size_t)k->bm * (size_t)k->bn +
@@ -54,15 +49,10 @@ static pit_status ops_kernel(ocl_ctx *c, const ops_config *k, const char *kname,
                                c->local_mem);
     char defines[160];
     snprintf(defines, sizeof defines, "-DDT=%d -DMW=%d -DBM=%d -DBN=%d -DBK=%d -DWG=%zu",
-             ops_dtype_code(k->dtype), k->mask_word, k->bm, k->bn, k->bk, k->wg);
+             ocl_dtype_code(k->dtype), k->mask_word, k->bm, k->bn, k->bk, k->wg);
     cl_program prog;
     OCL_TRY(ocl_program_get(c, "pit_ops", defines, &prog));
     return ocl_kernel_create(c, prog, kname, wg, out);
-}
-
-static size_t elem_bytes(pit_dtype t)
-{
-    return t == PIT_F16 || t == PIT_BF16 ? 2 : 4;
 }
 
 /* ---- tensor views ----------------------------------------------------------------- */
@@ -81,7 +71,7 @@ static view4 view4_of(const pit_tdesc *t)
         shape[4 - t->rank + i] = t->shape[i];
         strides[4 - t->rank + i] = t->strides[i];
     }
-    view4 v = {(cl_mem)t->mem, (cl_long)(t->offset / elem_bytes(t->dtype)), strides[0],
+    view4 v = {(cl_mem)t->mem, (cl_long)(t->offset / ocl_dtype_bytes(t->dtype)), strides[0],
                strides[1], strides[2], shape[0], shape[1], shape[2], shape[3]};
     return v;
 }
@@ -95,7 +85,7 @@ typedef struct mat_view {
 
 static mat_view mat_of(const pit_tdesc *t)
 {
-    mat_view v = {(cl_mem)t->mem, (cl_long)(t->offset / elem_bytes(t->dtype)),
+    mat_view v = {(cl_mem)t->mem, (cl_long)(t->offset / ocl_dtype_bytes(t->dtype)),
                   (cl_long)t->strides[t->rank - 2], t->rank == 3 ? (cl_long)t->strides[0] : 0};
     return v;
 }
@@ -419,7 +409,7 @@ static void arg_gates(ocl_args *a, const pit_tdesc *gates)
 static void arg_experts(ocl_args *a, const pit_tdesc *W)
 {
     ocl_arg_mem(a, (cl_mem)W->mem);
-    ocl_arg_long(a, (cl_long)(W->offset / elem_bytes(W->dtype)));
+    ocl_arg_long(a, (cl_long)(W->offset / ocl_dtype_bytes(W->dtype)));
     ocl_arg_long(a, (cl_long)W->strides[1]);
     ocl_arg_long(a, (cl_long)W->strides[0]);
 }
