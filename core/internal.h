@@ -70,7 +70,8 @@ typedef struct pit_plan {
     size_t counts_bytes;       /* total bytes of all candidates' counts */
     pit_selection sel;
     int have_sel;
-    int dense_calls;           /* calls served dense without detection since the last one */
+    int settled_calls;         /* calls since every candidate was last detected */
+    int recheck;               /* the chosen candidate's density moved: detect all next */
     double density[PIT_MAX_CANDIDATES]; /* at the last selection */
     uint64_t last_use;
 } pit_plan;
@@ -123,6 +124,9 @@ void pit_plan_release(pit_context *ctx, pit_plan *p);
 void pit_plans_release(pit_context *ctx);
 /* Frees the operators' cached device buffers (op_util.c). */
 void pit_workspaces_release(pit_context *ctx);
+
+/* Host wall clock, for the report's selection time and pit tune (log.c). */
+double pit_now_us(void);
 
 /* ---- CPU references (reference.c), double accumulation ------------------- */
 #include "reference.h"

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <time.h>
+
 #include "internal.h"
 #include "pit_testing.h"
 
@@ -92,4 +94,11 @@ PIT_API void pit_debug_fail_alloc_after(long n)
 PIT_API long pit_debug_alloc_count(void)
 {
     return atomic_load(&pit_alloc_attempts);
+}
+
+double pit_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }

@@ -13,11 +13,6 @@
  * last selection: steady workloads skip Algorithm 1 entirely. */
 #define PIT_RESELECT_DENSITY_DELTA 0.02
 
-/* While the selection is the dense GEMM, detection is only re-run every this
- * many calls: dense is exact whatever the pattern, so skipping detection can
- * only cost speed (if the operand became sparser meanwhile), never a wrong
- * result; it removes the detection pass from dense-fallback calls. */
-#define PIT_DENSE_REDETECT_EVERY 8
 
 PIT_API pit_matmul_options pit_matmul_options_default(void)
 {
@@ -27,12 +22,6 @@ PIT_API pit_matmul_options pit_matmul_options_default(void)
     return o;
 }
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
 
 /* Shapes: A [..., M, K], B [..., K, N], C [..., M, N]; same batch and dtype. */
 static pit_status check_matmul_operands(pit_context *ctx, const pit_tensor *A, const pit_tensor *B,
@@ -120,15 +109,21 @@ static void timer_release(call_timer *t)
             t->ctx->be->event_destroy(t->ctx->bctx, t->ev[i]);
 }
 
-static pit_status read_counts(pit_context *ctx, void *bs, pit_plan *p, pit_candidate_stats *st)
+/* Reads back the counts of candidates [first, first + n). */
+static pit_status read_counts(pit_context *ctx, void *bs, pit_plan *p, int first, int n,
+                              pit_candidate_stats *st)
 {
-    if (p->counts_block) /* every candidate's counts in one transfer */
+    if (p->counts_block && n == p->ncands) /* every candidate's counts in one transfer */
         PIT_TRY(ctx->be->mem_read(ctx->bctx, bs, p->counts_block, 0, p->host_block, p->counts_bytes));
-    for (int i = 0; i < p->ncands; i++) {
+    for (int i = first; i < first + n; i++) {
         pit_index *x = &p->idx[i];
+        size_t bytes = (size_t)x->groups * sizeof(int32_t);
         if (!p->counts_block)
-            PIT_TRY(ctx->be->mem_read(ctx->bctx, bs, x->counts, 0, p->host_counts[i],
-                                      (size_t)x->groups * sizeof(int32_t)));
+            PIT_TRY(ctx->be->mem_read(ctx->bctx, bs, x->counts, 0, p->host_counts[i], bytes));
+        else if (n != p->ncands)
+            PIT_TRY(ctx->be->mem_read(ctx->bctx, bs, p->counts_block,
+                                      (size_t)((char *)x->counts - (char *)p->counts_block),
+                                      p->host_counts[i], bytes));
         st[i].tile = x->tile;
         st[i].groups = x->groups;
         st[i].groups_per_batch = x->groups_per_batch;
@@ -138,7 +133,8 @@ static pit_status read_counts(pit_context *ctx, void *bs, pit_plan *p, pit_candi
     return PIT_SUCCESS;
 }
 
-static double density_of(const pit_candidate_stats *s, int32_t *max_entries)
+/* Non-zero micro-tiles in all, and in the largest group; returns the density. */
+static double density_of(const pit_candidate_stats *s, int32_t *max_entries, int64_t *nonzero)
 {
     int64_t sum = 0;
     int32_t mx = 0;
@@ -148,8 +144,16 @@ static double density_of(const pit_candidate_stats *s, int32_t *max_entries)
             mx = s->counts[g];
     }
     *max_entries = mx;
+    if (nonzero)
+        *nonzero = sum;
     double total = (double)s->groups * (double)s->capacity;
     return total > 0 ? (double)sum / total : 0.0;
+}
+
+/* The chosen candidate's counts as the kernel's grid needs them. */
+static void take_counts(pit_plan *p, const pit_candidate_stats *s)
+{
+    density_of(s, &p->sel.max_entries, &p->sel.nonzero_tiles);
 }
 
 /* Algorithm 1 when the sparsity moved, else the cached choice with fresh counts. */
@@ -160,7 +164,7 @@ static pit_status choose(pit_context *ctx, pit_plan *p, const pit_candidate_stat
     int32_t mx[PIT_MAX_CANDIDATES];
     int moved = !p->have_sel;
     for (int i = 0; i < p->ncands; i++) {
-        dens[i] = density_of(&st[i], &mx[i]);
+        dens[i] = density_of(&st[i], &mx[i], NULL);
         if (fabs(dens[i] - p->density[i]) > PIT_RESELECT_DENSITY_DELTA)
             moved = 1;
         pit_log_debug("detect: %dx%d axis %s: density %.4f of %d groups x %d, largest group %d",
@@ -169,9 +173,9 @@ static pit_status choose(pit_context *ctx, pit_plan *p, const pit_candidate_stat
     }
     *reselected = moved;
     if (moved) {
-        double t0 = now_us();
+        double t0 = pit_now_us();
         PIT_TRY(pit_select(ctx->db, &p->problem, st, p->ncands, &p->sel));
-        *select_us = now_us() - t0;
+        *select_us = pit_now_us() - t0;
         if (ctx->be->dense_name)
             pit_selection_name_dense(&p->sel, ctx->be->dense_name(ctx->bctx));
         if (p->forced.rows != 0 && p->sel.dense) {
@@ -185,15 +189,23 @@ static pit_status choose(pit_context *ctx, pit_plan *p, const pit_candidate_stat
         memcpy(p->density, dens, sizeof(double) * (size_t)p->ncands);
         p->have_sel = 1;
     }
-    if (!p->sel.dense) {
-        int c = p->sel.candidate;
-        p->sel.max_entries = mx[c];
-        int64_t nz = 0;
-        for (int32_t g = 0; g < st[c].groups; g++)
-            nz += st[c].counts[g];
-        p->sel.nonzero_tiles = nz;
-    }
+    if (!p->sel.dense)
+        take_counts(p, &st[p->sel.candidate]);
     return PIT_SUCCESS;
+}
+
+/* A settled sparse plan detected only its own candidate: its fresh counts
+ * size the kernel; a density that moved makes the next call detect every
+ * candidate, and so select again. */
+static void settled_counts(pit_plan *p, const pit_candidate_stats *s)
+{
+    int32_t mx;
+    double d = density_of(s, &mx, NULL);
+    if (fabs(d - p->density[p->sel.candidate]) > PIT_RESELECT_DENSITY_DELTA)
+        p->recheck = 1;
+    pit_log_debug("detect: %dx%d only (settled plan): density %.4f, largest group %d%s",
+                  s->tile.rows, s->tile.cols, d, mx, p->recheck ? "; moved: every candidate next call" : "");
+    take_counts(p, s);
 }
 
 static void fill_report(pit_report *r, const pit_plan *p, const pit_selection *sel, int dense)
@@ -240,7 +252,14 @@ static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_ten
                           pit_report *report, call_timer *tm)
 {
     const pit_tensor *X = o->sparse == PIT_SPARSE_A ? A : B;
-    if (!o->fixed_plan && p->have_sel && p->sel.dense && ++p->dense_calls < PIT_DENSE_REDETECT_EVERY) {
+    /* A settled plan (select.h, PIT_REDETECT_EVERY): dense skips detection,
+     * sparse detects only its own candidate, until a periodic full look. */
+    int settled = !o->fixed_plan && p->have_sel && !p->recheck &&
+                  ++p->settled_calls < PIT_REDETECT_EVERY;
+    if (!settled)
+        p->settled_calls = 0;
+    p->recheck = 0;
+    if (settled && p->sel.dense) {
         fill_report(report, p, &p->sel, 1);
         if (report)
             snprintf(report->choice, sizeof report->choice, "%.60s (kept, no detection)", p->sel.choice);
@@ -249,9 +268,9 @@ static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_ten
         timer_mark(tm, 3);
         return s;
     }
-    p->dense_calls = 0;
+    int first = settled ? p->sel.candidate : 0, n = settled ? 1 : p->ncands;
     timer_mark(tm, 0);
-    PIT_TRY(ctx->be->detect(ctx->bctx, bs, &X->d, p->idx, p->ncands));
+    PIT_TRY(ctx->be->detect(ctx->bctx, bs, &X->d, &p->idx[first], n));
     timer_mark(tm, 1);
 
     pit_selection sel;
@@ -264,8 +283,11 @@ static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_ten
                  p->idx[0].tile.cols, (int)p->idx[0].tile.axis);
     } else {
         pit_candidate_stats st[PIT_MAX_CANDIDATES];
-        PIT_TRY(read_counts(ctx, bs, p, st));
-        PIT_TRY(choose(ctx, p, st, &select_us, &reselected));
+        PIT_TRY(read_counts(ctx, bs, p, first, n, st));
+        if (settled)
+            settled_counts(p, &st[first]);
+        else
+            PIT_TRY(choose(ctx, p, st, &select_us, &reselected));
         sel = p->sel;
     }
     if (o->tile_bm > 0)
@@ -338,7 +360,7 @@ PIT_API pit_status pit_matmul(pit_context *ctx, pit_stream *stream, const pit_te
     }
 
     call_timer tm = {.on = o.profile, .ctx = ctx, .bs = bs};
-    double t0 = now_us();
+    double t0 = pit_now_us();
     pit_status s;
     if (o.force_dense) {
         timer_mark(&tm, 2);
@@ -363,7 +385,7 @@ PIT_API pit_status pit_matmul(pit_context *ctx, pit_stream *stream, const pit_te
         if (report) {
             report->detect_ms = timer_ms(&tm, 0, 1);
             report->kernel_ms = timer_ms(&tm, 2, 3);
-            report->total_ms = (now_us() - t0) * 1e-3;
+            report->total_ms = (pit_now_us() - t0) * 1e-3;
         }
     }
     timer_release(&tm);

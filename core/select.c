@@ -18,9 +18,21 @@
  *   M     matmul_m  bk == Tk        Tm      bm       ceil(N / bn)
  *   N     matmul_n  bk == Tk        Tn      bn       ceil(M / bm)
  *
- * and the dense GEMM costs batch * ceil(M/bm) ceil(N/bn) ceil(K/bk) tile-steps
- * of its best "dense" entry. us_per_tile is the amortised full-device cost of
- * one tile-step (select.h), so a cost is simply a count times a unit cost.
+ * When the entry was fitted by `pit tune` (us_per_out > 0), the fill, accum
+ * and strided-gather terms are inside its two measured costs instead:
+ *
+ *   compute = tiles * us_per_tile + batch * ceil(M/bm) ceil(N/bn) * us_per_out
+ *
+ * Every sparse option also pays what the call costs around its kernel: the
+ * detection pass over the sparse operand (its "detect" entry, per element;
+ * steady calls detect only the chosen candidate) and the "call" entry (the
+ * read-back of the counts that stalls the stream, the host's selection).
+ *
+ * The dense GEMM costs batch * ceil(M/bm) ceil(N/bn) ceil(K/bk) tile-steps
+ * of its best "dense" entry, plus 1/PIT_REDETECT_EVERY of a detection
+ * and a call (a dense plan re-checks the pattern that often). us_per_tile is
+ * the amortised full-device cost of one tile-step (select.h), so a cost is
+ * simply a count times a unit cost.
  *
  * The sums over groups are the only per-group work: one pass per distinct
  * divisor per candidate (a handful), shifts for powers of two, no allocation.
@@ -182,46 +194,81 @@ static double us_per_byte(const pit_tiledb_entry *v, int n, pit_tile_op op, pit_
     return best;
 }
 
+/* The cheapest entry of op for dt; NULL when the database has none. */
+static const pit_tiledb_entry *cheapest_entry(const pit_tiledb_entry *v, int n, pit_tile_op op,
+                                              pit_dtype dt)
+{
+    const pit_tiledb_entry *best = NULL;
+    for (int i = 0; i < n; i++)
+        if (v[i].op == op && v[i].dtype == dt && (!best || v[i].us_per_tile < best->us_per_tile))
+            best = &v[i];
+    return best;
+}
+
 typedef struct cost_ctx {
     const pit_problem *p;
     double fill_byte;
     double accum_byte;
     double elem;
+    double around_us; /* detection of the sparse operand + the call's read-back */
 } cost_ctx;
+
+/* Elements of the sparse operand the detection reads. */
+static double sparse_elements(const pit_problem *p)
+{
+    double b = (double)(p->batch > 0 ? p->batch : 1);
+    return p->sparse == PIT_SPARSE_B ? b * (double)p->k * (double)p->n
+                                     : b * (double)p->m * (double)p->k;
+}
 
 static cost_ctx make_cost_ctx(const pit_problem *p, const pit_tiledb_entry *v, int n)
 {
     cost_ctx cx = {p, us_per_byte(v, n, PIT_TILE_FILL, p->dtype),
-                   us_per_byte(v, n, PIT_TILE_ACCUM, p->dtype), (double)pit_dtype_size(p->dtype)};
+                   us_per_byte(v, n, PIT_TILE_ACCUM, p->dtype), (double)pit_dtype_size(p->dtype), 0};
     /* The built-in table always has both; guard against a bare database anyway. */
     if (cx.fill_byte <= 0)
         cx.fill_byte = 1e-5; /* 100 GB/s */
     if (cx.accum_byte <= 0)
         cx.accum_byte = 2 * cx.fill_byte;
+    const pit_tiledb_entry *det = cheapest_entry(v, n, PIT_TILE_DETECT, p->dtype);
+    const pit_tiledb_entry *call = cheapest_entry(v, n, PIT_TILE_CALL, p->dtype);
+    if (det)
+        cx.around_us += sparse_elements(p) * det->us_per_tile /
+                        ((double)det->tile.bm * (double)det->tile.bn);
+    if (call)
+        cx.around_us += call->us_per_tile;
     return cx;
 }
 
-static double sparse_cost(const cost_ctx *cx, const pit_microtile *t, const pit_tile *tile,
-                          double us_per_tile, int64_t gathered_tiles, int64_t nonzero,
-                          int64_t groups, int64_t *tiles_out)
+static double sparse_cost(const cost_ctx *cx, const pit_microtile *t, const pit_tiledb_entry *e,
+                          int64_t gathered_tiles, int64_t nonzero, int64_t groups,
+                          int64_t *tiles_out)
 {
     const pit_problem *p = cx->p;
+    const pit_tile *tile = &e->tile;
     int64_t other = other_tiles(p, t, tile);
     int64_t tiles = gathered_tiles * other;
-    double us = (double)tiles * us_per_tile * pit_slow_penalty(t, p->dtype, tile);
+    *tiles_out = tiles;
+    double us = cx->around_us;
     us += ((double)groups + (double)nonzero * (double)other) * INDEX_ENTRY_BYTES * cx->fill_byte;
+    if (e->us_per_out > 0) { /* fitted by pit tune: see the top of this file */
+        double outs = (double)batch_of(p) * (double)ceil_div(p->m, tile->bm) *
+                      (double)ceil_div(p->n, tile->bn);
+        return us + (double)tiles * e->us_per_tile + outs * e->us_per_out;
+    }
+    us += (double)tiles * e->us_per_tile * pit_slow_penalty(t, p->dtype, tile);
     if (t->axis == PIT_AXIS_M || t->axis == PIT_AXIS_N) {
         double c_bytes = (double)batch_of(p) * (double)p->m * (double)p->n * cx->elem;
         double tile_bytes = (double)tile->bm * tile->bn * cx->elem;
         us += c_bytes * cx->fill_byte;
         us += (double)tiles * tile_bytes * cx->accum_byte;
     }
-    *tiles_out = tiles;
     return us;
 }
 
-static option best_dense(const pit_problem *p, const pit_tiledb_entry *v, int n)
+static option best_dense(const cost_ctx *cx, const pit_tiledb_entry *v, int n)
 {
+    const pit_problem *p = cx->p;
     option best = {0};
     for (int i = 0; i < n; i++) {
         if (v[i].op != PIT_TILE_DENSE || v[i].dtype != p->dtype)
@@ -229,7 +276,7 @@ static option best_dense(const pit_problem *p, const pit_tiledb_entry *v, int n)
         const pit_tile *t = &v[i].tile;
         int64_t tiles = batch_of(p) * ceil_div(p->m, t->bm) * ceil_div(p->n, t->bn) *
                         ceil_div(p->k, t->bk);
-        double us = (double)tiles * v[i].us_per_tile;
+        double us = (double)tiles * v[i].us_per_tile + cx->around_us / PIT_REDETECT_EVERY;
         if (!best.valid || us < best.us)
             best = (option){1, &v[i], tiles, us};
     }
@@ -278,8 +325,7 @@ static option best_for_candidate(const cost_ctx *cx, cand_summary *cs, const pit
         if (v[i].op != op || v[i].dtype != cx->p->dtype || !tile_fits(t, &v[i].tile))
             continue;
         int64_t gathered = summary_tiles(cs, gather_divisor(t, &v[i].tile)), tiles;
-        double us = sparse_cost(cx, t, &v[i].tile, v[i].us_per_tile, gathered, cs->nonzero,
-                                cs->st->groups, &tiles);
+        double us = sparse_cost(cx, t, &v[i], gathered, cs->nonzero, cs->st->groups, &tiles);
         if (pit_log_enabled())
             pit_log_debug("select: %c%dx%d tile %dx%dx%d: %lld tiles, %.2f us%s",
                           axis_letter(t->axis), t->rows, t->cols, v[i].tile.bm, v[i].tile.bn,
@@ -366,7 +412,7 @@ pit_status pit_select(const pit_tiledb *db, const pit_problem *problem,
         opts[i] = best_for_candidate(&cx, &cs[i], v, nentries);
         all_zero &= cs[i].nonzero == 0;
     }
-    option dense = best_dense(problem, v, nentries);
+    option dense = best_dense(&cx, v, nentries);
     if (dense.valid)
         pit_log_debug("select: dense GEMM tile %dx%dx%d: %lld tiles, %.2f us", dense.entry->tile.bm,
                       dense.entry->tile.bn, dense.entry->tile.bk, (long long)dense.tiles, dense.us);
@@ -442,8 +488,8 @@ pit_status pit_select_fixed(const pit_tiledb *db, const pit_problem *problem,
             continue;
         int64_t per_group = ceil_div(capacity * gathered_extent(tile),
                                      gather_divisor(tile, &v[i].tile)), tiles;
-        double us = sparse_cost(&cx, tile, &v[i].tile, v[i].us_per_tile, groups * per_group,
-                                groups * capacity, groups, &tiles);
+        double us = sparse_cost(&cx, tile, &v[i], groups * per_group, groups * capacity, groups,
+                                &tiles);
         if (!best.valid || us < best.us)
             best = (option){1, &v[i], tiles, us};
     }

@@ -116,15 +116,29 @@ typedef enum pit_tile_op {
                             *             before an accumulating kernel)        */
     PIT_TILE_ACCUM,        /* "accum":    adding a bm x bn partial tile into C
                             *             with atomics (axis M and N SWrite)    */
+    PIT_TILE_DETECT,       /* "detect":   the detection pass over bm x bn
+                            *             elements of the sparse operand (one
+                            *             candidate; bk is 1)                   */
+    PIT_TILE_CALL,         /* "call":     what a sparse call costs on top of
+                            *             its kernels: the count read-back that
+                            *             stalls the stream, the host-side
+                            *             selection, the extra launches (bm =
+                            *             bn = bk = 1)                          */
     PIT_TILE_OP_COUNT
 } pit_tile_op;
 
 /* One line: `device backend op dtype bm bn bk threads stages tensor_core
- * us_per_tile gflops`. us_per_tile is the device time of ONE tile-step (one
- * bm x bn x bk slab: 2*bm*bn*bk flops) amortised over a full device: a kernel
- * of T tile-steps, T large enough to fill the device, takes T * us_per_tile.
- * gflops = 2*bm*bn*bk / us_per_tile / 1e3 (informational; 0 for fill
- * and accum, whose bk is 1 and whose cost is per bm x bn tile of C). */
+ * us_per_tile gflops [us_per_out]`. us_per_tile is the device time of ONE
+ * tile-step (one bm x bn x bk slab: 2*bm*bn*bk flops) amortised over a full
+ * device: a kernel of T tile-steps, T large enough to fill the device, takes
+ * T * us_per_tile. us_per_out (optional, 0 when absent) is the part of a
+ * sparse kernel that does not shrink with the sparsity, per bm x bn tile of C
+ * (writing C, zeroing it, the pipeline's fill and drain); `pit tune` fits both
+ * from a full and a sparse index, and then us_per_tile already holds the
+ * gather's cost (measured with the narrowest micro-tile). gflops = 2*bm*bn*bk
+ * / us_per_tile / 1e3 (informational; 0 for fill, accum, detect and call,
+ * whose costs are per bm x bn tile of C, per bm x bn elements of the sparse
+ * operand and per call). */
 typedef struct pit_tiledb_entry {
     char device[64];   /* fnmatch glob on the device name, arch or vendor */
     char backend[16];  /* "cuda", "hip", "opencl" or "*"                   */
@@ -133,9 +147,11 @@ typedef struct pit_tiledb_entry {
     pit_tile tile;
     double us_per_tile;
     double gflops;
+    double us_per_out;
 } pit_tiledb_entry;
 
-/* "dense", "matmul_k", "matmul_m", "matmul_n", "fill", "accum"; "?" if invalid. */
+/* "dense", "matmul_k", "matmul_m", "matmul_n", "fill", "accum", "detect", "call";
+ * "?" if invalid. */
 const char *pit_tile_op_name(pit_tile_op op);
 /* The one definition of the cost unit, for `pit tune`: a kernel that ran
  * tile_steps tile-steps (filling the device) in kernel_us. */
@@ -169,6 +185,13 @@ pit_status pit_tiledb_write(const char *path, const pit_tiledb_entry *entries, i
                             const char *header_comment);
 
 /* ---- selection ------------------------------------------------------------ */
+/* How often a settled plan looks at every candidate again. While the choice
+ * is the dense GEMM, detection runs only every this many calls (dense is exact
+ * whatever the pattern, so skipping detection can cost speed, never a wrong
+ * result); while it is a sparse kernel, the calls in between detect only the
+ * chosen candidate (its index is all the kernel needs). Selection costs both. */
+#define PIT_REDETECT_EVERY 8
+
 typedef struct pit_candidate_stats {
     pit_microtile tile;
     int32_t groups;           /* all batches */

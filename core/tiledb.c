@@ -62,6 +62,7 @@ static const char *const op_names[PIT_TILE_OP_COUNT] = {
     [PIT_TILE_DENSE] = "dense",       [PIT_TILE_MATMUL_K] = "matmul_k",
     [PIT_TILE_MATMUL_M] = "matmul_m", [PIT_TILE_MATMUL_N] = "matmul_n",
     [PIT_TILE_FILL] = "fill",         [PIT_TILE_ACCUM] = "accum",
+    [PIT_TILE_DETECT] = "detect",     [PIT_TILE_CALL] = "call",
 };
 
 const char *pit_tile_op_name(pit_tile_op op)
@@ -142,6 +143,10 @@ static int entry_valid(const pit_tiledb_entry *e, char *why, size_t n)
         snprintf(why, n, "gflops must be a number >= 0, got %g", e->gflops);
         return 0;
     }
+    if (!isfinite(e->us_per_out) || e->us_per_out < 0) {
+        snprintf(why, n, "us_per_out must be a number >= 0, got %g", e->us_per_out);
+        return 0;
+    }
     return 1;
 }
 
@@ -199,11 +204,12 @@ static int split_fields(char *line, char **fields, int max)
 
 static int parse_entry(char *line, pit_tiledb_entry *e, char *why, size_t n)
 {
-    char *f[TILEDB_COLUMNS + 1];
-    int nf = split_fields(line, f, TILEDB_COLUMNS);
-    if (nf != TILEDB_COLUMNS) {
-        snprintf(why, n, "expected %d columns (device backend op dtype bm bn bk threads "
-                 "stages tensor_core us_per_tile gflops), found %d", TILEDB_COLUMNS, nf);
+    char *f[TILEDB_COLUMNS + 2];
+    int nf = split_fields(line, f, TILEDB_COLUMNS + 1);
+    if (nf != TILEDB_COLUMNS && nf != TILEDB_COLUMNS + 1) {
+        snprintf(why, n, "expected %d or %d columns (device backend op dtype bm bn bk threads "
+                 "stages tensor_core us_per_tile gflops [us_per_out]), found %d", TILEDB_COLUMNS,
+                 TILEDB_COLUMNS + 1, nf);
         return 0;
     }
     memset(e, 0, sizeof *e);
@@ -211,7 +217,8 @@ static int parse_entry(char *line, pit_tiledb_entry *e, char *why, size_t n)
         !copy_field(e->backend, sizeof e->backend, f[1], "backend", why, n))
         return 0;
     if (!parse_op(f[2], &e->op)) {
-        snprintf(why, n, "unknown op '%s' (dense, matmul_k, matmul_m, matmul_n, fill, accum)", f[2]);
+        snprintf(why, n, "unknown op '%s' (dense, matmul_k, matmul_m, matmul_n, fill, accum, "
+                 "detect, call)", f[2]);
         return 0;
     }
     if (!parse_dtype(f[3], &e->dtype)) {
@@ -226,7 +233,9 @@ static int parse_entry(char *line, pit_tiledb_entry *e, char *why, size_t n)
            parse_int_field(f[8], "stages", &t->stages, why, n) &&
            parse_int_field(f[9], "tensor_core", &t->tensor_core, why, n) &&
            parse_real_field(f[10], "us_per_tile", &e->us_per_tile, why, n) &&
-           parse_real_field(f[11], "gflops", &e->gflops, why, n) && entry_valid(e, why, n);
+           parse_real_field(f[11], "gflops", &e->gflops, why, n) &&
+           (nf == TILEDB_COLUMNS || parse_real_field(f[12], "us_per_out", &e->us_per_out, why, n)) &&
+           entry_valid(e, why, n);
 }
 
 /* ---- entry lists ---------------------------------------------------------- */
@@ -365,7 +374,8 @@ static read_result read_file(pit_tiledb *db, const char *path, const pit_device_
 /* ---- the built-in table ------------------------------------------------- */
 
 /* The last resort, for any device: a generic GPU-like throughput of 1 TFLOP/s
- * at the best tile, 100 GB/s for fill and half that for accum. Only the ratios between entries
+ * at the best tile, 100 GB/s for fill and detection and half that for accum,
+ * 20 us of read-back and launches per sparse call. Only the ratios between entries
  * steer the selection; every micro-tile pit_matmul_candidates proposes finds
  * its tile here (matmul_k bm 16/32/64, matmul_m and matmul_n bk 32/64). */
 typedef struct builtin_shape {
@@ -380,12 +390,15 @@ static const builtin_shape builtin_shapes[] = {
     {PIT_TILE_MATMUL_K, 64, 128, 32, 256}, {PIT_TILE_MATMUL_M, 64, 64, 32, 256},
     {PIT_TILE_MATMUL_M, 64, 64, 64, 256}, {PIT_TILE_MATMUL_N, 64, 64, 32, 256},
     {PIT_TILE_MATMUL_N, 64, 64, 64, 256}, {PIT_TILE_FILL, 64, 64, 1, 256},
-    {PIT_TILE_ACCUM, 64, 64, 1, 256},
+    {PIT_TILE_ACCUM, 64, 64, 1, 256},      {PIT_TILE_DETECT, 1024, 1024, 1, 256},
+    {PIT_TILE_CALL, 1, 1, 1, 1},
 };
 
 #define BUILTIN_GFLOPS 1000.0
 #define BUILTIN_FILL_GBS 100.0
 #define BUILTIN_ACCUM_GBS 50.0 /* an atomic add reads and writes */
+#define BUILTIN_DETECT_GBS 100.0
+#define BUILTIN_CALL_US 20.0    /* a read-back and a few launches */
 
 /* Share of the best throughput a bm x bn tile reaches: its arithmetic
  * intensity bm*bn/(bm+bn) against a saturation constant, 1 at 128 x 128. */
@@ -404,9 +417,15 @@ static void builtin_entry(const builtin_shape *s, pit_dtype dt, pit_tiledb_entry
     e->op = s->op;
     e->dtype = dt;
     e->tile = (pit_tile){s->bm, s->bn, s->bk, s->threads, 1, 0};
-    if (s->op == PIT_TILE_FILL || s->op == PIT_TILE_ACCUM) {
+    if (s->op == PIT_TILE_CALL) {
+        e->us_per_tile = BUILTIN_CALL_US;
+        return;
+    }
+    if (s->op == PIT_TILE_FILL || s->op == PIT_TILE_ACCUM || s->op == PIT_TILE_DETECT) {
         double bytes = (double)s->bm * s->bn * (double)pit_dtype_size(dt);
-        double gbs = s->op == PIT_TILE_FILL ? BUILTIN_FILL_GBS : BUILTIN_ACCUM_GBS;
+        double gbs = s->op == PIT_TILE_FILL     ? BUILTIN_FILL_GBS
+                     : s->op == PIT_TILE_DETECT ? BUILTIN_DETECT_GBS
+                                                : BUILTIN_ACCUM_GBS;
         e->us_per_tile = bytes / (gbs * 1e3);
         return;
     }
@@ -726,9 +745,10 @@ pit_status pit_tiledb_write(const char *path, const pit_tiledb_entry *entries, i
     for (int i = 0; i < n; i++) {
         const pit_tiledb_entry *e = &entries[i];
         const pit_tile *t = &e->tile;
-        fprintf(f, "%-14s %-7s %-9s %-5s %4d %4d %4d %5d %2d %d %-12.6g %.1f\n", e->device,
-                e->backend, op_names[e->op], pit_dtype_name(e->dtype), t->bm, t->bn, t->bk,
-                t->threads, t->stages, t->tensor_core, e->us_per_tile, e->gflops);
+        fprintf(f, "%-14s %-7s %-9s %-5s %4d %4d %4d %5d %2d %d %-12.6g %-10.1f %.6g\n",
+                e->device, e->backend, op_names[e->op], pit_dtype_name(e->dtype), t->bm, t->bn,
+                t->bk, t->threads, t->stages, t->tensor_core, e->us_per_tile, e->gflops,
+                e->us_per_out);
     }
     int failed = ferror(f);
     failed |= fflush(f) != 0;

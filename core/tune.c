@@ -4,8 +4,18 @@
  *
  * us_per_tile is measured the way the database defines it: a kernel of T
  * tile-steps (bm x bn x bk each) that fills the device takes T * us_per_tile.
- * Sparse tiles are timed through the real fused kernels with a full index
- * (every micro-tile non-zero), so SRead/SWrite costs are in the figure.
+ * Sparse tiles are timed through the real fused kernels, with the narrowest
+ * micro-tile of their gather (bm x 1 along K, 1 x bk along M), on two indices
+ * built on the host: a full one and a random one with 1/TUNE_SPARSE_FRACTION
+ * of the micro-tiles. The two times fit
+ *
+ *   time = tile_steps * us_per_tile + tiles_of_C * us_per_out
+ *
+ * so a sparse kernel's fixed part (writing or zeroing C, pipeline fill) is
+ * not spread over its tile-steps, and the gather of scattered micro-tiles is
+ * in us_per_tile. "detect" is one detection pass over a random operand,
+ * "call" the wall time of a small detection plus the read-back of its counts
+ * (the stall a sparse call pays before its kernel can be sized).
  */
 #include <fnmatch.h>
 #include <stdio.h>
@@ -13,6 +23,9 @@
 #include <string.h>
 
 #include "internal.h"
+
+#define TUNE_SPARSE_FRACTION 8
+#define TUNE_DETECT_SIDE_FACTOR 2 /* detection is timed on a larger operand */
 
 typedef struct tune_problem {
     pit_context *ctx;
@@ -70,8 +83,15 @@ static pit_status make_matrix(pit_context *ctx, void *bs, pit_dtype dt, int64_t 
     return s;
 }
 
-/* A problem whose sides are multiples of the tile, and a full index for the
- * sparse kernels (micro-tile = one tile-step's share of A). */
+/* The micro-tile a sparse entry is timed with: one tile-step's share of A
+ * along the gathered axis, one element wide along the other. */
+static pit_microtile tune_microtile(const pit_tiledb_entry *e)
+{
+    return e->op == PIT_TILE_MATMUL_M ? (pit_microtile){1, e->tile.bk, PIT_AXIS_M}
+                                      : (pit_microtile){e->tile.bm, 1, PIT_AXIS_K};
+}
+
+/* A problem whose sides are multiples of the tile, and room for its index. */
 static pit_status make_problem(pit_context *ctx, const pit_tiledb_entry *e, int64_t size,
                                tune_problem *p, pit_rng *rng)
 {
@@ -87,14 +107,47 @@ static pit_status make_problem(pit_context *ctx, const pit_tiledb_entry *e, int6
     if (e->op == PIT_TILE_DENSE)
         return PIT_SUCCESS;
     pit_index *x = &p->idx;
-    x->tile = e->op == PIT_TILE_MATMUL_M ? (pit_microtile){1, t->bk, PIT_AXIS_M}
-                                         : (pit_microtile){t->bm, 1, PIT_AXIS_K};
+    x->tile = tune_microtile(e);
     x->groups_per_batch = x->groups = (int32_t)(x->tile.axis == PIT_AXIS_M ? k / t->bk : m / t->bm);
     x->capacity = (int32_t)(x->tile.axis == PIT_AXIS_M ? m : k);
     PIT_TRY(ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * 4, &x->counts));
     PIT_TRY(ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * (size_t)x->capacity * 4, &x->entries));
-    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, 4, &x->total));
-    return ctx->be->detect(ctx->bctx, p->bs, &p->A, x, 1);
+    return ctx->be->mem_alloc(ctx->bctx, 4, &x->total);
+}
+
+/* Writes an index with `per_group` micro-tiles in every group, a random
+ * ascending subset of the group's (all of them when per_group == capacity),
+ * and returns the tile-steps the kernel then runs. */
+static pit_status write_index(tune_problem *p, const pit_tiledb_entry *e, int32_t per_group,
+                              pit_rng *rng, int64_t *steps)
+{
+    pit_index *x = &p->idx;
+    size_t ng = (size_t)x->groups, cap = (size_t)x->capacity;
+    int32_t *counts = malloc(ng * 4), *entries = malloc(ng * cap * 4);
+    pit_status s = counts && entries ? PIT_SUCCESS : pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tune: host memory");
+    for (size_t g = 0; s == PIT_SUCCESS && g < ng; g++) {
+        int32_t left = per_group, n = 0;
+        for (int32_t i = 0; i < x->capacity && left > 0; i++) /* selection sampling */
+            if ((int64_t)(pit_rng_next(rng) % (uint64_t)(x->capacity - i)) < left) {
+                entries[g * cap + (size_t)n++] = i;
+                left--;
+            }
+        counts[g] = n;
+    }
+    int32_t total = (int32_t)((int64_t)per_group * x->groups);
+    pit_context *ctx = p->ctx;
+    if (s == PIT_SUCCESS)
+        s = ctx->be->mem_write(ctx->bctx, p->bs, x->counts, 0, counts, ng * 4);
+    if (s == PIT_SUCCESS)
+        s = ctx->be->mem_write(ctx->bctx, p->bs, x->entries, 0, entries, ng * cap * 4);
+    if (s == PIT_SUCCESS)
+        s = ctx->be->mem_write(ctx->bctx, p->bs, x->total, 0, &total, 4);
+    free(counts);
+    free(entries);
+    const pit_tile *t = &e->tile;
+    int32_t per_step = x->tile.axis == PIT_AXIS_M ? t->bm : t->bk;
+    *steps = (int64_t)x->groups * ((per_group + per_step - 1) / per_step) * (p->B.shape[1] / t->bn);
+    return s;
 }
 
 static pit_status run_tile(tune_problem *p, const pit_tiledb_entry *e)
@@ -102,6 +155,8 @@ static pit_status run_tile(tune_problem *p, const pit_tiledb_entry *e)
     pit_context *ctx = p->ctx;
     if (e->op == PIT_TILE_DENSE)
         return ctx->be->matmul_dense(ctx->bctx, p->bs, &p->A, &p->B, &p->C);
+    if (e->op == PIT_TILE_DETECT)
+        return ctx->be->detect(ctx->bctx, p->bs, &p->A, &p->idx, 1);
     return ctx->be->matmul_sparse(ctx->bctx, p->bs, &e->tile, &p->idx, p->idx.capacity, 0, &p->A,
                                   &p->B, &p->C);
 }
@@ -141,7 +196,100 @@ static pit_status time_tile(tune_problem *p, const pit_tiledb_entry *e, double *
 
 static int tunable(const pit_tiledb_entry *e)
 {
-    return e->op == PIT_TILE_DENSE || e->op == PIT_TILE_MATMUL_K || e->op == PIT_TILE_MATMUL_M;
+    return e->op == PIT_TILE_DENSE || e->op == PIT_TILE_MATMUL_K || e->op == PIT_TILE_MATMUL_M ||
+           e->op == PIT_TILE_DETECT || e->op == PIT_TILE_CALL;
+}
+
+/* The two-index fit of a sparse entry (see the top of this file). */
+static pit_status time_sparse(tune_problem *p, pit_tiledb_entry *e, pit_rng *rng)
+{
+    int64_t full_steps, sparse_steps;
+    double full_us, sparse_us;
+    int32_t cap = p->idx.capacity, few = cap / TUNE_SPARSE_FRACTION > 0 ? cap / TUNE_SPARSE_FRACTION : 1;
+    PIT_TRY(write_index(p, e, cap, rng, &full_steps));
+    PIT_TRY(time_tile(p, e, &full_us));
+    PIT_TRY(write_index(p, e, few, rng, &sparse_steps));
+    PIT_TRY(time_tile(p, e, &sparse_us));
+    const pit_tile *t = &e->tile;
+    double outs = (double)(p->A.shape[0] / t->bm) * (double)(p->B.shape[1] / t->bn);
+    double per_step = full_steps > sparse_steps
+                          ? (full_us - sparse_us) / (double)(full_steps - sparse_steps) : 0.0;
+    double per_out = (sparse_us - per_step * (double)sparse_steps) / outs;
+    if (!(per_step > 0) || !(per_out > 0)) {
+        /* Noise beyond the fit: everything per tile-step, and a token fixed
+         * part so that selection still treats the entry as fitted. */
+        per_step = pit_tiledb_us_per_tile(full_us, full_steps);
+        per_out = 1e-6;
+    }
+    e->us_per_tile = per_step;
+    e->us_per_out = per_out;
+    return PIT_SUCCESS;
+}
+
+/* One detection pass (one candidate) over a random operand, per bm x bn elements. */
+static pit_status time_detect(pit_context *ctx, pit_tiledb_entry *e, int64_t side, int repeats,
+                              pit_rng *rng)
+{
+    tune_problem p;
+    memset(&p, 0, sizeof p);
+    p.ctx = ctx;
+    p.bs = ctx->default_stream.bs;
+    p.repeats = repeats;
+    pit_index *x = &p.idx;
+    x->tile = (pit_microtile){32, 64, PIT_AXIS_K};
+    x->groups_per_batch = x->groups = (int32_t)((side + 31) / 32);
+    x->capacity = (int32_t)((side + 63) / 64);
+    double us = 0;
+    pit_status s = make_matrix(ctx, p.bs, e->dtype, side, side, rng, &p.A);
+    if (s == PIT_SUCCESS)
+        s = ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * 4, &x->counts);
+    if (s == PIT_SUCCESS)
+        s = ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * (size_t)x->capacity * 4, &x->entries);
+    if (s == PIT_SUCCESS)
+        s = ctx->be->mem_alloc(ctx->bctx, 4, &x->total);
+    if (s == PIT_SUCCESS)
+        s = time_tile(&p, e, &us);
+    if (s == PIT_SUCCESS)
+        e->us_per_tile = us * (double)e->tile.bm * (double)e->tile.bn / ((double)side * (double)side);
+    free_problem(&p);
+    return s;
+}
+
+/* Wall time of a small detection and the read-back of its counts. */
+static pit_status time_call(pit_context *ctx, pit_tiledb_entry *e, int repeats, pit_rng *rng)
+{
+    tune_problem p;
+    memset(&p, 0, sizeof p);
+    p.ctx = ctx;
+    p.bs = ctx->default_stream.bs;
+    pit_index *x = &p.idx;
+    x->tile = (pit_microtile){32, 64, PIT_AXIS_K};
+    x->groups_per_batch = x->groups = 2;
+    x->capacity = 1;
+    int32_t counts[2];
+    double us[32];
+    int n = repeats < 32 ? repeats : 32;
+    pit_status s = make_matrix(ctx, p.bs, e->dtype, 64, 64, rng, &p.A);
+    if (s == PIT_SUCCESS)
+        s = ctx->be->mem_alloc(ctx->bctx, sizeof counts, &x->counts);
+    if (s == PIT_SUCCESS)
+        s = ctx->be->mem_alloc(ctx->bctx, sizeof counts, &x->entries);
+    if (s == PIT_SUCCESS)
+        s = ctx->be->mem_alloc(ctx->bctx, 4, &x->total);
+    for (int i = -1; i < n && s == PIT_SUCCESS; i++) { /* i = -1: warm-up */
+        double t0 = pit_now_us();
+        s = ctx->be->detect(ctx->bctx, p.bs, &p.A, x, 1);
+        if (s == PIT_SUCCESS)
+            s = ctx->be->mem_read(ctx->bctx, p.bs, x->counts, 0, counts, sizeof counts);
+        if (i >= 0)
+            us[i] = pit_now_us() - t0;
+    }
+    if (s == PIT_SUCCESS) {
+        qsort(us, (size_t)n, sizeof us[0], cmp_double);
+        e->us_per_tile = us[n / 2];
+    }
+    free_problem(&p);
+    return s;
 }
 
 /* Measures one entry in place; an entry the backend refuses keeps its shipped
@@ -149,18 +297,26 @@ static int tunable(const pit_tiledb_entry *e)
 static pit_status tune_entry(pit_context *ctx, pit_tiledb_entry *e, int64_t size, int repeats,
                              pit_rng *rng)
 {
+    if (e->op == PIT_TILE_DETECT)
+        return time_detect(ctx, e, size * TUNE_DETECT_SIDE_FACTOR, repeats, rng);
+    if (e->op == PIT_TILE_CALL)
+        return time_call(ctx, e, repeats, rng);
     tune_problem p;
     pit_status s = make_problem(ctx, e, size, &p, rng);
     p.repeats = repeats;
     double us = 0;
-    if (s == PIT_SUCCESS)
+    if (s == PIT_SUCCESS && e->op == PIT_TILE_DENSE) {
         s = time_tile(&p, e, &us);
-    if (s == PIT_SUCCESS) {
-        const pit_tile *t = &e->tile;
-        int64_t steps = (p.A.shape[0] / t->bm) * (p.B.shape[1] / t->bn) * (p.A.shape[1] / t->bk);
-        e->us_per_tile = pit_tiledb_us_per_tile(us, steps);
-        e->gflops = pit_tiledb_gflops(t, e->us_per_tile);
+        if (s == PIT_SUCCESS) {
+            const pit_tile *t = &e->tile;
+            int64_t steps = (p.A.shape[0] / t->bm) * (p.B.shape[1] / t->bn) * (p.A.shape[1] / t->bk);
+            e->us_per_tile = pit_tiledb_us_per_tile(us, steps);
+        }
+    } else if (s == PIT_SUCCESS) {
+        s = time_sparse(&p, e, rng);
     }
+    if (s == PIT_SUCCESS)
+        e->gflops = pit_tiledb_gflops(&e->tile, e->us_per_tile);
     free_problem(&p);
     if (s == PIT_ERR_UNSUPPORTED || s == PIT_ERR_COMPILE) {
         /* A tile this device cannot run (shared memory, work-group size) is

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -338,6 +339,60 @@ static void test_errors(const pit_tiledb *db)
     CHECK(pit_select(db, &p, NULL, 0, &s) == PIT_ERR_UNSUPPORTED);
 }
 
+/* A database of one dense tile, one fitted matmul_k tile, and the costs
+ * around a sparse kernel (detect, call), written for PIT_TILEDB. */
+static pit_tiledb *around_db(double call_us, double detect_us)
+{
+    static const struct { pit_tile_op op; int bm, bn, bk; double us, out; } rows[] = {
+        {PIT_TILE_DENSE, 128, 128, 32, 0.004, 0},   {PIT_TILE_MATMUL_K, 64, 128, 32, 0.005, 0.002},
+        {PIT_TILE_FILL, 64, 64, 1, 0.003, 0},       {PIT_TILE_ACCUM, 64, 64, 1, 0.006, 0},
+        {PIT_TILE_DETECT, 1024, 1024, 1, 0, 0},     {PIT_TILE_CALL, 1, 1, 1, 0, 0},
+    };
+    pit_tiledb_entry v[6];
+    memset(v, 0, sizeof v);
+    for (int i = 0; i < 6; i++) {
+        snprintf(v[i].device, sizeof v[i].device, "sm_90");
+        snprintf(v[i].backend, sizeof v[i].backend, "cuda");
+        v[i].op = rows[i].op;
+        v[i].dtype = PIT_F16;
+        v[i].tile = (pit_tile){rows[i].bm, rows[i].bn, rows[i].bk, 256, 2, 1};
+        v[i].us_per_tile = rows[i].op == PIT_TILE_CALL ? call_us
+                           : rows[i].op == PIT_TILE_DETECT ? detect_us : rows[i].us;
+        v[i].us_per_out = rows[i].out;
+    }
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/pit-test-select-around-%d.tiledb", (int)getpid());
+    CHECK(pit_tiledb_write(path, v, 6, "test_select: around costs") == PIT_SUCCESS);
+    setenv("PIT_TILEDB", path, 1);
+    pit_tiledb *db = open_case(&db_cases[2]);
+    unsetenv("PIT_TILEDB");
+    remove(path);
+    return db;
+}
+
+/* The detection pass and the call's read-back are part of every sparse
+ * option: cheap, 10% of 64x64 blocks goes sparse; dear, the same pattern
+ * goes dense, which pays 1/PIT_REDETECT_EVERY of them. A fitted entry costs
+ * tiles * us_per_tile + tiles of C * us_per_out on top. */
+static void test_around_costs(void)
+{
+    pit_tiledb *cheap = around_db(1.0, 0.01), *dear = around_db(5000.0, 0.01);
+    if (!cheap || !dear)
+        return;
+    pit_selection s = select_on(cheap, &blocks, PIT_F16);
+    CHECK(!s.dense && blocks.st[s.candidate].tile.rows == 64);
+    int64_t outs = (4096 / 64) * (4096 / 128);
+    double kernel = 0.005 * (double)(s.nonzero_tiles * 2 * (4096 / 128)) + 0.002 * (double)outs;
+    CHECK(s.predicted_us > kernel + 1.0 && s.predicted_us < kernel * 1.2 + 2.0); /* + index, detection */
+    pit_selection d = select_on(dear, &blocks, PIT_F16);
+    CHECK(d.dense);
+    double dense_kernel = 0.004 * (double)(32 * 32 * 128);
+    CHECK(d.predicted_us > dense_kernel + 5000.0 / PIT_REDETECT_EVERY - 1e-6);
+    CHECK(d.runner_up_us > 5000.0);
+    pit_tiledb_close(cheap);
+    pit_tiledb_close(dear);
+}
+
 int main(void)
 {
     unsetenv("PIT_TILEDB");
@@ -359,6 +414,7 @@ int main(void)
         test_errors(db);
         pit_tiledb_close(db);
     }
+    test_around_costs();
     free_scenarios();
     if (failures)
         fprintf(stderr, "test_select: %d failure(s)\n", failures);

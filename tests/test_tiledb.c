@@ -185,7 +185,15 @@ static void test_malformed(void)
     char text[2048];
     snprintf(text, sizeof text, "# ok\n%ssm_90* cuda dense f32 128 128 32 256 3 0 0.03\n",
              good_line);
-    check_malformed("column count", text, strlen(text), 3, "gflops), found 11");
+    check_malformed("column count", text, strlen(text), 3, "[us_per_out]), found 11");
+
+    snprintf(text, sizeof text, "%ssm_90* cuda matmul_k f32 32 64 32 128 3 0 0.01 100 -0.5\n",
+             good_line);
+    check_malformed("negative us_per_out", text, strlen(text), 2, "us_per_out must be");
+
+    snprintf(text, sizeof text, "%ssm_90* cuda matmul_k f32 32 64 32 128 3 0 0.01 100 0.002 7\n",
+             good_line);
+    check_malformed("14 columns", text, strlen(text), 2, "found 14");
 
     snprintf(text, sizeof text, "%ssm_90* cuda matmul_k f32 32 64 32 128 3 0 fast 100\n",
              good_line);
@@ -316,6 +324,7 @@ static void test_writer_and_tuned(void)
         entry("sm_90", PIT_TILE_FILL, PIT_F16, 64, 64, 1, 2.5e-3),
     };
     v[2].gflops = 0;
+    v[1].us_per_out = 0.0123; /* a fitted sparse entry round-trips its fixed part */
     CHECK(pit_tiledb_write(tuned, v, 3, "x") == PIT_SUCCESS); /* replaced below */
     CHECK(pit_tiledb_write(tuned, v, 3, "measured by test_tiledb\nsecond line") == PIT_SUCCESS);
     char dir[800];
@@ -333,6 +342,7 @@ static void test_writer_and_tuned(void)
             if (e[i].op == PIT_TILE_MATMUL_K && e[i].dtype == PIT_F32) {
                 found++;
                 CHECK(fabs(e[i].us_per_tile - 0.00491234567) < 1e-8);
+                CHECK(fabs(e[i].us_per_out - 0.0123) < 1e-9);
                 CHECK(e[i].tile.bm == 32 && e[i].tile.bn == 64 && e[i].tile.bk == 32);
                 CHECK(e[i].tile.threads == 256 && e[i].tile.stages == 3);
             }
