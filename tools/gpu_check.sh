@@ -4,7 +4,9 @@
 # CUDA-graph capture, compute-sanitizer, and the benches. Logs and JSON go to
 # $OUT (or ./gpu-out). Carried along: .carry/ with libclblast.so.1 and the
 # DLPack header (the GPU machine lacks both).
-#   usage: bash tools/gpu_check.sh [quick|full]
+#   usage: bash tools/gpu_check.sh [quick|full|model]
+# model: pit tune on CUDA, then the matmul conformance, the select (cost
+# model accuracy) and matmul benches with the freshly tuned database.
 set -uo pipefail
 mode="${1:-full}"
 out="${OUT:-$PWD/gpu-out}"; mkdir -p "$out"
@@ -33,6 +35,14 @@ fi
 export LD_LIBRARY_PATH="$PWD/build-gpu/lib:${LD_LIBRARY_PATH:-}" PIT_TILEDB_DIR="$PWD/tiledb"
 B=build-gpu/bin
 export PIT_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ "$mode" = model ]; then
+  step tune env PIT_BACKEND=cuda $B/pit tune --output "$out/sm90.tiledb"
+  export PIT_TILEDB="$out/sm90.tiledb"
+  step conformance_matmul env PIT_BACKEND=cuda $B/pit conformance --quick --op matmul
+  step bench_select env PIT_BACKEND=cuda $B/pit bench --suite select
+  step bench_matmul env PIT_BACKEND=cuda $B/pit bench --suite matmul --json "$out/matmul.json"
+  echo; cat "$summary"; exit 0
+fi
 # In order of what matters most, so a run cut short still brings back the most.
 step info $B/pit info
 step cuda_graph_capture $B/test_cuda_graph
