@@ -72,11 +72,11 @@ pit_status bench_time(pit_context *ctx, const bench_opts *o, bench_fn fn, void *
     pit_status s = PIT_SUCCESS;
     for (int i = 0; i < o->repeats && s == PIT_SUCCESS; i++) {
         pit_event *e0 = NULL, *e1 = NULL;
-        s = pit_event_record(ctx, NULL, &e0);
+        s = pit_event_record(ctx, o->stream, &e0);
         if (s == PIT_SUCCESS)
             s = fn(arg, i);
         if (s == PIT_SUCCESS)
-            s = pit_event_record(ctx, NULL, &e1);
+            s = pit_event_record(ctx, o->stream, &e1);
         if (s == PIT_SUCCESS)
             s = pit_event_elapsed_ms(e0, e1, &ms[i]);
         pit_event_destroy(e0);

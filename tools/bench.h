@@ -18,6 +18,7 @@ typedef struct bench_opts {
     const char *json_path;
     const char *plot_path;
     const char *suite;
+    pit_stream *stream; /* where bench_time records its events; NULL: default */
 } bench_opts;
 
 /* A JSON writer kept deliberately tiny: objects of numbers and strings. */

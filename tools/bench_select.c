@@ -13,6 +13,7 @@ static const double sparsities[] = {0.5, 0.9, 0.95, 0.99};
 
 typedef struct one_input {
     pit_context *ctx;
+    pit_stream *stream;
     pit_tensor *A, *B, *C;
     pit_matmul_options opt;
     pit_report rep;
@@ -22,7 +23,7 @@ static pit_status run_one(void *arg, int i)
 {
     (void)i;
     one_input *in = arg;
-    return pit_matmul(in->ctx, NULL, in->A, in->B, in->C, &in->opt, &in->rep);
+    return pit_matmul(in->ctx, in->stream, in->A, in->B, in->C, &in->opt, &in->rep);
 }
 
 static pit_status make_one(pit_context *ctx, pit_dtype dt, int64_t n, int tr, int tc, double sp,
@@ -161,6 +162,13 @@ int bench_select_suite(pit_context *ctx, const bench_opts *o, FILE *json)
             one_input in;
             pit_status s = make_one(ctx, dt, o->size, grans[g].tr, grans[g].tc, sparsities[si],
                                     100 + (uint64_t)(g * 4 + si), &in);
+            /* Each point is a new workload: its own stream, so its own plans
+             * (a plan settled on the previous point would keep that point's
+             * choice for up to PIT_REDETECT_EVERY calls, by design). */
+            pit_stream *stream = NULL;
+            if (s == PIT_SUCCESS)
+                s = pit_stream_create(ctx, &stream);
+            in.stream = quiet.stream = stream;
             double auto_ms = 0, spread = 0, best = INFINITY;
             const char *best_name = "?";
             if (s == PIT_SUCCESS) {
@@ -188,6 +196,7 @@ int bench_select_suite(pit_context *ctx, const bench_opts *o, FILE *json)
                 fprintf(stderr, "pit bench select: %s: %s\n", pit_status_string(s), pit_last_error());
                 failed = 1;
                 free_one(&in);
+                pit_stream_destroy(stream);
                 continue;
             }
             if (auto_ms < best)
@@ -204,6 +213,7 @@ int bench_select_suite(pit_context *ctx, const bench_opts *o, FILE *json)
                         grans[g].name, sparsities[si], auto_rep.choice, auto_rep.predicted_us * 1e-3, auto_ms,
                         best_name, best, ok ? "true" : "false");
             free_one(&in);
+            pit_stream_destroy(stream);
         }
     double med = nsel ? bench_median(sel_us, nsel) : 0;
     printf("cost model: best-or-within-10%% at %d of %d points (%.0f%%); selection host time median %.1f us\n",
