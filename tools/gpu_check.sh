@@ -5,8 +5,9 @@
 # $OUT (or ./gpu-out). Carried along: .carry/ with libclblast.so.1 and the
 # DLPack header (the GPU machine lacks both).
 #   usage: bash tools/gpu_check.sh [quick|full|model]
-# model: pit tune on CUDA, then the matmul conformance, the select (cost
-# model accuracy) and matmul benches with the freshly tuned database.
+# model: pit tune on CUDA, then with the freshly tuned database the select
+# (cost model accuracy) and matmul benches, the operator tests and benches,
+# and the CUDA conformance suite.
 set -uo pipefail
 mode="${1:-full}"
 out="${OUT:-$PWD/gpu-out}"; mkdir -p "$out"
@@ -38,9 +39,12 @@ export PIT_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ "$mode" = model ]; then
   step tune env PIT_BACKEND=cuda $B/pit tune --output "$out/sm90.tiledb"
   export PIT_TILEDB="$out/sm90.tiledb"
-  step conformance_matmul env PIT_BACKEND=cuda $B/pit conformance --quick --op matmul
   step bench_select env PIT_BACKEND=cuda $B/pit bench --suite select
-  step bench_matmul env PIT_BACKEND=cuda $B/pit bench --suite matmul --json "$out/matmul.json"
+  step bench_matmul env PIT_BACKEND=cuda $B/pit bench --suite matmul
+  step cuda_ops $B/test_cuda_ops
+  step bench_ops $B/test_cuda_ops --bench
+  step conformance_cuda env PIT_BACKEND=cuda $B/pit conformance
+  rm -f "$out/gpu.txt"  # in summary.txt; only 8 files come back
   echo; cat "$summary"; exit 0
 fi
 # In order of what matters most, so a run cut short still brings back the most.
