@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define PIT_BACKEND_ABI_VERSION 1
+#define PIT_BACKEND_ABI_VERSION 2 /* 2: pit_index.flag_full */
 #define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
 
 /* ---- services core offers to plug-ins --------------------------------- */
@@ -65,7 +65,19 @@ typedef struct pit_tdesc {
  * counts[g] is the number of entries of group g (the per-group statistics the
  * selection reads back); entries[g * capacity + i], i < counts[g], are the
  * entries. For a batch, groups of batch b start at b * groups_per_batch.
- * Detection zeroes counts itself and appends with atomics: no sort. */
+ * Detection zeroes counts itself and appends with atomics: no sort.
+ *
+ * flag_full (set by whoever builds the index, before detect): a request that
+ * detection also mark a micro-tile whose EVERY element is non-zero by writing
+ * its entry as `entry | PIT_ENTRY_FULL`. A micro-tile that sticks out of the
+ * operand (right or bottom edge) is never marked. A backend may honour the
+ * request partly or not at all (OpenCL never marks): "not marked" only means
+ * "check the elements". Consumers of a flag_full index must strip the bit
+ * (entry & ~PIT_ENTRY_FULL); every consumer of an index with flag_full == 0
+ * sees plain entries. Only the fused attention asks for it (core/op_attention.c);
+ * a backend whose attention_sparse hands the index to other kernels must give
+ * them an index without marks (the CUDA backend re-detects, flag off). */
+#define PIT_ENTRY_FULL 0x40000000
 typedef struct pit_index {
     pit_microtile tile;
     int32_t groups;            /* total, all batches */
@@ -74,6 +86,7 @@ typedef struct pit_index {
     void *counts;              /* int32[groups]              (device) */
     void *entries;             /* int32[groups * capacity]   (device) */
     void *total;               /* int32[1]: sum of counts    (device) */
+    int32_t flag_full;         /* 1: mark all-non-zero micro-tiles (above); 0 otherwise */
 } pit_index;
 
 /* ---- a dense computation tile (one line of the tile database) ---------- */
@@ -186,7 +199,10 @@ typedef struct pit_backend {
                                           const pit_tdesc *mask, const pit_tdesc *dX,
                                           float scale);
     /* Fused attention over the block index (optional: when NULL core runs
-     * sddmm -> softmax_sparse -> matmul_sparse with the same index). */
+     * sddmm -> softmax_sparse -> matmul_sparse with the same index). Core
+     * builds idx with flag_full = 1 for it and reads no counts back first:
+     * the backend must accept PIT_ENTRY_FULL marks and groups with no entry
+     * (their rows of O are 0; every group may be empty). */
     pit_status (*attention_sparse)(void *bctx, void *stream, const pit_index *idx,
                                    const pit_tdesc *Q, const pit_tdesc *K, const pit_tdesc *V,
                                    const pit_tdesc *mask, const pit_tdesc *O, float scale);

@@ -108,27 +108,41 @@ static pit_status compose(pit_context *ctx, void *bs, const pit_index *idx, int3
     return PIT_SUCCESS;
 }
 
-/* Index the mask at block x block and run the three steps (or the fused
- * kernel) over that index. */
+/* Index the mask at block x block and run the fused kernel (or the three
+ * steps) over that index. */
 static pit_status attend(pit_context *ctx, void *bs, const pit_tensor *Q, const pit_tensor *K,
                          const pit_tensor *V, const pit_tensor *mask, pit_tensor *O, float scale,
                          int32_t block, int64_t bh, pit_report *report)
 {
     pit_index idx;
+    pit_microtile t = {block, block, PIT_AXIS_K};
+    if (ctx->be->attention_sparse) {
+        /* Fused: the kernel loops over counts[g] itself and writes zero rows
+         * for an empty group (every key masked: O = 0), so nothing is read
+         * back between detection and the kernel. Blocks whose mask is all
+         * non-zero come marked (flag_full) and skip the kernel's mask loads;
+         * only attention_sparse ever sees this index. */
+        PIT_TRY(ops_index_pattern_marked(ctx, bs, "attention", &mask->d, bh, t, 1, &idx));
+        pit_tdesc q = ops_view3(&Q->d, bh), k = ops_view3(&K->d, bh), v = ops_view3(&V->d, bh);
+        pit_tdesc o = ops_view3(&O->d, bh);
+        PIT_TRY(ctx->be->attention_sparse(ctx->bctx, bs, &idx, &q, &k, &v, &mask->d, &o, scale));
+        if (report) {
+            /* after the launch, so the kernel is already queued; this read
+             * waits for it (only calls that ask for a report) */
+            int32_t total = 0;
+            PIT_TRY(ctx->be->mem_read(ctx->bctx, bs, idx.total, 0, &total, sizeof total));
+            ops_report_index(report, &idx, total, ops_index_repeat(&idx, bh), "attention");
+        }
+        return PIT_SUCCESS;
+    }
     int32_t max_entries;
     int64_t nonzero;
-    pit_microtile t = {block, block, PIT_AXIS_K};
     PIT_TRY(ops_index_pattern(ctx, bs, "attention", &mask->d, bh, t, &idx));
     PIT_TRY(ops_index_stats(ctx, bs, &idx, &max_entries, &nonzero));
     ops_report_index(report, &idx, nonzero, ops_index_repeat(&idx, bh), "attention");
     if (nonzero == 0) {
         pit_log_debug("%s: every key is masked: O set to zero", FN);
         return ops_zero(ctx, bs, &O->d);
-    }
-    if (ctx->be->attention_sparse) {
-        pit_tdesc q = ops_view3(&Q->d, bh), k = ops_view3(&K->d, bh), v = ops_view3(&V->d, bh);
-        pit_tdesc o = ops_view3(&O->d, bh);
-        return ctx->be->attention_sparse(ctx->bctx, bs, &idx, &q, &k, &v, &mask->d, &o, scale);
     }
     return compose(ctx, bs, &idx, max_entries, Q, K, V, mask, O, scale, report);
 }

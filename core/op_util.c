@@ -290,6 +290,13 @@ pit_status ops_index_alloc(pit_context *ctx, void *bs, const char *key, pit_micr
 pit_status ops_index_pattern(pit_context *ctx, void *bs, const char *key, const pit_tdesc *mask,
                              int64_t batch, pit_microtile tile, pit_index *idx)
 {
+    return ops_index_pattern_marked(ctx, bs, key, mask, batch, tile, 0, idx);
+}
+
+pit_status ops_index_pattern_marked(pit_context *ctx, void *bs, const char *key,
+                                    const pit_tdesc *mask, int64_t batch, pit_microtile tile,
+                                    int flag_full, pit_index *idx)
+{
     if (!ctx->be->detect)
         return ops_unsupported(ctx, "detect");
     int64_t rows = ops_rows(mask), cols = ops_cols(mask);
@@ -300,6 +307,7 @@ pit_status ops_index_pattern(pit_context *ctx, void *bs, const char *key, const 
     int64_t ibatch = mask->rank == 3 ? batch : 1;
     PIT_TRY(ops_index_alloc(ctx, bs, key, tile, ibatch, blocks_of(rows, tile.rows),
                             blocks_of(cols, tile.cols), idx));
+    idx->flag_full = flag_full ? 1 : 0;
     /* Detection reads raw bits: an i32 mask is scanned as f32 words, which
      * differ only for INT_MIN (its bits are those of -0.0f). */
     pit_tdesc view = ops_view3(mask, ibatch);

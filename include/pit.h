@@ -346,7 +346,12 @@ PIT_API pit_status pit_sparse_softmax_backward(pit_context *ctx, pit_stream *str
  * block index of the mask (built on the device each call) reused by the
  * SDDMM, the softmax and the sparse x dense product. Q, K [BH,L,D], V, O
  * [BH,L,Dv], mask [L,L] or [BH,L,L]; block = micro-tile side (0 = 64).
- * Rows with no allowed key give 0. */
+ * Rows with no allowed key give 0. Where the backend fuses the three steps
+ * (CUDA), nothing is read back between detection and the kernel, so the
+ * call does not wait for the device; with a report, it reads the count of
+ * allowed blocks after queuing the kernel, and so waits for it
+ * (report->nonzero_tiles; skipped_compute is 1 when no block is allowed,
+ * though the kernel still ran to write the zeros). Pass NULL for no wait. */
 PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, const pit_tensor *Q,
                                         const pit_tensor *K, const pit_tensor *V,
                                         const pit_tensor *mask, pit_tensor *O, float scale,

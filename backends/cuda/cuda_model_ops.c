@@ -489,6 +489,18 @@ static pit_status cuda_attention(void *bctx, void *stream, const pit_index *idx,
     pit_cuda_ctx *c = bctx;
     if (attention_fusable(c, idx, &q, &k, &v, &o))
         WITH_CONTEXT(c, attention_fused(c, cu_stream(stream), idx, &q, &k, &v, &m, &o, scale));
+    /* The composed kernels read plain entries: an index with "full" marks
+     * (core asks for them, backend.h) is rebuilt without them, from the same
+     * mask as core detected it (an i32 mask is scanned as f32 words). */
+    pit_index plain;
+    if (idx->flag_full) {
+        plain = *idx;
+        plain.flag_full = 0;
+        pit_tdesc md = *mask;
+        if (md.dtype == PIT_I32) md.dtype = PIT_F32;
+        if ((st = pit_cuda_detect(bctx, stream, &md, &plain, 1)) != PIT_SUCCESS) return st;
+        idx = &plain;
+    }
     WITH_CONTEXT(c, attention_composed(c, stream, idx, &q, &k, &v, &m, &o, scale));
 }
 

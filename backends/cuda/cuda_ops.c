@@ -16,6 +16,8 @@ typedef struct detect_target {
     int32_t groups_per_batch, capacity;
     int32_t tiles_cols;
     uint64_t counts, entries, total, dedup;
+    uint64_t zero, arrive; /* the "full" target: with dedup, bits / counters per micro-tile */
+    int32_t full, pad;
 } detect_target;
 
 typedef struct detect_args {
@@ -160,14 +162,25 @@ static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X,
     a.rows = (int32_t)x->rows;
     a.cols = (int32_t)x->cols;
     a.n = n;
-    /* one dedup bitmap per index that needs one, in a single stream-ordered block */
-    size_t dedup_words[PIT_CUDA_DETECT_MAX] = {0}, total_words = 0;
+    /* "full" marks for the first index that asks (the kernel keeps one
+     * shared bitmap of zeros); entries must stay below the mark's bit */
+    int full = -1;
+    for (int i = 0; i < n && full < 0; ++i)
+        if (idx[i].flag_full && idx[i].capacity < PIT_ENTRY_FULL) full = i;
+    /* one dedup bitmap per index that needs one, in a single stream-ordered
+     * block; the full index also gets a bitmap of zeros and a counter per
+     * micro-tile there */
+    size_t dedup_words[PIT_CUDA_DETECT_MAX] = {0}, full_words = 0, total_words = 0;
     for (int i = 0; i < n; ++i) {
         const pit_microtile *t = &idx[i].tile;
-        if (needs_dedup(t, vec))
-            dedup_words[i] = (size_t)ceil_div(ceil_div(x->rows, t->rows) * ceil_div(x->cols, t->cols) * x->batch, 32);
+        if (needs_dedup(t, vec)) {
+            int64_t tiles = ceil_div(x->rows, t->rows) * ceil_div(x->cols, t->cols) * x->batch;
+            dedup_words[i] = (size_t)ceil_div(tiles, 32);
+            if (i == full) full_words = dedup_words[i] + (size_t)tiles;
+        }
         total_words += dedup_words[i];
     }
+    total_words += full_words;
     CUdeviceptr dedup = 0;
     if (total_words) {
         CU_CHECK(pit_cu.MemAllocAsync(&dedup, total_words * 4, s), "cuMemAllocAsync(detect dedup)");
@@ -187,6 +200,11 @@ static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X,
         t->total = (uint64_t)(uintptr_t)idx[i].total;
         t->dedup = dedup_words[i] ? dedup + at * 4 : 0;
         at += dedup_words[i];
+        t->full = i == full;
+    }
+    if (full_words) { /* after every dedup bitmap: zeros, then counters */
+        a.t[full].zero = dedup + at * 4;
+        a.t[full].arrive = dedup + (at + dedup_words[full]) * 4;
     }
     pit_cuda_variant v;
     memset(&v, 0, sizeof v);

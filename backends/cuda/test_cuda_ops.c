@@ -138,13 +138,15 @@ typedef struct dindex {
     int32_t max_entries;
 } dindex;
 
-static dindex build_index(const dten *mask, int64_t batch, int br, int bc, pit_axis axis)
+/* marks: flag_full, as core asks for the fused attention (backend.h) */
+static dindex build_index_marked(const dten *mask, int64_t batch, int br, int bc, pit_axis axis, int marks)
 {
     dindex r;
     memset(&r, 0, sizeof r);
     int64_t rows = mask->d.shape[mask->d.rank - 2], cols = mask->d.shape[mask->d.rank - 1];
     pit_index *ix = &r.ix;
     ix->tile = (pit_microtile){br, bc, axis};
+    ix->flag_full = marks;
     int64_t tr = (rows + br - 1) / br, tc = (cols + bc - 1) / bc;
     ix->groups_per_batch = (int32_t)(axis == PIT_AXIS_M ? tc : tr);
     ix->capacity = (int32_t)(axis == PIT_AXIS_M ? tr : tc);
@@ -170,6 +172,62 @@ static dindex build_index(const dten *mask, int64_t batch, int br, int bc, pit_a
     return r;
 }
 
+static dindex build_index(const dten *mask, int64_t batch, int br, int bc, pit_axis axis)
+{
+    return build_index_marked(mask, batch, br, bc, axis, 0);
+}
+
+/* Every entry of an axis-K index of mask (rows x cols, mb masks) against
+ * the host: each non-zero block listed once, PIT_ENTRY_FULL exactly on the
+ * blocks whose elements are all non-zero and that lie inside the mask (with
+ * marks; never without). */
+static void check_marks(const dten *mask, int64_t mb, const dindex *r, int marks, const char *what)
+{
+    const pit_index *ix = &r->ix;
+    int64_t rows = mask->d.shape[mask->d.rank - 2], cols = mask->d.shape[mask->d.rank - 1];
+    int br = ix->tile.rows, bc = ix->tile.cols;
+    int64_t tr = (rows + br - 1) / br, tc = (cols + bc - 1) / bc;
+    int32_t *counts = malloc((size_t)ix->groups * 4 + 4);
+    int32_t *ent = malloc((size_t)ix->groups * (size_t)ix->capacity * 4 + 4);
+    char *seen = calloc((size_t)(mb * tr * tc) + 1, 1);
+    CHECK(be->mem_read(bctx, stream, ix->counts, 0, counts, (size_t)ix->groups * 4));
+    CHECK(be->mem_read(bctx, stream, ix->entries, 0, ent, (size_t)ix->groups * (size_t)ix->capacity * 4));
+    int64_t bad = 0, listed = 0, want = 0, full = 0, marked = 0;
+    for (int64_t b = 0; b < mb; ++b)
+        for (int64_t i = 0; i < tr; ++i)
+            for (int64_t j = 0; j < tc; ++j) {
+                int64_t nz = 0, n = 0;
+                for (int64_t y = i * br; y < (i + 1) * br && y < rows; ++y)
+                    for (int64_t x = j * bc; x < (j + 1) * bc && x < cols; ++x, ++n)
+                        nz += mask->h[(b * rows + y) * cols + x] != 0.0;
+                int inside = (i + 1) * br <= rows && (j + 1) * bc <= cols;
+                seen[(b * tr + i) * tc + j] = nz == 0 ? 0 : nz == n && inside ? 2 : 1;
+                want += nz != 0;
+                full += nz == n && inside;
+            }
+    for (int64_t b = 0; b < mb; ++b)
+        for (int64_t i = 0; i < tr; ++i) {
+            int64_t g = b * ix->groups_per_batch + i;
+            for (int32_t k = 0; k < counts[g] && k < ix->capacity; ++k, ++listed) {
+                int32_t e = ent[g * ix->capacity + k], j = e & ~PIT_ENTRY_FULL, m = (e & PIT_ENTRY_FULL) != 0;
+                char *st = j >= 0 && j < tc ? &seen[(b * tr + i) * tc + j] : NULL;
+                if (!st || *st == 0 || *st == 3 || m != (marks && *st == 2)) {
+                    if (bad++ < 5)
+                        printf("     %s: batch %lld row-block %lld entry %#x: %s\n", what, (long long)b, (long long)i,
+                               (unsigned)e, !st || *st == 0 ? "not a non-zero block" : *st == 3 ? "listed twice"
+                                            : m ? "marked full, is not" : "full, not marked");
+                }
+                marked += m;
+                if (st && *st) *st = 3;
+            }
+        }
+    int ok = bad == 0 && listed == want;
+    if (!ok) ++failures;
+    printf("%s %-58s %lld blocks listed (want %lld), %lld marked full (%lld full)\n", ok ? "ok  " : "FAIL", what,
+           (long long)listed, (long long)want, (long long)marked, (long long)full);
+    free(counts), free(ent), free(seen);
+}
+
 static void drop_index(dindex *r)
 {
     be->mem_free(bctx, r->ix.counts);
@@ -189,7 +247,7 @@ static void compare(const char *what, const dten *out, const double *ref)
 }
 
 static const pit_dtype dtypes[] = {PIT_F32, PIT_F16, PIT_BF16};
-static const char *kind_name[] = {"random", "empty", "full"};
+static const char *kind_name[] = {"random", "empty", "full", "mixed"};
 
 /* ---- cases ------------------------------------------------------------------------ */
 static void test_sddmm(pit_dtype dt, int kind, int mask_rank, pit_dtype mdt)
@@ -244,23 +302,49 @@ static void test_softmax(pit_dtype dt, int kind, int br, int bc, int mask_rank)
     drop(&X), drop(&dY), drop(&Y), drop(&dX), drop(&Mk), drop_index(&ix);
 }
 
+/* block x block blocks of an L x L mask, each (by a draw) empty, all on,
+ * on but for ONE element, or with elements off at random (kind "mixed") */
+static double *mixed_mask(int64_t batch, int64_t L, int block)
+{
+    double *m = malloc((size_t)(batch * L * L + 1) * sizeof *m);
+    int64_t nb = (L + block - 1) / block;
+    for (int64_t b = 0; b < batch; ++b)
+        for (int64_t i = 0; i < nb; ++i)
+            for (int64_t j = 0; j < nb; ++j) {
+                int how = (int)(pit_rng_next(&rng) % 4); /* 0 empty, 1 full, 2 one zero, 3 random */
+                int64_t h = (i + 1) * block < L ? block : L - i * block, w = (j + 1) * block < L ? block : L - j * block;
+                int64_t hole = (int64_t)(pit_rng_next(&rng) % (uint64_t)(h * w));
+                for (int64_t y = 0; y < h; ++y)
+                    for (int64_t x = 0; x < w; ++x) {
+                        double on = how == 1 || (how == 2 && y * w + x != hole) ||
+                                    (how == 3 && pit_rng_next(&rng) % 3 != 0);
+                        m[(b * L + i * block + y) * L + j * block + x] = on;
+                    }
+            }
+    return m;
+}
+
+/* kind: 0 random, 1 empty, 2 full (mask_values), 3 mixed (mixed_mask);
+ * marks: build the index with flag_full, as core does for the fused kernel,
+ * and check the marks themselves as well */
 static void test_attention(pit_dtype dt, int64_t BH, int64_t L, int64_t D, int block, int kind, int mask_rank,
-                           pit_dtype mdt)
+                           pit_dtype mdt, int marks)
 {
     int64_t sq[3] = {BH, L, D}, sm[3] = {mask_rank == 3 ? BH : 1, L, L};
     double *q = randoms((size_t)(BH * L * D)), *k = randoms((size_t)(BH * L * D)), *v = randoms((size_t)(BH * L * D));
-    double *mv = mask_values(sm[0], L, L, block, block, 0.6, kind);
+    double *mv = kind == 3 ? mixed_mask(sm[0], L, block) : mask_values(sm[0], L, L, block, block, 0.6, kind);
     dten Q = make(dt, 3, sq, q), K = make(dt, 3, sq, k), V = make(dt, 3, sq, v), O = make(dt, 3, sq, NULL);
     dten Mk = make(mdt, mask_rank, mask_rank == 3 ? sm : sm + 1, mv);
     /* a rank-2 mask is indexed once and shared by every head */
-    dindex ix = build_index(&Mk, mask_rank == 3 ? BH : 1, block, block, PIT_AXIS_K);
+    dindex ix = build_index_marked(&Mk, mask_rank == 3 ? BH : 1, block, block, PIT_AXIS_K, marks);
+    char what[128];
+    snprintf(what, sizeof what, "attention %lldx%lldx%lld block %d %s mask rank %d %s%s", (long long)BH, (long long)L,
+             (long long)D, block, kind_name[kind], mask_rank, dt_name(mdt), marks ? " marked" : "");
+    if (marks) check_marks(&Mk, sm[0], &ix, 1, what);
     float scale = 1.0f / sqrtf((float)D);
     CHECK(be->attention_sparse(bctx, stream, &ix.ix, &Q.d, &K.d, &V.d, &Mk.d, &O.d, scale));
     double *ref = malloc((size_t)(BH * L * D) * sizeof *ref);
     pit_ref_attention(BH, L, D, D, Q.h, K.h, V.h, Mk.h, mask_rank == 3, scale, ref);
-    char what[128];
-    snprintf(what, sizeof what, "attention %lldx%lldx%lld block %d %s mask rank %d %s", (long long)BH, (long long)L,
-             (long long)D, block, kind_name[kind], mask_rank, dt_name(mdt));
     compare(what, &O, ref);
     free(q), free(k), free(v), free(mv), free(ref);
     drop(&Q), drop(&K), drop(&V), drop(&O), drop(&Mk), drop_index(&ix);
@@ -380,12 +464,23 @@ static int correctness(void)
         test_softmax(dt, 0, 4, 16, 3);
         test_softmax(dt, 0, 16, 8, 2);
         /* fused for 16-bit (blocks 64/128, head dims 64/128), composed otherwise */
-        test_attention(dt, 3, 200, 64, 64, 0, 2, PIT_F32);
-        test_attention(dt, 2, 300, 128, 128, 0, 3, PIT_BF16);
-        test_attention(dt, 2, 256, 64, 128, 0, 2, PIT_F16);
-        test_attention(dt, 2, 130, 64, 64, 2, 2, PIT_I32);
-        test_attention(dt, 2, 100, 64, 64, 1, 2, PIT_F32);
-        test_attention(dt, 2, 70, 24, 32, 0, 3, PIT_F32);
+        test_attention(dt, 3, 200, 64, 64, 0, 2, PIT_F32, 0);
+        test_attention(dt, 2, 300, 128, 128, 0, 3, PIT_BF16, 0);
+        test_attention(dt, 2, 256, 64, 128, 0, 2, PIT_F16, 0);
+        test_attention(dt, 2, 130, 64, 64, 2, 2, PIT_I32, 0);
+        test_attention(dt, 2, 100, 64, 64, 1, 2, PIT_F32, 0);
+        test_attention(dt, 2, 70, 24, 32, 0, 3, PIT_F32, 0);
+        /* "full" marks (flag_full, as core builds the index): the fused
+         * kernel skips the mask of marked blocks; f32 and block 32 go the
+         * composed way, which re-detects without marks */
+        test_attention(dt, 2, 256, 64, 128, 2, 2, PIT_BF16, 1);  /* every block all on */
+        test_attention(dt, 2, 512, 64, 128, 3, 2, PIT_BF16, 1);  /* full, partial, one-zero, empty */
+        test_attention(dt, 3, 512, 64, 64, 3, 3, PIT_F16, 1);    /* per head */
+        test_attention(dt, 2, 300, 64, 128, 3, 2, PIT_F32, 1);   /* L odd to the block: edges never marked */
+        test_attention(dt, 2, 200, 128, 64, 2, 2, PIT_BF16, 1);  /* all on, L odd to the block */
+        test_attention(dt, 2, 259, 64, 64, 3, 3, PIT_I32, 1);    /* odd L, 1-element loads */
+        test_attention(dt, 2, 256, 64, 32, 3, 2, PIT_F32, 1);    /* blocks inside one detection region */
+        test_attention(dt, 2, 100, 64, 64, 1, 2, PIT_BF16, 1);   /* every key masked: O = 0 */
         test_moe(dt, 77, 40, 72, 5, 1);
         test_moe(dt, 150, 64, 48, 7, 2);
         test_moe(dt, 33, 20, 30, 3, 1);
@@ -477,7 +572,9 @@ static void bench_attention(void)
     pit_ref_sparsify_tiles(&rng, mv, 1, L, L, (int)blk, (int)blk, 0, 0, 0.9);
     b.M = make(PIT_BF16, 2, sm, mv);
     free(mv);
-    b.ix = build_index(&b.M, 1, (int)blk, (int)blk, PIT_AXIS_K);
+    /* marked as core builds it for the fused kernel: every indexed block is all on */
+    b.ix = build_index_marked(&b.M, 1, (int)blk, (int)blk, PIT_AXIS_K, 1);
+    check_marks(&b.M, 1, &b.ix, 1, "bench mask: index marks");
     double t_all = time_ms(run_attention, &b), t_det = time_ms(run_detect, &b);
     double t_att = time_ms(run_attention_only, &b);
     double flops = 0;

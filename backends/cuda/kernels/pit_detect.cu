@@ -11,12 +11,23 @@
  * no sort). A micro-tile that sticks out of the region (not aligned to it)
  * is deduplicated through a global bitmap so each one is appended once.
  *
+ * "Full" micro-tiles (pit_index.flag_full, core/backend.h): for at most one
+ * target (full != 0) phase 1 also sets a "has a zero" bit per local
+ * micro-tile in a second shared bitmap, and an entry whose micro-tile is
+ * non-zero, has no zero element and lies inside the operand is written as
+ * `entry | PIT_ENTRY_FULL`. A micro-tile inside the region decides that
+ * alone. One that spans several CTAs is decided by the LAST of them to
+ * arrive: each publishes its "non-zero" (the dedup bitmap) and "has a zero"
+ * bits with atomics, fences, and counts itself in arrive[tile]; the one that
+ * completes the count (all pieces known) appends the entry, marked or not.
+ *
  * Defines: PIT_DTYPE, VEC (elements per load: 16/elem_size, or 1 when rows
  * are not 16-byte aligned), DETECT_H, DETECT_TW.
  */
 #include "pit_port.cuh"
 
 #define PIT_DETECT_MAX 8
+#define PIT_ENTRY_FULL 0x40000000 /* core/backend.h */
 #define DETECT_W (DETECT_TW * VEC)
 #define DETECT_THREADS 256
 #define DETECT_ROWS_PER_PASS (DETECT_THREADS / DETECT_TW)
@@ -46,6 +57,11 @@ struct pit_detect_target {
     int tiles_cols;         /* micro-tiles along the columns of X */
     int *counts, *entries, *total;
     pit_u32 *dedup;         /* NULL when every micro-tile is region-aligned */
+    /* "full" marks (at most one target has full = 1): zero and arrive exist
+     * when dedup does (bits / counters per micro-tile, as dedup's bits) */
+    pit_u32 *zero;          /* a piece of the micro-tile has a zero element */
+    int *arrive;            /* pieces (CTAs) that have published their bits */
+    int full, pad;
 };
 
 struct pit_detect_args {
@@ -95,6 +111,15 @@ PIT_DEV pit_u32 tile_column_mask(pit_u32 mask, int c, int tk)
     return rel;
 }
 
+/* How many CTA regions the (clipped) micro-tile (tr, tc) spans; 1: the
+ * region holding it decides alone. */
+PIT_DEV int tile_pieces(int tr, int tc, int tm, int tk, int rows, int cols)
+{
+    const int r0 = tr * tm, r1 = (int)((pit_i64)r0 + tm < rows ? (pit_i64)r0 + tm : rows) - 1;
+    const int c0 = tc * tk, c1 = (int)((pit_i64)c0 + tk < cols ? (pit_i64)c0 + tk : cols) - 1;
+    return (r1 / DETECT_H - r0 / DETECT_H + 1) * (c1 / DETECT_W - c0 / DETECT_W + 1);
+}
+
 PIT_DEV void set_flags(pit_u32 *flags, int lr, int lc, pit_u32 rel)
 {
     pit_u32 *row = flags + lr * FLAG_WORDS;
@@ -103,11 +128,21 @@ PIT_DEV void set_flags(pit_u32 *flags, int lr, int lc, pit_u32 rel)
     if (s != 0 && (rel >> (32 - s)) != 0) atomicOr(row + w + 1, rel >> (32 - s));
 }
 
-PIT_KERNEL void __launch_bounds__(DETECT_THREADS)
+/* NVIDIA sm_80+: at most 48 registers, so 5 CTAs (40 warps) fit an SM as
+ * they did before the "full" marks (which take 64 left alone: 4 CTAs).
+ * sm_75 holds 4 CTAs of 256 threads at most whatever the registers. */
+#if defined(PIT_AMD) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800)
+#define DETECT_BOUNDS __launch_bounds__(DETECT_THREADS)
+#else
+#define DETECT_BOUNDS __launch_bounds__(DETECT_THREADS, 5)
+#endif
+
+PIT_KERNEL void DETECT_BOUNDS
 pit_detect(const pit_detect_args a)
 {
     __shared__ pit_u32 flags[PIT_DETECT_MAX][FLAG_ROWS * FLAG_WORDS];
     __shared__ int cta_total[PIT_DETECT_MAX];
+    __shared__ pit_u32 zflags[FLAG_ROWS * FLAG_WORDS]; /* the full target: "has a zero" */
     __shared__ pit_u32 item_ballot[ITEMS_MAX];
     __shared__ int item_base[ITEMS_MAX];
 
@@ -118,6 +153,7 @@ pit_detect(const pit_detect_args a)
 
     for (int i = threadIdx.x; i < a.n * FLAG_ROWS * FLAG_WORDS; i += DETECT_THREADS)
         flags[i / (FLAG_ROWS * FLAG_WORDS)][i % (FLAG_ROWS * FLAG_WORDS)] = 0;
+    for (int i = threadIdx.x; i < FLAG_ROWS * FLAG_WORDS; i += DETECT_THREADS) zflags[i] = 0;
     if (threadIdx.x < PIT_DETECT_MAX) cta_total[threadIdx.x] = 0;
 
     /* phase 1: all loads first, so 8 are in flight per thread */
@@ -138,19 +174,25 @@ pit_detect(const pit_detect_args a)
         const int tr0 = row0 / t.tm, tc0 = col0 / t.tk;
         const int lc = c / t.tk - tc0;
         int cur = -1;
-        pit_u32 acc = 0;
+        pit_u32 acc = 0, zacc = 0;
 #pragma unroll
         for (int it = 0; it < DETECT_ITERS; ++it) {
             int r = row0 + rsub + it * DETECT_ROWS_PER_PASS;
             int tr = r / t.tm;
             if (tr != cur) {
                 if (acc) set_flags(flags[i], cur - tr0, lc, acc);
+                if (zacc) set_flags(zflags, cur - tr0, lc, zacc);
                 cur = tr;
-                acc = 0;
+                acc = zacc = 0;
             }
             acc |= tile_column_mask(mask[it], c, t.tk);
+            /* a valid vector lies wholly inside the operand (VEC > 1 needs
+             * cols % VEC == 0); what lies outside is never full anyway */
+            if (t.full && r < a.rows && c < a.cols)
+                zacc |= tile_column_mask(~mask[it] & ((1u << VEC) - 1u), c, t.tk);
         }
         if (acc) set_flags(flags[i], cur - tr0, lc, acc);
+        if (zacc) set_flags(zflags, cur - tr0, lc, zacc);
     }
     __syncthreads();
 
@@ -174,10 +216,38 @@ pit_detect(const pit_detect_args a)
         for (int it = warp; it < items; it += DETECT_THREADS / PIT_WARP) {
             const int lg = it / nchunks, le = (it % nchunks) * PIT_WARP + lane;
             int lr = axis_k ? lg : le, lcol = axis_k ? le : lg;
-            bool set = false;
+            bool set = false, full = false;
             int tr = tr0 + lr, tc = tc0 + lcol;
             if (le < nentries) set = (flags[i][lr * FLAG_WORDS + (lcol >> 5)] >> (lcol & 31)) & 1u;
-            if (set && t.dedup) {
+            if (t.full && le < nentries) {
+                pit_u32 *zw = &zflags[lr * FLAG_WORDS + (lcol >> 5)];
+                const bool zero = (*zw >> (lcol & 31)) & 1u;
+                const bool inside = (pit_i64)tr * t.tm + t.tm <= a.rows && (pit_i64)tc * t.tk + t.tk <= a.cols;
+                const int pieces = tile_pieces(tr, tc, t.tm, t.tk, a.rows, a.cols);
+                if (pieces == 1 || !t.dedup) {
+                    full = set && !zero && inside;
+                } else {
+                    /* every piece, zero or not, publishes and arrives; the
+                     * last one decides with all the bits in */
+                    pit_i64 tiles_rows = (a.rows + t.tm - 1) / t.tm;
+                    pit_i64 bit = ((pit_i64)b * tiles_rows + tr) * t.tiles_cols + tc;
+                    pit_u32 m = 1u << (bit & 31);
+                    if (set) pit_atomic_or(t.dedup + (bit >> 5), m);
+                    if (zero) pit_atomic_or(t.zero + (bit >> 5), m);
+                    pit_fence_device();
+                    const bool last = pit_atomic_add(t.arrive + bit, 1) == pieces - 1;
+                    set = false;
+                    if (last) {
+                        pit_fence_device();
+                        set = (pit_atomic_or(t.dedup + (bit >> 5), 0u) & m) != 0;
+                        full = set && inside && (pit_atomic_or(t.zero + (bit >> 5), 0u) & m) == 0;
+                    }
+                }
+                /* from here on zflags says "not marked" (pass c reads it);
+                 * a marked micro-tile has no zero bit here, none to clear.
+                 * Only this lane touches this bit. */
+                if (!full && !zero) atomicOr(zw, 1u << (lcol & 31));
+            } else if (set && t.dedup) {
                 /* owned when the (clipped) micro-tile lies inside the region */
                 bool owned = tr * t.tm >= row0 && min(tr * t.tm + t.tm, a.rows) <= rows_end &&
                              tc * t.tk >= col0 && min(tc * t.tk + t.tk, a.cols) <= cols_end;
@@ -214,8 +284,11 @@ pit_detect(const pit_detect_args a)
             const int lg = it / nchunks, le = (it % nchunks) * PIT_WARP + lane;
             const int g = b * t.groups_per_batch + (axis_k ? tr0 + lg : tc0 + lg);
             const int pos = item_base[it] + pit_popc(ballot & ((1u << lane) - 1u));
+            const int lr = axis_k ? lg : le, lcol = axis_k ? le : lg;
+            const bool marked = t.full && !((zflags[lr * FLAG_WORDS + (lcol >> 5)] >> (lcol & 31)) & 1u);
+            const int mark = marked ? PIT_ENTRY_FULL : 0;
             if (pos < t.capacity)
-                t.entries[(pit_i64)g * t.capacity + pos] = axis_k ? tc0 + le : tr0 + le;
+                t.entries[(pit_i64)g * t.capacity + pos] = (axis_k ? tc0 + le : tr0 + le) | mark;
         }
         __syncthreads(); /* item arrays reused by the next candidate */
     }

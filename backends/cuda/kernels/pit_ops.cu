@@ -30,6 +30,7 @@ typedef pit_bf16 T;
 #endif
 
 #define PIT_NEG_INF (__uint_as_float(0xff800000u))
+#define PIT_ENTRY_FULL 0x40000000 /* core/backend.h: an entry whose block is all non-zero */
 
 /* ---- shared helpers ------------------------------------------------------ */
 
@@ -79,7 +80,10 @@ PIT_DEV pit_u32 pack2(float lo, float hi)
  * CTA = (query block, bh). Each warp owns 16 query rows; keys stream in
  * chunks of 64 (a block is BLOCK/64 chunks), double-buffered with cp.async.
  * S = Q.K^T and O += P.V on mma.sync; the online softmax keeps a running
- * max and sum per row in f32 (exp2 with the scale folded in). */
+ * max and sum per row in f32 (exp2 with the scale folded in).
+ * An entry marked PIT_ENTRY_FULL (detection found every mask element of the
+ * block non-zero) skips the mask loads of its chunks: only the bounds
+ * (row, key < L) decide. Other entries read the mask element by element. */
 constexpr int BQ = BLOCK, KC = 64, WARPS = BQ / 16, THREADS = WARPS * 32;
 constexpr int QS = HD + 8, KS = HD + 8, VS = HDV + 8; /* padded: ldmatrix without conflicts */
 constexpr int Q_BYTES = BQ * QS * 2, K_BYTES = KC * KS * 2, V_BYTES = KC * VS * 2;
@@ -136,6 +140,13 @@ PIT_DEV pit_u32 mask_pair(const attn_args &a, const pit_u8 *m, int row, int col)
     return b;
 }
 
+/* mask_pair of a block whose mask is all non-zero: the bounds alone */
+PIT_DEV pit_u32 bounds_pair(const attn_args &a, int row, int col)
+{
+    if (row >= a.L || col >= a.L) return 0;
+    return col + 1 < a.L ? 3u : 1u;
+}
+
 PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
 {
     extern __shared__ __align__(16) pit_u8 smem[];
@@ -161,28 +172,45 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
     if (nchunks > 0) {
         load_rows<BQ, HD, QS>(Qs, q, a.ldq, q0, a.L);
     }
-    auto key0_of = [&](int c) { return __ldg(ent + c / (BLOCK / KC)) * BLOCK + (c % (BLOCK / KC)) * KC; };
+    /* an entry: the key block, PIT_ENTRY_FULL when its mask is all on */
+    auto key0_of = [&](int e, int c) { return (e & ~PIT_ENTRY_FULL) * BLOCK + (c % (BLOCK / KC)) * KC; };
+    auto entry_of = [&](int c) { return __ldg(ent + c / (BLOCK / KC)); };
+    int e_next = nchunks > 0 ? entry_of(0) : 0;
     if (nchunks > 0) {
-        int k0 = key0_of(0);
+        int k0 = key0_of(e_next, 0);
         load_rows<KC, HD, KS>(Kb(0), k, a.ldk, k0, a.L);
         load_rows<KC, HDV, VS>(Vb(0), v, a.ldv, k0, a.L);
     }
     pit_copy_commit();
     for (int c = 0; c < nchunks; ++c) {
-        const int key0 = key0_of(c);
+        const int e = e_next;
+        const int key0 = key0_of(e, c);
+        const bool full = (e & PIT_ENTRY_FULL) != 0; /* uniform over the CTA */
         if (c + 1 < nchunks) {
-            int k1 = key0_of(c + 1);
+            e_next = entry_of(c + 1);
+            int k1 = key0_of(e_next, c + 1);
             load_rows<KC, HD, KS>(Kb((c + 1) & 1), k, a.ldk, k1, a.L);
             load_rows<KC, HDV, VS>(Vb((c + 1) & 1), v, a.ldv, k1, a.L);
         }
         pit_copy_commit();
-        /* mask bits of this thread's 16 rows x 64 keys, loaded before the wait */
+        /* mask bits of this thread's 16 rows x 64 keys, loaded before the
+         * wait; a full block needs no load */
         pit_u32 on = 0;
+        if (full && q0 + BQ <= a.L && key0 + KC <= a.L) {
+            on = ~0u;
+        } else if (full) {
 #pragma unroll
-        for (int j = 0; j < 8; ++j)
+            for (int j = 0; j < 8; ++j)
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
-                on |= mask_pair(a, mask, q0 + warp * 16 + g + 8 * h, key0 + j * 8 + 2 * t) << (4 * j + 2 * h);
+                for (int h = 0; h < 2; ++h)
+                    on |= bounds_pair(a, q0 + warp * 16 + g + 8 * h, key0 + j * 8 + 2 * t) << (4 * j + 2 * h);
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    on |= mask_pair(a, mask, q0 + warp * 16 + g + 8 * h, key0 + j * 8 + 2 * t) << (4 * j + 2 * h);
+        }
         pit_copy_wait<1>();
         __syncthreads();
         if (c == 0) {

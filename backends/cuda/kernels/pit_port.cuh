@@ -239,6 +239,13 @@ PIT_DEV int pit_atomic_add(int *p, int v) { return atomicAdd(p, v); }
 PIT_DEV float pit_atomic_addf(float *p, float v) { return atomicAdd(p, v); }
 PIT_DEV pit_u32 pit_atomic_or(pit_u32 *p, pit_u32 v) { return atomicOr(p, v); }
 #endif
+/* Device-wide order of this thread's memory operations before / after it
+ * (with relaxed atomics on either side: the "last to arrive" pattern). */
+#if defined(PIT_AMD)
+PIT_DEV void pit_fence_device(void) { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
+#else
+PIT_DEV void pit_fence_device(void) { __threadfence(); }
+#endif
 
 /* ---- global -> shared copies. cp.async on sm_80+, a plain copy before. */
 #if defined(PIT_AMD)
