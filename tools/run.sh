@@ -11,8 +11,8 @@ what="${1:-}"
 case "$what" in bench|test) ;; *) echo "usage: sh tools/run.sh bench|test [options]" >&2; exit 2;; esac
 
 PACKAGES="cmake make gcc pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo \
-libclblast-dev libdlpack-dev gnuplot-nox valgrind hipcc libamdhip64-dev clang-14 libclang-rt-14-dev \
-clang-19 lld-19"
+libclblast-dev libdlpack-dev gnuplot-nox valgrind hipcc libamdhip64-dev librocsparse0 clang-14 \
+libclang-rt-14-dev clang-19 lld-19"
 
 install_packages() {
     missing=""

@@ -17,7 +17,10 @@
  *                         the H100, so BSR is PIT_ERR_UNSUPPORTED unless
  *                         PIT_CUDA_LEGACY_BSR=1 (f32 only; see below).
  *
- * Not compiled by the HIP plug-in (rocSPARSE would be its own file).
+ * Not compiled by the HIP plug-in: its rocSPARSE baseline is
+ * backends/hip/hip_sparse.c. What does not depend on the library (operands
+ * and their checks, locking, scratch, event timer) both take from
+ * cuda_baseline.h.
  */
 #define DISABLE_CUSPARSE_DEPRECATED 1 /* csr2bsr: the only BSR conversion CUDA 13 has */
 
@@ -26,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_internal.h"
+#include "cuda_baseline.h"
 
 /* ---- errors ------------------------------------------------------------------------ */
 
@@ -42,18 +45,14 @@ static pit_status sparse_fail(cusparseStatus_t r, const char *what, const char *
 }
 
 /* Stores the first failure in st and jumps to the cleanup label. */
-#define SP_CHECK_GOTO(call, what, st, label)                                      \
-    do {                                                                          \
-        cusparseStatus_t sp_r_ = (call);                                          \
-        if (sp_r_ != CUSPARSE_STATUS_SUCCESS) {                                   \
-            (st) = sparse_fail(sp_r_, what, __FILE__, __LINE__);                  \
-            goto label;                                                           \
-        }                                                                         \
-    } while (0)
+#define SP_CHECK_GOTO(call, what, st, label) \
+    PIT_BASELINE_CHECK_GOTO(cusparseStatus_t, CUSPARSE_STATUS_SUCCESS, sparse_fail, call, what, st, label)
+
+static const pit_baseline_lib lib_cusparse = {"cuSPARSE", {CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF}};
 
 static pit_status err(pit_status st, const char *what)
 {
-    return pit_cuda_host->error(st, "cuda cuSPARSE baseline: %s", what);
+    return pit_baseline_error(&lib_cusparse, st, what);
 }
 
 /* ---- device-to-device copy ---------------------------------------------------------- */
@@ -69,36 +68,6 @@ pit_status pit_cuda_mem_copy(void *bctx, void *stream, void *dst, size_t dst_off
                                         ((pit_cuda_stream *)stream)->s);
     pit_cuda_pop();
     if (r != CUDA_SUCCESS) return pit_cu_fail(r, "cuMemcpyDtoDAsync", __FILE__, __LINE__);
-    return PIT_SUCCESS;
-}
-
-/* ---- operands ------------------------------------------------------------------------ */
-
-typedef struct dense2 {
-    CUdeviceptr ptr;
-    cudaDataType type;
-    size_t el;
-    int64_t rows, cols, ld;
-} dense2;
-
-/* A rank-2 row-major operand, or rank 3 with a batch of 1. */
-static pit_status dense_of(const pit_tdesc *t, dense2 *d)
-{
-    if (t->rank != 2 && !(t->rank == 3 && t->shape[0] == 1))
-        return err(PIT_ERR_UNSUPPORTED, "batched operands (cuSPARSE SpMM is run on one [M,K] x [K,N])");
-    if (t->strides[t->rank - 1] != 1)
-        return err(PIT_ERR_UNSUPPORTED, "operand with a non-unit inner stride");
-    switch (t->dtype) {
-    case PIT_F32: d->type = CUDA_R_32F, d->el = 4; break;
-    case PIT_F16: d->type = CUDA_R_16F, d->el = 2; break;
-    case PIT_BF16: d->type = CUDA_R_16BF, d->el = 2; break;
-    default: return err(PIT_ERR_UNSUPPORTED_DTYPE, "dtype (f32, f16 or bf16)");
-    }
-    d->ptr = (CUdeviceptr)(uintptr_t)t->mem + t->offset;
-    d->rows = t->shape[t->rank - 2];
-    d->cols = t->shape[t->rank - 1];
-    d->ld = t->strides[t->rank - 2];
-    if (d->ld < d->cols) d->ld = d->cols > 0 ? d->cols : 1;
     return PIT_SUCCESS;
 }
 
@@ -136,63 +105,6 @@ static void keep_pool(pit_cuda_ctx *c)
     }
 }
 
-/* Scratch of at most 12 stream-ordered allocations, freed on the stream. */
-typedef struct scratch {
-    CUdeviceptr p[12];
-    int n;
-} scratch;
-
-static pit_status scratch_alloc(scratch *sc, CUstream s, size_t bytes, CUdeviceptr *out)
-{
-    if (sc->n == (int)(sizeof sc->p / sizeof sc->p[0])) return err(PIT_ERR_INTERNAL, "scratch slots");
-    CUresult r = pit_cu.MemAllocAsync(out, bytes ? bytes : 16, s);
-    if (r != CUDA_SUCCESS) return pit_cu_fail(r, "cuMemAllocAsync(cuSPARSE scratch)", __FILE__, __LINE__);
-    sc->p[sc->n++] = *out;
-    return PIT_SUCCESS;
-}
-
-static pit_status scratch_free(scratch *sc, CUstream s, pit_status st)
-{
-    for (int i = 0; i < sc->n; i++) {
-        CUresult r = pit_cu.MemFreeAsync(sc->p[i], s);
-        if (st == PIT_SUCCESS && r != CUDA_SUCCESS)
-            st = pit_cu_fail(r, "cuMemFreeAsync(cuSPARSE scratch)", __FILE__, __LINE__);
-    }
-    sc->n = 0;
-    return st;
-}
-
-/* ---- events ------------------------------------------------------------------------- */
-
-typedef struct timer {
-    CUevent e[3];
-    int n;
-} timer;
-
-static pit_status mark(timer *t, CUstream s)
-{
-    CUevent e;
-    CU_CHECK(pit_cu.EventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
-    t->e[t->n++] = e;
-    CU_CHECK(pit_cu.EventRecord(e, s), "cuEventRecord");
-    return PIT_SUCCESS;
-}
-
-static pit_status elapsed(const timer *t, int from, int to, double *ms)
-{
-    float f = 0.f;
-    CU_CHECK(pit_cu.EventSynchronize(t->e[to]), "cuEventSynchronize");
-    CU_CHECK(pit_cu.EventElapsedTime(&f, t->e[from], t->e[to]), "cuEventElapsedTime");
-    *ms = f;
-    return PIT_SUCCESS;
-}
-
-static void timer_destroy(timer *t)
-{
-    for (int i = 0; i < t->n; i++) pit_cu.EventDestroy(t->e[i]);
-    t->n = 0;
-}
-
 /* ---- dense -> CSR ------------------------------------------------------------------- */
 
 typedef struct csr {
@@ -204,7 +116,8 @@ typedef struct csr {
 
 /* Dense a -> CSR with cusparseDenseToSparse; the arrays are sized from the
  * nnz that the analysis writes into the descriptor (read back to the host). */
-static pit_status dense_to_csr(cusparseHandle_t h, CUstream s, const dense2 *a, scratch *sc, csr *out)
+static pit_status dense_to_csr(cusparseHandle_t h, CUstream s, const pit_baseline_dense *a,
+                               pit_baseline_scratch *sc, csr *out)
 {
     pit_status st = PIT_SUCCESS;
     cusparseDnMatDescr_t dn = NULL;
@@ -216,16 +129,19 @@ static pit_status dense_to_csr(cusparseHandle_t h, CUstream s, const dense2 *a, 
     CUdeviceptr buffer = 0;
     size_t bytes = 0;
     int64_t r = 0, cc = 0;
-    if ((st = scratch_alloc(sc, s, (size_t)(a->rows + 1) * ib, &out->offsets)) != PIT_SUCCESS) goto done;
-    SP_CHECK_GOTO(cusparseCreateDnMat(&dn, a->rows, a->cols, a->ld, (void *)(uintptr_t)a->ptr, a->type,
-                                      CUSPARSE_ORDER_ROW),
+    if ((st = pit_baseline_scratch_alloc(sc, s, (size_t)(a->rows + 1) * ib, "CSR row offsets", &out->offsets)) !=
+        PIT_SUCCESS)
+        goto done;
+    SP_CHECK_GOTO(cusparseCreateDnMat(&dn, a->rows, a->cols, a->ld, (void *)(uintptr_t)a->ptr,
+                                      (cudaDataType)a->type, CUSPARSE_ORDER_ROW),
                   "cusparseCreateDnMat(A)", st, done);
     SP_CHECK_GOTO(cusparseCreateCsr(&out->mat, a->rows, a->cols, 0, (void *)(uintptr_t)out->offsets, NULL, NULL,
-                                    out->itype, out->itype, CUSPARSE_INDEX_BASE_ZERO, a->type),
+                                    out->itype, out->itype, CUSPARSE_INDEX_BASE_ZERO, (cudaDataType)a->type),
                   "cusparseCreateCsr", st, done);
     SP_CHECK_GOTO(cusparseDenseToSparse_bufferSize(h, dn, out->mat, CUSPARSE_DENSETOSPARSE_ALG_DEFAULT, &bytes),
                   "cusparseDenseToSparse_bufferSize", st, done);
-    if ((st = scratch_alloc(sc, s, bytes, &buffer)) != PIT_SUCCESS) goto done;
+    if ((st = pit_baseline_scratch_alloc(sc, s, bytes, "cusparseDenseToSparse buffer", &buffer)) != PIT_SUCCESS)
+        goto done;
     SP_CHECK_GOTO(cusparseDenseToSparse_analysis(h, dn, out->mat, CUSPARSE_DENSETOSPARSE_ALG_DEFAULT,
                                                  (void *)(uintptr_t)buffer),
                   "cusparseDenseToSparse_analysis", st, done);
@@ -234,8 +150,11 @@ static pit_status dense_to_csr(cusparseHandle_t h, CUstream s, const dense2 *a, 
         st = err(PIT_ERR_BACKEND, "cusparseDenseToSparse_analysis reported an impossible nnz");
         goto done;
     }
-    if ((st = scratch_alloc(sc, s, (size_t)out->nnz * ib, &out->columns)) != PIT_SUCCESS) goto done;
-    if ((st = scratch_alloc(sc, s, (size_t)out->nnz * a->el, &out->values)) != PIT_SUCCESS) goto done;
+    if ((st = pit_baseline_scratch_alloc(sc, s, (size_t)out->nnz * ib, "CSR columns", &out->columns)) !=
+            PIT_SUCCESS ||
+        (st = pit_baseline_scratch_alloc(sc, s, (size_t)out->nnz * a->el, "CSR values", &out->values)) !=
+            PIT_SUCCESS)
+        goto done;
     SP_CHECK_GOTO(cusparseCsrSetPointers(out->mat, (void *)(uintptr_t)out->offsets, (void *)(uintptr_t)out->columns,
                                          (void *)(uintptr_t)out->values),
                   "cusparseCsrSetPointers", st, done);
@@ -253,77 +172,60 @@ done:
 
 /* ---- C = A . B through CSR SpMM --------------------------------------------------------- */
 
-static pit_status spmm_run(pit_cuda_ctx *c, CUstream s, const dense2 *a, const dense2 *b, const dense2 *cm,
-                           double *convert_ms, double *compute_ms)
+/* A matmul job (cuda_baseline.h, which reads the times and frees sc): the
+ * conversion (events 0-1), then the SpMM with its descriptors and buffer
+ * (events 1-2). */
+static pit_status spmm_run(pit_cuda_ctx *c, CUstream s, const pit_baseline_job *j, pit_baseline_scratch *sc,
+                           pit_baseline_timer *t)
 {
     cusparseHandle_t h = NULL;
     pit_status st = sparse_handle(c, s, &h);
     if (st != PIT_SUCCESS) return st;
     keep_pool(c);
-    scratch sc = {{0}, 0};
-    timer t = {{0}, 0};
     csr A;
     memset(&A, 0, sizeof A);
     cusparseDnMatDescr_t B = NULL, C = NULL;
     CUdeviceptr buffer = 0;
     size_t bytes = 0;
     const float alpha = 1.f, beta = 0.f;
-    if ((st = mark(&t, s)) != PIT_SUCCESS) goto done;
-    if ((st = dense_to_csr(h, s, a, &sc, &A)) != PIT_SUCCESS) goto done;
-    if ((st = mark(&t, s)) != PIT_SUCCESS) goto done;
-    SP_CHECK_GOTO(cusparseCreateDnMat(&B, b->rows, b->cols, b->ld, (void *)(uintptr_t)b->ptr, b->type,
+    const pit_baseline_dense *b = &j->b, *cm = &j->c;
+    if ((st = pit_baseline_mark(t, s)) != PIT_SUCCESS) goto done;
+    if ((st = dense_to_csr(h, s, &j->a, sc, &A)) != PIT_SUCCESS) goto done;
+    if ((st = pit_baseline_mark(t, s)) != PIT_SUCCESS) goto done;
+    SP_CHECK_GOTO(cusparseCreateDnMat(&B, b->rows, b->cols, b->ld, (void *)(uintptr_t)b->ptr, (cudaDataType)b->type,
                                       CUSPARSE_ORDER_ROW),
                   "cusparseCreateDnMat(B)", st, done);
-    SP_CHECK_GOTO(cusparseCreateDnMat(&C, cm->rows, cm->cols, cm->ld, (void *)(uintptr_t)cm->ptr, cm->type,
-                                      CUSPARSE_ORDER_ROW),
+    SP_CHECK_GOTO(cusparseCreateDnMat(&C, cm->rows, cm->cols, cm->ld, (void *)(uintptr_t)cm->ptr,
+                                      (cudaDataType)cm->type, CUSPARSE_ORDER_ROW),
                   "cusparseCreateDnMat(C)", st, done);
     SP_CHECK_GOTO(cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                           &alpha, A.mat, B, &beta, C, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes),
                   "cusparseSpMM_bufferSize", st, done);
-    if ((st = scratch_alloc(&sc, s, bytes, &buffer)) != PIT_SUCCESS) goto done;
+    if ((st = pit_baseline_scratch_alloc(sc, s, bytes, "cusparseSpMM buffer", &buffer)) != PIT_SUCCESS) goto done;
     SP_CHECK_GOTO(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, A.mat,
                                B, &beta, C, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, (void *)(uintptr_t)buffer),
                   "cusparseSpMM", st, done);
-    if ((st = mark(&t, s)) != PIT_SUCCESS) goto done;
-    if ((st = elapsed(&t, 0, 1, convert_ms)) != PIT_SUCCESS) goto done;
-    st = elapsed(&t, 1, 2, compute_ms);
+    st = pit_baseline_mark(t, s);
 done:
     if (B) cusparseDestroyDnMat(B);
     if (C) cusparseDestroyDnMat(C);
     if (A.mat) cusparseDestroySpMat(A.mat);
-    st = scratch_free(&sc, s, st);
-    timer_destroy(&t);
     return st;
 }
 
 pit_status pit_cuda_vendor_sparse_matmul(void *bctx, void *stream, const pit_tdesc *A, const pit_tdesc *B,
                                          const pit_tdesc *C, double *convert_ms, double *compute_ms)
 {
-    dense2 a, b, cm;
-    pit_status st;
-    *convert_ms = *compute_ms = 0;
-    if ((st = dense_of(A, &a)) != PIT_SUCCESS || (st = dense_of(B, &b)) != PIT_SUCCESS ||
-        (st = dense_of(C, &cm)) != PIT_SUCCESS)
-        return st;
-    if (a.type != b.type || a.type != cm.type) return err(PIT_ERR_UNSUPPORTED_DTYPE, "A, B and C differ in dtype");
-    if (a.cols != b.rows || a.rows != cm.rows || b.cols != cm.cols)
-        return err(PIT_ERR_SHAPE_MISMATCH, "A [M,K], B [K,N] and C [M,N] do not match");
-    if (cm.rows == 0 || cm.cols == 0) return PIT_SUCCESS;
-    if (a.cols == 0) return err(PIT_ERR_UNSUPPORTED, "empty reduction (K = 0)");
-    pit_cuda_ctx *c = bctx;
-    if ((st = pit_cuda_push(c)) != PIT_SUCCESS) return st;
-    pthread_mutex_lock(&c->lock);
-    st = spmm_run(c, ((pit_cuda_stream *)stream)->s, &a, &b, &cm, convert_ms, compute_ms);
-    pthread_mutex_unlock(&c->lock);
-    pit_cuda_pop();
-    return st;
+    pit_baseline_job j;
+    pit_status st = pit_baseline_matmul_job(&lib_cusparse, A, B, C, convert_ms, compute_ms, &j);
+    return st == PIT_SUCCESS ? pit_baseline_run(bctx, stream, spmm_run, &j) : st;
 }
 
 /* ---- conversion alone ------------------------------------------------------------------- */
 
 /* CSR -> BSR of block x block (row-major blocks) with the legacy API: f32. */
-static pit_status csr_to_bsr(cusparseHandle_t h, CUstream s, const dense2 *a, const csr *A, int block,
-                             scratch *sc)
+static pit_status csr_to_bsr(cusparseHandle_t h, CUstream s, const pit_baseline_dense *a, const csr *A, int block,
+                             pit_baseline_scratch *sc)
 {
     pit_status st = PIT_SUCCESS;
     cusparseMatDescr_t da = NULL, db = NULL;
@@ -331,8 +233,9 @@ static pit_status csr_to_bsr(cusparseHandle_t h, CUstream s, const dense2 *a, co
     int nnzb = 0, ends[2] = {0, 0};
     int device_mode = 0;
     CUdeviceptr row_ptr = 0, col_ind = 0, values = 0, total = 0;
-    if ((st = scratch_alloc(sc, s, (size_t)(mb + 1) * 4, &row_ptr)) != PIT_SUCCESS) goto done;
-    if ((st = scratch_alloc(sc, s, 4, &total)) != PIT_SUCCESS) goto done;
+    if ((st = pit_baseline_scratch_alloc(sc, s, (size_t)(mb + 1) * 4, "BSR row pointers", &row_ptr)) != PIT_SUCCESS ||
+        (st = pit_baseline_scratch_alloc(sc, s, 4, "BSR block count", &total)) != PIT_SUCCESS)
+        goto done;
     SP_CHECK_GOTO(cusparseCreateMatDescr(&da), "cusparseCreateMatDescr", st, done);
     SP_CHECK_GOTO(cusparseCreateMatDescr(&db), "cusparseCreateMatDescr", st, done);
     /* The block count goes to device memory (device pointer mode) and is read
@@ -355,8 +258,9 @@ static pit_status csr_to_bsr(cusparseHandle_t h, CUstream s, const dense2 *a, co
                                   (long long)(mb * nb));
         goto done;
     }
-    if ((st = scratch_alloc(sc, s, (size_t)nnzb * 4, &col_ind)) != PIT_SUCCESS) goto done;
-    if ((st = scratch_alloc(sc, s, (size_t)nnzb * (size_t)block * (size_t)block * 4, &values)) != PIT_SUCCESS)
+    if ((st = pit_baseline_scratch_alloc(sc, s, (size_t)nnzb * 4, "BSR columns", &col_ind)) != PIT_SUCCESS ||
+        (st = pit_baseline_scratch_alloc(sc, s, (size_t)nnzb * (size_t)block * (size_t)block * 4, "BSR values",
+                                         &values)) != PIT_SUCCESS)
         goto done;
     SP_CHECK_GOTO(cusparseScsr2bsr(h, CUSPARSE_DIRECTION_ROW, (int)a->rows, (int)a->cols, da,
                                    (const float *)(uintptr_t)A->values, (const int *)(uintptr_t)A->offsets,
@@ -374,35 +278,30 @@ done:
     return st;
 }
 
-static pit_status convert_run(pit_cuda_ctx *c, CUstream s, const dense2 *a, int block, double *ms)
+/* A conversion job: dense -> CSR, and for a block over 1 CSR -> BSR,
+ * timed (events 0-1). */
+static pit_status convert_run(pit_cuda_ctx *c, CUstream s, const pit_baseline_job *j, pit_baseline_scratch *sc,
+                              pit_baseline_timer *t)
 {
     cusparseHandle_t h = NULL;
     pit_status st = sparse_handle(c, s, &h);
     if (st != PIT_SUCCESS) return st;
     keep_pool(c);
-    scratch sc = {{0}, 0};
-    timer t = {{0}, 0};
     csr A;
     memset(&A, 0, sizeof A);
-    if ((st = mark(&t, s)) != PIT_SUCCESS) goto done;
-    if ((st = dense_to_csr(h, s, a, &sc, &A)) != PIT_SUCCESS) goto done;
-    if (block > 1 && (st = csr_to_bsr(h, s, a, &A, block, &sc)) != PIT_SUCCESS) goto done;
-    if ((st = mark(&t, s)) != PIT_SUCCESS) goto done;
-    st = elapsed(&t, 0, 1, ms);
-done:
+    if ((st = pit_baseline_mark(t, s)) == PIT_SUCCESS && (st = dense_to_csr(h, s, &j->a, sc, &A)) == PIT_SUCCESS &&
+        (j->block == 1 || (st = csr_to_bsr(h, s, &j->a, &A, j->block, sc)) == PIT_SUCCESS))
+        st = pit_baseline_mark(t, s);
     if (A.mat) cusparseDestroySpMat(A.mat);
-    st = scratch_free(&sc, s, st);
-    timer_destroy(&t);
     return st;
 }
 
 pit_status pit_cuda_vendor_convert(void *bctx, void *stream, const pit_tdesc *A, int block, double *ms)
 {
-    dense2 a;
-    pit_status st = dense_of(A, &a);
-    *ms = 0;
+    pit_baseline_job j;
+    pit_status st = pit_baseline_convert_job(&lib_cusparse, A, block, ms, &j);
     if (st != PIT_SUCCESS) return st;
-    if (block < 1) return err(PIT_ERR_INVALID_ARGUMENT, "block < 1");
+    const pit_baseline_dense *a = &j.a;
     /* Seen on the H100 (CUDA 13.0, 2026-11-23): cusparseXcsr2bsrNnz on the CSR
      * that cusparseDenseToSparse wrote counted 3346785 blocks of 16x16 in a
      * 4096^2 f32 matrix (at most 65536), and the next conversion hung. Not
@@ -415,22 +314,15 @@ pit_status pit_cuda_vendor_convert(void *bctx, void *stream, const pit_tdesc *A,
                                     "dense->BSR conversion, and the legacy csr2bsr path gave a wrong block count on "
                                     "the H100 (PIT_CUDA_LEGACY_BSR=1 runs it anyway; f32 only)",
                                     CUSPARSE_VER_MAJOR, CUSPARSE_VER_MINOR);
-    if (block > 1 && a.type != CUDA_R_32F)
+    if (block > 1 && a->type != CUDA_R_32F)
         return pit_cuda_host->error(PIT_ERR_UNSUPPORTED,
                                     "cuda cuSPARSE baseline: dense -> BSR of %s: cuSPARSE %d.%d (CUDA 13) has no "
                                     "generic dense->BSR conversion and its legacy csr2bsr exists for "
                                     "float/double/complex only (f32 is supported)",
-                                    a.type == CUDA_R_16F ? "f16" : "bf16", CUSPARSE_VER_MAJOR, CUSPARSE_VER_MINOR);
-    if (block > 1 && (a.rows > INT32_MAX || a.cols > INT32_MAX || a.rows * a.cols > INT32_MAX))
+                                    a->type == CUDA_R_16F ? "f16" : "bf16", CUSPARSE_VER_MAJOR, CUSPARSE_VER_MINOR);
+    if (block > 1 && (a->rows > INT32_MAX || a->cols > INT32_MAX || a->rows * a->cols > INT32_MAX))
         return err(PIT_ERR_UNSUPPORTED, "dense -> BSR over 2^31 elements (the legacy csr2bsr takes int)");
-    if (a.rows == 0 || a.cols == 0) return PIT_SUCCESS;
-    pit_cuda_ctx *c = bctx;
-    if ((st = pit_cuda_push(c)) != PIT_SUCCESS) return st;
-    pthread_mutex_lock(&c->lock);
-    st = convert_run(c, ((pit_cuda_stream *)stream)->s, &a, block, ms);
-    pthread_mutex_unlock(&c->lock);
-    pit_cuda_pop();
-    return st;
+    return pit_baseline_run(bctx, stream, convert_run, &j);
 }
 
 const char *pit_cuda_vendor_sparse_name(void *bctx)

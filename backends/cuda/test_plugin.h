@@ -1,7 +1,8 @@
 /*
- * backends/cuda/test_plugin.h - what the CUDA plug-in's direct tests share:
- * the host services a plug-in expects, and loading the plug-in up to its
- * first device. Test code only; included by one .c each.
+ * backends/cuda/test_plugin.h - what the direct tests of the CUDA and HIP
+ * plug-ins share (backends/hip/test_hip_*.c include it too): the host
+ * services a plug-in expects, and loading a plug-in up to its first device.
+ * Test code only; included by one .c each.
  */
 #ifndef PIT_CUDA_TEST_PLUGIN_H
 #define PIT_CUDA_TEST_PLUGIN_H
@@ -50,13 +51,31 @@ static const char *host_cache_dir(void)
     return dir;
 }
 
-/* Loads the plug-in ($PIT_CUDA_PLUGIN_PATH or the build's), registers it
- * with host and initialises it. Returns 0 with *be and device 0's info,
- * SKIP (printed) without a driver or device, 1 (printed) on failure. */
-static int load_cuda_plugin(const pit_host *host, const pit_backend **be, pit_device_info *info)
+/* A host whose allocations never fail on purpose. */
+static inline int host_no_fault(void)
 {
-    const char *plugin = getenv("PIT_CUDA_PLUGIN_PATH");
-    if (!plugin || !*plugin) plugin = PIT_CUDA_PLUGIN;
+    return 0;
+}
+
+/* Which plug-in a test loads. */
+typedef struct test_plugin {
+    const char *name;  /* "cuda": the backend it must register */
+    const char *env;   /* "PIT_CUDA_PLUGIN_PATH": where it is, when set */
+    const char *built; /* where it is otherwise: the build's */
+    const char *vendor; /* "CUDA", for messages */
+    /* what init's PIT_ERR_NO_DEVICE message must start with (NULL ends the
+     * list; no list: anything) */
+    const char *const *no_device;
+} test_plugin;
+
+/* Loads the plug-in, registers it with host and initialises it. Returns 0
+ * with *be and device 0's info, SKIP (printed) without a driver or device,
+ * 1 (printed) on failure. */
+static inline int load_plugin(const test_plugin *p, const pit_host *host, const pit_backend **be,
+                              pit_device_info *info)
+{
+    const char *plugin = getenv(p->env);
+    if (!plugin || !*plugin) plugin = p->built;
     debug_log = getenv("PIT_LOG") && !strcmp(getenv("PIT_LOG"), "debug");
     void *lib = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
@@ -64,27 +83,44 @@ static int load_cuda_plugin(const pit_host *host, const pit_backend **be, pit_de
         return 1;
     }
     pit_backend_register_fn reg = (pit_backend_register_fn)(uintptr_t)dlsym(lib, PIT_BACKEND_REGISTER_SYMBOL);
-    if (!reg || !(*be = reg(host)) || (*be)->abi_version != PIT_BACKEND_ABI_VERSION) {
-        printf("FAIL %s has no compatible %s\n", plugin, PIT_BACKEND_REGISTER_SYMBOL);
+    if (!reg || !(*be = reg(host)) || (*be)->abi_version != PIT_BACKEND_ABI_VERSION ||
+        strcmp((*be)->name, p->name) != 0) {
+        printf("FAIL %s has no compatible %s registering \"%s\"\n", plugin, PIT_BACKEND_REGISTER_SYMBOL, p->name);
         return 1;
     }
     pit_status st = (*be)->init(host);
     if (st == PIT_ERR_NO_DEVICE) {
+        int clear = !p->no_device;
+        for (const char *const *w = p->no_device; w && *w && !clear; ++w) clear = !strncmp(last_error, *w, strlen(*w));
+        if (!clear) {
+            printf("FAIL init without a device said \"%s\", not why (\"%s...\" expected)\n", last_error,
+                   p->no_device[0]);
+            return 1;
+        }
         printf("SKIPPED: %s\n", last_error);
         return SKIP;
     }
     int count = 0;
     if (st == PIT_SUCCESS) st = (*be)->device_count(&count);
     if (st == PIT_SUCCESS && count < 1) {
-        printf("SKIPPED: no CUDA device\n");
+        printf("SKIPPED: no %s device\n", p->vendor);
         return SKIP;
     }
     if (st == PIT_SUCCESS) st = (*be)->device_info(0, info);
     if (st != PIT_SUCCESS) {
-        printf("FAIL loading the CUDA plug-in: status %d: %s\n", (int)st, last_error);
+        printf("FAIL loading the %s plug-in: status %d: %s\n", p->vendor, (int)st, last_error);
         return 1;
     }
     return 0;
 }
+
+#ifdef PIT_CUDA_PLUGIN
+/* The CUDA plug-in ($PIT_CUDA_PLUGIN_PATH or the build's). */
+static inline int load_cuda_plugin(const pit_host *host, const pit_backend **be, pit_device_info *info)
+{
+    static const test_plugin cuda = {"cuda", "PIT_CUDA_PLUGIN_PATH", PIT_CUDA_PLUGIN, "CUDA", NULL};
+    return load_plugin(&cuda, host, be, info);
+}
+#endif
 
 #endif

@@ -26,22 +26,28 @@ const char *pit_hip_basename(const char *path)
     return slash ? slash + 1 : path;
 }
 
-static void *open_first(const char *const *names, int n, char *tried, size_t size)
+void *pit_hip_open_first(const char *const *names, int n, char *tried, size_t size, int *which)
 {
     size_t used = 0;
     tried[0] = 0;
     for (int i = 0; i < n; ++i) {
         void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (h) return h;
+        if (h) {
+            if (which) *which = i;
+            return h;
+        }
+        /* dlerror() names the file, unless what failed is a dependency */
         const char *why = dlerror();
-        int w = snprintf(tried + used, size - used, "%s%s", used ? "; " : "", why ? why : names[i]);
-        if (w > 0 && (size_t)w < size - used) used += (size_t)w;
+        int w = why && strstr(why, names[i])
+                    ? snprintf(tried + used, size - used, "%s%s", used ? "; " : "", why)
+                    : snprintf(tried + used, size - used, "%s%s: %s", used ? "; " : "", names[i],
+                               why ? why : "not loaded");
+        if (w > 0) used = used + (size_t)w < size ? used + (size_t)w : size - 1;
     }
     return NULL;
 }
 
-/* Resolves name into *slot; returns 0 when the symbol is missing. */
-static int resolve(void *lib, const char *name, void *slot)
+int pit_hip_resolve(void *lib, const char *name, void *slot)
 {
     void *sym = dlsym(lib, name);
     memcpy(slot, &sym, sizeof sym); /* object -> function pointer, as POSIX allows */
@@ -50,7 +56,7 @@ static int resolve(void *lib, const char *name, void *slot)
 
 #define REQUIRE(field, name)                                                                        \
     do {                                                                                            \
-        if (!resolve(runtime, name, &pit_hip.field)) {                                              \
+        if (!pit_hip_resolve(runtime, name, &pit_hip.field)) {                                      \
             missing = name;                                                                         \
             goto fail;                                                                              \
         }                                                                                           \
@@ -67,7 +73,7 @@ static pit_status resolve_runtime(void)
     REQUIRE(DeviceGetName, "hipDeviceGetName");
     REQUIRE(DeviceTotalMem, "hipDeviceTotalMem");
     REQUIRE(DeviceGetAttribute, "hipDeviceGetAttribute");
-    if (!resolve(runtime, "hipGetDevicePropertiesR0000", &pit_hip.GetDeviceProperties))
+    if (!pit_hip_resolve(runtime, "hipGetDevicePropertiesR0000", &pit_hip.GetDeviceProperties))
         REQUIRE(GetDeviceProperties, "hipGetDeviceProperties");
     REQUIRE(StreamCreateWithFlags, "hipStreamCreateWithFlags");
     REQUIRE(StreamDestroy, "hipStreamDestroy");
@@ -102,7 +108,7 @@ static void resolve_hiprtc(void)
     void *lib = runtime;
     if (!dlsym(runtime, "hiprtcCreateProgram")) {
         char tried[512];
-        rtc_lib = open_first(rtc_names, 2, tried, sizeof tried);
+        rtc_lib = pit_hip_open_first(rtc_names, 2, tried, sizeof tried, NULL);
         if (!rtc_lib) {
             pit_hip_host->log_debug("hip: no hiprtc (%s): built-in code objects only", tried);
             return;
@@ -110,12 +116,13 @@ static void resolve_hiprtc(void)
         lib = rtc_lib;
     }
     pit_hiprtc_api t;
-    int ok = resolve(lib, "hiprtcCreateProgram", &t.CreateProgram) &&
-             resolve(lib, "hiprtcCompileProgram", &t.CompileProgram) &&
-             resolve(lib, "hiprtcGetProgramLogSize", &t.GetProgramLogSize) &&
-             resolve(lib, "hiprtcGetProgramLog", &t.GetProgramLog) &&
-             resolve(lib, "hiprtcGetCodeSize", &t.GetCodeSize) && resolve(lib, "hiprtcGetCode", &t.GetCode) &&
-             resolve(lib, "hiprtcDestroyProgram", &t.DestroyProgram);
+    int ok = pit_hip_resolve(lib, "hiprtcCreateProgram", &t.CreateProgram) &&
+             pit_hip_resolve(lib, "hiprtcCompileProgram", &t.CompileProgram) &&
+             pit_hip_resolve(lib, "hiprtcGetProgramLogSize", &t.GetProgramLogSize) &&
+             pit_hip_resolve(lib, "hiprtcGetProgramLog", &t.GetProgramLog) &&
+             pit_hip_resolve(lib, "hiprtcGetCodeSize", &t.GetCodeSize) &&
+             pit_hip_resolve(lib, "hiprtcGetCode", &t.GetCode) &&
+             pit_hip_resolve(lib, "hiprtcDestroyProgram", &t.DestroyProgram);
     if (ok) pit_hiprtc = t;
 }
 
@@ -135,7 +142,7 @@ static pit_status require_gpu(void)
 pit_status pit_hip_open(void)
 {
     char tried[1024];
-    if (!runtime) runtime = open_first(runtime_names, 3, tried, sizeof tried);
+    if (!runtime) runtime = pit_hip_open_first(runtime_names, 3, tried, sizeof tried, NULL);
     if (!runtime) return pit_hip_host->error(PIT_ERR_NO_DEVICE, "no HIP runtime (%s)", tried);
     pit_status st = resolve_runtime();
     if (st == PIT_SUCCESS) resolve_hiprtc();

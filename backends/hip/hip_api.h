@@ -89,4 +89,11 @@ pit_status pit_hip_fail(hipError_t r, const char *what, const char *file, int li
 /* file name without its folders, for messages */
 const char *pit_hip_basename(const char *path);
 
+/* Opens the first of names[0..n) that loads (RTLD_NOW | RTLD_LOCAL), its
+ * index into *which (when not NULL); NULL when none does, with why for each
+ * ("a; b") in tried. For the ROCm libraries found at run time. */
+void *pit_hip_open_first(const char *const *names, int n, char *tried, size_t size, int *which);
+/* Resolves name into *slot (a function pointer); 0 when it is missing. */
+int pit_hip_resolve(void *lib, const char *name, void *slot);
+
 #endif /* PIT_HIP_API_H */

@@ -2,7 +2,8 @@
  * hip_backend.c - the HIP plug-in's pit_backend table: runtime loading,
  * devices, contexts, streams, memory and events. The PIT operations are
  * the CUDA backend's host code (backends/cuda/cuda_ops.c through
- * hip_shim.h), the kernels hip_kernels.c, the dense GEMM hip_dense.c.
+ * hip_shim.h), the kernels hip_kernels.c, the dense GEMM hip_dense.c,
+ * the rocSPARSE baseline hip_sparse.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,7 @@ static void hip_context_destroy(void *bctx)
     if (!c) return;
     if (pit_hip_push(c) == PIT_SUCCESS) {
         pit_hip_blas_destroy(c);
+        pit_hip_sparse_destroy(c);
         pit_hip_free_kernels(c);
     }
     pthread_mutex_destroy(&c->lock);
@@ -361,6 +363,9 @@ static pit_backend hip_backend = {
     .matmul_dense = pit_hip_matmul_dense,
     .dense_name = pit_hip_dense_name,
     .mem_copy = hip_mem_copy,
+    .vendor_sparse_matmul = pit_hip_vendor_sparse_matmul,
+    .vendor_convert = pit_hip_vendor_convert,
+    .vendor_sparse_name = pit_hip_vendor_sparse_name,
 };
 
 PIT_API const pit_backend *pit_backend_register(const pit_host *host)

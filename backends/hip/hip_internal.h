@@ -28,9 +28,11 @@ typedef struct pit_hip_ctx {
     int arch;
     int sm_count;   /* compute units (the shared code sizes grids by it) */
     int smem_max;   /* LDS bytes per work-group */
-    pthread_mutex_t lock; /* guards kernels and blas */
+    pthread_mutex_t lock; /* guards kernels, blas and sparse */
     pit_kernel_link *kernels;
     void *blas;     /* rocblas_handle, created on first dense call */
+    void *sparse;   /* rocsparse_handle, created on first baseline call (hip_sparse.c) */
+    char sparse_name[48]; /* "rocSPARSE 2.3.3 CSR", set with the handle */
 } pit_hip_ctx;
 
 typedef struct pit_hip_stream {
@@ -85,5 +87,22 @@ int pit_hip_have_rocblas(void);
 pit_status pit_hip_matmul_dense(void *bctx, void *stream, const pit_tdesc *A, const pit_tdesc *B,
                                 const pit_tdesc *C);
 const char *pit_hip_dense_name(void *bctx);
+
+/* ---- rocSPARSE, the vendor sparse baseline of pit bench (hip_sparse.c),
+ * found at run time with dlopen */
+/* Loads librocsparse.so.0/.so.1/.so once: PIT_SUCCESS, or PIT_ERR_UNSUPPORTED
+ * naming the libraries tried with dlerror()'s reasons, or the symbols the
+ * library that was found lacks. */
+pit_status pit_hip_sparse_load(void);
+/* Which of those names was opened (NULL: none could be). */
+const char *pit_hip_sparse_library(void);
+/* Without a GPU: loads, then checks the descriptor calls against the
+ * library (enum values, argument order); a line per check into report. */
+pit_status pit_hip_sparse_selfcheck(char *report, size_t size);
+pit_status pit_hip_vendor_sparse_matmul(void *bctx, void *stream, const pit_tdesc *A, const pit_tdesc *B,
+                                        const pit_tdesc *C, double *convert_ms, double *compute_ms);
+pit_status pit_hip_vendor_convert(void *bctx, void *stream, const pit_tdesc *A, int block, double *ms);
+const char *pit_hip_vendor_sparse_name(void *bctx);
+void pit_hip_sparse_destroy(pit_hip_ctx *c);
 
 #endif /* PIT_HIP_INTERNAL_H */

@@ -1,7 +1,7 @@
 /*
  * hip_shim.c - the HIP meaning of the CUDA names that backends/cuda/cuda_ops.c
- * uses (see hip_shim.h): stream-ordered memory calls, failed-call messages
- * and a host whose errors say "hip".
+ * and cuda_baseline.h use (see hip_shim.h): stream-ordered memory calls,
+ * events, failed-call messages and a host whose errors say "hip".
  */
 #include "hip_shim.h"
 
@@ -47,12 +47,42 @@ static CUresult no_pool_attribute(CUmemoryPool pool, int attr, void *value)
     return hipErrorNotSupported;
 }
 
-const pit_hip_cu_api pit_cu = {memset_d32, mem_alloc, mem_free, no_pool, no_pool_attribute};
+/* ---- events (pit_hip's entries are resolved at load time, hence these) ---- */
+static CUresult event_create(CUevent *e, unsigned int flags)
+{
+    (void)flags; /* CU_EVENT_DEFAULT */
+    return pit_hip.EventCreate(e);
+}
+
+static CUresult event_record(CUevent e, CUstream s)
+{
+    return pit_hip.EventRecord(e, s);
+}
+
+static CUresult event_synchronize(CUevent e)
+{
+    return pit_hip.EventSynchronize(e);
+}
+
+static CUresult event_elapsed(float *ms, CUevent from, CUevent to)
+{
+    return pit_hip.EventElapsedTime(ms, from, to);
+}
+
+static CUresult event_destroy(CUevent e)
+{
+    return pit_hip.EventDestroy(e);
+}
+
+const pit_hip_cu_api pit_cu = {memset_d32,   mem_alloc,    mem_free,          no_pool,       no_pool_attribute,
+                               event_create, event_record, event_synchronize, event_elapsed, event_destroy};
 
 /* ---- messages ------------------------------------------------------------------ */
 static const char *const call_names[][2] = {
     {"cuLaunchKernel", "hipModuleLaunchKernel"}, {"cuMemAllocAsync", "hipMalloc"},
     {"cuMemFreeAsync", "hipFree"},               {"cuMemsetD32Async", "hipMemsetD32Async"},
+    {"cuEventCreate", "hipEventCreate"},         {"cuEventRecord", "hipEventRecord"},
+    {"cuEventSynchronize", "hipEventSynchronize"}, {"cuEventElapsedTime", "hipEventElapsedTime"},
 };
 
 /* what with a CUDA call name at its start replaced by the HIP call made */

@@ -4,12 +4,14 @@
  * SRead/tile/SWrite matmul along K and M, and the dense GEMM are the same
  * host logic on both vendors, so they are written once.
  *
- * CMake force-includes this header into cuda_ops.c (and only there). It
- * claims the include guards of cuda_internal.h and cuda_driver.h, whose
- * CUDA types never reach this plug-in, and gives the names cuda_ops.c uses
- * their HIP meaning: the driver table pit_cu (a few stream-ordered memory
- * calls), CU_CHECK, the context/stream/kernel types, the kernel cache and
- * launch (hip_kernels.c), and cuBLAS's GEMM over rocBLAS (hip_blas.c).
+ * CMake force-includes this header into cuda_ops.c and cuda_model_ops.c;
+ * hip_sparse.c includes it before backends/cuda/cuda_baseline.h (what the
+ * cuSPARSE and rocSPARSE baselines share). It claims the include guards of
+ * cuda_internal.h and cuda_driver.h, whose CUDA types never reach this
+ * plug-in, and gives the names that code uses their HIP meaning: the driver
+ * table pit_cu (a few stream-ordered memory calls and the events), CU_CHECK,
+ * the context/stream/kernel types, the kernel cache and launch
+ * (hip_kernels.c), and cuBLAS's GEMM over rocBLAS (hip_blas.c).
  * Messages it formats say "hip", not "cuda" (see pit_cuda_host below).
  */
 #ifndef PIT_HIP_SHIM_H
@@ -26,12 +28,14 @@
 /* ---- the CUDA driver names cuda_ops.c uses --------------------------------- */
 typedef hipError_t CUresult;
 typedef hipStream_t CUstream;
+typedef hipEvent_t CUevent;
 typedef uint64_t CUdeviceptr; /* an integer, as CUDA's: cuda_ops.c adds offsets to it */
 #define CUDA_SUCCESS hipSuccess
 
 typedef void *CUmemoryPool;
 typedef uint64_t cuuint64_t;
 #define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+#define CU_EVENT_DEFAULT 0
 
 typedef struct pit_hip_cu_api {
     CUresult (*MemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
@@ -40,6 +44,12 @@ typedef struct pit_hip_cu_api {
     /* scratch is not taken from a memory pool here: these say so */
     CUresult (*DeviceGetDefaultMemPool)(CUmemoryPool *, int);
     CUresult (*MemPoolSetAttribute)(CUmemoryPool, int, void *);
+    /* hipEventCreate has no flags: only CU_EVENT_DEFAULT is taken */
+    CUresult (*EventCreate)(CUevent *, unsigned int);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*EventDestroy)(CUevent);
 } pit_hip_cu_api;
 extern const pit_hip_cu_api pit_cu;
 

@@ -1,52 +1,20 @@
 /*
  * test_hip_direct.c - drives libpit-hip.so through its pit_backend table,
  * without libpit: registration, init, and on a machine with an AMD GPU a
- * sparse matmul (detect -> index -> fused kernel) and the dense GEMM in
- * f32, f16 and bf16, compared with a host reference. Without a GPU it checks
+ * sparse matmul (detect -> index -> fused kernel), the dense GEMM and the
+ * vendor sparse baseline (rocSPARSE, when installed) in f32, f16 and bf16,
+ * compared with a host reference. Without a GPU it checks
  * that init says why ("no HIP runtime (...)" / "no AMD GPU (...)") and
  * exits 77 (SKIPPED).
  */
-#include <dlfcn.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "test_plugin.h" /* backends/cuda: the host, loading the plug-in */
 
-static char last_error[2048];
-
-static pit_status host_error(pit_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-static void host_log(const char *fmt, ...)
-{
-    if (!getenv("PIT_LOG")) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-static const char *host_cache(void)
-{
-    return NULL;
-}
-
-static int host_no_fault(void)
-{
-    return 0;
-}
-
-static const pit_host host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache, host_no_fault};
+static const pit_host host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache_dir, host_no_fault};
 static const pit_backend *be;
 static void *ctx, *stream;
 static int failures;
@@ -162,6 +130,42 @@ static void compare(pit_dtype dt, const char *what, const void *c, const float *
     printf("ok %s %s (worst relative error %g)\n", what, name, worst);
 }
 
+/* The vendor sparse baseline (rocSPARSE, hip_sparse.c) on the same
+ * problem: dense A -> CSR, then SpMM. rocSPARSE missing, or without this
+ * dtype (before ROCm 6 it has f32 only), is a skip that says why. */
+static void vendor_case(pit_dtype dt, const pit_tdesc *A, const pit_tdesc *B, const pit_tdesc *C, void *c,
+                        const float *ref)
+{
+    const int M = (int)C->shape[0], N = (int)C->shape[1];
+    const char *dn = dt == PIT_F32 ? "f32" : dt == PIT_F16 ? "f16" : "bf16";
+    if (!be->vendor_sparse_matmul) {
+        printf("skip vendor sparse %s: the plug-in has no vendor_sparse_matmul\n", dn);
+        return;
+    }
+    const char *name = be->vendor_sparse_name ? be->vendor_sparse_name(ctx) : "vendor sparse";
+    double conv = -1, comp = -1, ms = -1;
+    size_t bytes = (size_t)M * N * esize(dt);
+    memset(c, 0, bytes);
+    CHECK(be->mem_fill32(ctx, stream, C->mem, 0, 0x7fc00000u, bytes) == PIT_SUCCESS, "NaN-filling C");
+    pit_status st = be->vendor_sparse_matmul(ctx, stream, A, B, C, &conv, &comp);
+    if (st == PIT_ERR_UNSUPPORTED || st == PIT_ERR_UNSUPPORTED_DTYPE) {
+        printf("skip %s %s: %s\n", name, dn, last_error);
+        return;
+    }
+    CHECK(st == PIT_SUCCESS, "%s %s returned %d", name, dn, (int)st);
+    CHECK(conv >= 0 && comp >= 0, "%s %s timed %g ms + %g ms", name, dn, conv, comp);
+    CHECK(be->mem_read(ctx, stream, C->mem, 0, c, bytes) == PIT_SUCCESS, "reading C back");
+    compare(dt, name, c, ref, M, N);
+    printf("   %s %s: conversion %.3f ms, SpMM %.3f ms\n", name, dn, conv, comp);
+    if (be->vendor_convert) {
+        CHECK(be->vendor_convert(ctx, stream, A, 1, &ms) == PIT_SUCCESS && ms >= 0, "%s %s: dense -> CSR alone",
+              name, dn);
+        st = be->vendor_convert(ctx, stream, A, 16, &ms);
+        CHECK(st == PIT_SUCCESS || st == PIT_ERR_UNSUPPORTED, "%s %s: dense -> BSR 16 returned %d", name, dn,
+              (int)st);
+    }
+}
+
 /* Sparse A (micro-tile 32x64 along K) through detect + the fused kernel,
  * then the dense GEMM, against the host reference. */
 static void run_case(pit_dtype dt)
@@ -179,7 +183,7 @@ static void run_case(pit_dtype dt)
         ++failures;
         goto done;
     }
-    pit_index idx = {{TM, TK, PIT_AXIS_K}, M / TM, M / TM, K / TK, NULL, NULL, NULL};
+    pit_index idx = {{TM, TK, PIT_AXIS_K}, M / TM, M / TM, K / TK, NULL, NULL, NULL, 0};
     if (be->mem_alloc(ctx, (size_t)idx.groups * 4, &counts) != PIT_SUCCESS ||
         be->mem_alloc(ctx, (size_t)idx.groups * idx.capacity * 4, &entries) != PIT_SUCCESS ||
         be->mem_alloc(ctx, 4, &total) != PIT_SUCCESS) {
@@ -208,6 +212,7 @@ static void run_case(pit_dtype dt)
     } else {
         compare(dt, be->dense_name(ctx), c, ref, M, N);
     }
+    vendor_case(dt, &A, &B, &C, c, ref);
 done:
     be->mem_free(ctx, counts);
     be->mem_free(ctx, entries);
@@ -221,44 +226,19 @@ done:
     free(ref);
 }
 
-/* Without a device the reason must say which part is missing. */
-static int no_device(pit_status st)
-{
-    int clear = !strncmp(last_error, "no HIP runtime (", 16) || !strncmp(last_error, "no AMD GPU (", 12);
-    if (st != PIT_ERR_NO_DEVICE || !clear) {
-        printf("FAIL init returned %d with \"%s\"; PIT_ERR_NO_DEVICE with \"no HIP runtime (...)\" or "
-               "\"no AMD GPU (...)\" expected\n", (int)st, last_error);
-        return 1;
-    }
-    printf("SKIPPED: %s\n", last_error);
-    return 77;
-}
-
 int main(void)
 {
-    void *lib = dlopen(PIT_HIP_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        printf("FAIL dlopen %s: %s\n", PIT_HIP_PLUGIN, dlerror());
-        return 1;
-    }
-    pit_backend_register_fn reg;
-    void *sym = dlsym(lib, PIT_BACKEND_REGISTER_SYMBOL);
-    memcpy(&reg, &sym, sizeof reg);
-    be = reg ? reg(&host) : NULL;
-    if (!be || strcmp(be->name, "hip") != 0) {
-        printf("FAIL %s did not register a hip backend\n", PIT_HIP_PLUGIN);
-        return 1;
-    }
-    pit_status st = be->init(&host);
-    if (st != PIT_SUCCESS) return no_device(st);
-    int n = 0;
-    if (be->device_count(&n) != PIT_SUCCESS || n < 1 || be->context_create(0, &ctx) != PIT_SUCCESS ||
-        be->stream_create(ctx, &stream) != PIT_SUCCESS) {
+    /* without a device the reason must say which part is missing */
+    static const char *const no_device[] = {"no HIP runtime (", "no AMD GPU (", NULL};
+    static const test_plugin hip = {"hip", "PIT_HIP_PLUGIN_PATH", PIT_HIP_PLUGIN, "AMD", no_device};
+    pit_device_info info;
+    int loaded = load_plugin(&hip, &host, &be, &info);
+    if (loaded != 0) return loaded;
+    if (be->context_create(0, &ctx) != PIT_SUCCESS || be->stream_create(ctx, &stream) != PIT_SUCCESS) {
         printf("FAIL device 0: %s\n", last_error);
         return 1;
     }
-    pit_device_info info;
-    if (be->device_info(0, &info) == PIT_SUCCESS) printf("device: %s (%s), %s\n", info.name, info.arch, info.driver_version);
+    printf("device: %s (%s), %s\n", info.name, info.arch, info.driver_version);
     run_case(PIT_F32);
     run_case(PIT_F16);
     run_case(PIT_BF16);
