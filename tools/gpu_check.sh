@@ -4,7 +4,9 @@
 # CUDA-graph capture, compute-sanitizer, and the benches. Logs and JSON go to
 # $OUT (or ./gpu-out). Carried along: .carry/ with libclblast.so.1 and the
 # DLPack header (the GPU machine lacks both).
-#   usage: bash tools/gpu_check.sh [quick|full|model]
+#   usage: bash tools/gpu_check.sh [quick|full|model|ops]
+# ops: the operator tests and benches, CUDA conformance, graph capture, and
+# compute-sanitizer on the attention conformance cases.
 # model: pit tune on CUDA, then with the freshly tuned database the select
 # (cost model accuracy) and matmul benches, the operator tests and benches,
 # and the CUDA conformance suite.
@@ -36,6 +38,17 @@ fi
 export LD_LIBRARY_PATH="$PWD/build-gpu/lib:${LD_LIBRARY_PATH:-}" PIT_TILEDB_DIR="$PWD/tiledb"
 B=build-gpu/bin
 export PIT_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ "$mode" = ops ]; then
+  step cuda_ops $B/test_cuda_ops
+  step bench_ops $B/test_cuda_ops --bench
+  step conformance_cuda env PIT_BACKEND=cuda $B/pit conformance
+  step cuda_graph_capture $B/test_cuda_graph
+  step memcheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
+  step racecheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op attention
+  step bench_layers env PIT_BACKEND=cuda $B/pit bench --suite layers
+  rm -f "$out/gpu.txt"
+  echo; cat "$summary"; exit 0
+fi
 if [ "$mode" = model ]; then
   step tune env PIT_BACKEND=cuda $B/pit tune --output "$out/sm90.tiledb"
   export PIT_TILEDB="$out/sm90.tiledb"
