@@ -13,7 +13,6 @@
  * last selection: steady workloads skip Algorithm 1 entirely. */
 #define PIT_RESELECT_DENSITY_DELTA 0.02
 
-
 PIT_API pit_matmul_options pit_matmul_options_default(void)
 {
     pit_matmul_options o;
@@ -21,7 +20,6 @@ PIT_API pit_matmul_options pit_matmul_options_default(void)
     o.sparse = PIT_SPARSE_A;
     return o;
 }
-
 
 /* Shapes: A [..., M, K], B [..., K, N], C [..., M, N]; same batch and dtype. */
 static pit_status check_matmul_operands(pit_context *ctx, const pit_tensor *A, const pit_tensor *B,
@@ -144,16 +142,9 @@ static double density_of(const pit_candidate_stats *s, int32_t *max_entries, int
             mx = s->counts[g];
     }
     *max_entries = mx;
-    if (nonzero)
-        *nonzero = sum;
+    *nonzero = sum;
     double total = (double)s->groups * (double)s->capacity;
     return total > 0 ? (double)sum / total : 0.0;
-}
-
-/* The chosen candidate's counts as the kernel's grid needs them. */
-static void take_counts(pit_plan *p, const pit_candidate_stats *s)
-{
-    density_of(s, &p->sel.max_entries, &p->sel.nonzero_tiles);
 }
 
 /* Algorithm 1 when the sparsity moved, else the cached choice with fresh counts. */
@@ -162,9 +153,10 @@ static pit_status choose(pit_context *ctx, pit_plan *p, const pit_candidate_stat
 {
     double dens[PIT_MAX_CANDIDATES];
     int32_t mx[PIT_MAX_CANDIDATES];
+    int64_t nz[PIT_MAX_CANDIDATES];
     int moved = !p->have_sel;
     for (int i = 0; i < p->ncands; i++) {
-        dens[i] = density_of(&st[i], &mx[i], NULL);
+        dens[i] = density_of(&st[i], &mx[i], &nz[i]);
         if (fabs(dens[i] - p->density[i]) > PIT_RESELECT_DENSITY_DELTA)
             moved = 1;
         pit_log_debug("detect: %dx%d axis %s: density %.4f of %d groups x %d, largest group %d",
@@ -189,8 +181,10 @@ static pit_status choose(pit_context *ctx, pit_plan *p, const pit_candidate_stat
         memcpy(p->density, dens, sizeof(double) * (size_t)p->ncands);
         p->have_sel = 1;
     }
-    if (!p->sel.dense)
-        take_counts(p, &st[p->sel.candidate]);
+    if (!p->sel.dense) { /* the chosen candidate's counts size the kernel's grid */
+        p->sel.max_entries = mx[p->sel.candidate];
+        p->sel.nonzero_tiles = nz[p->sel.candidate];
+    }
     return PIT_SUCCESS;
 }
 
@@ -199,13 +193,12 @@ static pit_status choose(pit_context *ctx, pit_plan *p, const pit_candidate_stat
  * candidate, and so select again. */
 static void settled_counts(pit_plan *p, const pit_candidate_stats *s)
 {
-    int32_t mx;
-    double d = density_of(s, &mx, NULL);
+    double d = density_of(s, &p->sel.max_entries, &p->sel.nonzero_tiles);
     if (fabs(d - p->density[p->sel.candidate]) > PIT_RESELECT_DENSITY_DELTA)
         p->recheck = 1;
     pit_log_debug("detect: %dx%d only (settled plan): density %.4f, largest group %d%s",
-                  s->tile.rows, s->tile.cols, d, mx, p->recheck ? "; moved: every candidate next call" : "");
-    take_counts(p, s);
+                  s->tile.rows, s->tile.cols, d, p->sel.max_entries,
+                  p->recheck ? "; moved: every candidate next call" : "");
 }
 
 static void fill_report(pit_report *r, const pit_plan *p, const pit_selection *sel, int dense)

@@ -122,7 +122,7 @@ static pit_status attend(pit_context *ctx, void *bs, const pit_tensor *Q, const 
          * back between detection and the kernel. Blocks whose mask is all
          * non-zero come marked (flag_full) and skip the kernel's mask loads;
          * only attention_sparse ever sees this index. */
-        PIT_TRY(ops_index_pattern_marked(ctx, bs, "attention", &mask->d, bh, t, 1, &idx));
+        PIT_TRY(ops_index_pattern(ctx, bs, "attention", &mask->d, bh, t, 1, &idx));
         pit_tdesc q = ops_view3(&Q->d, bh), k = ops_view3(&K->d, bh), v = ops_view3(&V->d, bh);
         pit_tdesc o = ops_view3(&O->d, bh);
         PIT_TRY(ctx->be->attention_sparse(ctx->bctx, bs, &idx, &q, &k, &v, &mask->d, &o, scale));
@@ -137,7 +137,7 @@ static pit_status attend(pit_context *ctx, void *bs, const pit_tensor *Q, const 
     }
     int32_t max_entries;
     int64_t nonzero;
-    PIT_TRY(ops_index_pattern(ctx, bs, "attention", &mask->d, bh, t, &idx));
+    PIT_TRY(ops_index_pattern(ctx, bs, "attention", &mask->d, bh, t, 0, &idx));
     PIT_TRY(ops_index_stats(ctx, bs, &idx, &max_entries, &nonzero));
     ops_report_index(report, &idx, nonzero, ops_index_repeat(&idx, bh), "attention");
     if (nonzero == 0) {

@@ -65,7 +65,7 @@ pit_status ops_sddmm_run(pit_context *ctx, void *bs, const pit_tdesc *A, const p
     pit_index idx;
     int32_t max_entries;
     int64_t nonzero;
-    PIT_TRY(ops_index_pattern(ctx, bs, key, mask, batch, tile, &idx));
+    PIT_TRY(ops_index_pattern(ctx, bs, key, mask, batch, tile, 0, &idx));
     PIT_TRY(ops_index_stats(ctx, bs, &idx, &max_entries, &nonzero));
     ops_report_index(report, &idx, nonzero, ops_index_repeat(&idx, batch), "sddmm");
     if (nonzero == 0) {

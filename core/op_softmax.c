@@ -43,7 +43,7 @@ static pit_status index_rows(pit_context *ctx, void *bs, const char *key, const 
 {
     int32_t max_entries;
     int64_t nonzero;
-    PIT_TRY(ops_index_pattern(ctx, bs, key, mask, ops_batch(X), row_tile(ops_cols(X)), idx));
+    PIT_TRY(ops_index_pattern(ctx, bs, key, mask, ops_batch(X), row_tile(ops_cols(X)), 0, idx));
     PIT_TRY(ops_index_stats(ctx, bs, idx, &max_entries, &nonzero));
     ops_report_index(report, idx, nonzero, ops_index_repeat(idx, ops_batch(X)), key);
     *empty = nonzero == 0;

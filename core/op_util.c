@@ -288,14 +288,7 @@ pit_status ops_index_alloc(pit_context *ctx, void *bs, const char *key, pit_micr
 }
 
 pit_status ops_index_pattern(pit_context *ctx, void *bs, const char *key, const pit_tdesc *mask,
-                             int64_t batch, pit_microtile tile, pit_index *idx)
-{
-    return ops_index_pattern_marked(ctx, bs, key, mask, batch, tile, 0, idx);
-}
-
-pit_status ops_index_pattern_marked(pit_context *ctx, void *bs, const char *key,
-                                    const pit_tdesc *mask, int64_t batch, pit_microtile tile,
-                                    int flag_full, pit_index *idx)
+                             int64_t batch, pit_microtile tile, int flag_full, pit_index *idx)
 {
     if (!ctx->be->detect)
         return ops_unsupported(ctx, "detect");

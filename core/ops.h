@@ -63,15 +63,11 @@ pit_status ops_zero(pit_context *ctx, void *bs, const pit_tdesc *d);
  * row-block, entries = column-block indices. A rank-3 mask gets one set of
  * groups per batch; a rank-2 mask (the same for every batch) is detected once
  * and its index has one set (groups == groups_per_batch) shared by every batch.
- * Buffers come from the workspace under `key`. */
+ * Buffers come from the workspace under `key`. flag_full 1 lets the backend
+ * mark the entries of all-non-zero blocks with PIT_ENTRY_FULL (backend.h):
+ * only for an index that goes to nothing but backend.attention_sparse. */
 pit_status ops_index_pattern(pit_context *ctx, void *bs, const char *key, const pit_tdesc *mask,
-                             int64_t batch, pit_microtile tile, pit_index *idx);
-/* ops_index_pattern with idx->flag_full = flag_full: the backend may mark the
- * entries of all-non-zero blocks with PIT_ENTRY_FULL (core/backend.h). Only
- * for an index that goes to nothing but backend.attention_sparse. */
-pit_status ops_index_pattern_marked(pit_context *ctx, void *bs, const char *key,
-                                    const pit_tdesc *mask, int64_t batch, pit_microtile tile,
-                                    int flag_full, pit_index *idx);
+                             int64_t batch, pit_microtile tile, int flag_full, pit_index *idx);
 /* Index buffers for groups x capacity entries (workspace under key). */
 pit_status ops_index_alloc(pit_context *ctx, void *bs, const char *key, pit_microtile tile,
                            int64_t batch, int64_t groups_per_batch, int64_t capacity,
