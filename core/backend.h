@@ -145,7 +145,10 @@ typedef struct pit_backend {
     /* C = A.B through the fused SRead -> dense tile -> SWrite kernel. The
      * sparse operand is A when idx->tile.axis is K or M, B when it is N.
      * worst_case_grid: size the grid for a full index (fixed-plan mode, no
-     * host read-back); otherwise grid from max_entries (largest counts[g]). */
+     * host read-back); otherwise grid from max_entries (largest counts[g]).
+     * Along K the grid must not depend on max_entries at all (one CTA per
+     * row-block and n-tile, the counts read on the device): core then skips
+     * the read-back on settled calls (core/matmul.c). */
     pit_status (*matmul_sparse)(void *bctx, void *stream, const pit_tile *tile,
                                 const pit_index *idx, int32_t max_entries,
                                 int worst_case_grid, const pit_tdesc *A,

@@ -262,6 +262,11 @@ static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_ten
         return s;
     }
     int first = settled ? p->sel.candidate : 0, n = settled ? 1 : p->ncands;
+    /* Along K the kernel's grid does not depend on the counts (backend.h):
+     * a settled plan reads nothing back, so detection and kernel queue back
+     * to back with no stall. Its density is looked at again on the periodic
+     * full look, PIT_REDETECT_EVERY calls apart. */
+    int no_readback = settled && p->idx[first].tile.axis == PIT_AXIS_K;
     timer_mark(tm, 0);
     PIT_TRY(ctx->be->detect(ctx->bctx, bs, &X->d, &p->idx[first], n));
     timer_mark(tm, 1);
@@ -274,6 +279,10 @@ static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_ten
         PIT_TRY(pit_select_fixed(ctx->db, &p->problem, &p->idx[0].tile, &sel.tile));
         snprintf(sel.choice, sizeof sel.choice, "fixed %dx%d axis %d", p->idx[0].tile.rows,
                  p->idx[0].tile.cols, (int)p->idx[0].tile.axis);
+    } else if (no_readback) {
+        sel = p->sel;
+        pit_log_debug("detect: %dx%d only (settled plan along K): no read-back", p->idx[first].tile.rows,
+                      p->idx[first].tile.cols);
     } else {
         pit_candidate_stats st[PIT_MAX_CANDIDATES];
         PIT_TRY(read_counts(ctx, bs, p, first, n, st));
@@ -296,7 +305,8 @@ static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_ten
     }
     timer_mark(tm, 2);
     pit_status s;
-    if (!o->fixed_plan && !sel.dense && sel.nonzero_tiles == 0) {
+    /* an empty index skips the kernel only when its counts were read now */
+    if (!o->fixed_plan && !no_readback && !sel.dense && sel.nonzero_tiles == 0) {
         if (report)
             report->skipped_compute = 1;
         pit_log_debug("no non-zero micro-tile: C set to zero, no compute launched");

@@ -27,6 +27,8 @@
  * detection pass over the sparse operand (its "detect" entry, per element;
  * steady calls detect only the chosen candidate) and the "call" entry (the
  * read-back of the counts that stalls the stream, the host's selection).
+ * Along K a settled plan reads nothing back (core/matmul.c), so K options
+ * pay the call only every PIT_REDETECT_EVERY calls, as the dense GEMM does.
  *
  * The dense GEMM costs batch * ceil(M/bm) ceil(N/bn) ceil(K/bk) tile-steps
  * of its best "dense" entry, plus 1/PIT_REDETECT_EVERY of a detection
@@ -210,7 +212,8 @@ typedef struct cost_ctx {
     double fill_byte;
     double accum_byte;
     double elem;
-    double around_us; /* detection of the sparse operand + the call's read-back */
+    double detect_us; /* detection of the sparse operand */
+    double call_us;   /* the call's read-back stall */
 } cost_ctx;
 
 /* Elements of the sparse operand the detection reads. */
@@ -224,7 +227,7 @@ static double sparse_elements(const pit_problem *p)
 static cost_ctx make_cost_ctx(const pit_problem *p, const pit_tiledb_entry *v, int n)
 {
     cost_ctx cx = {p, us_per_byte(v, n, PIT_TILE_FILL, p->dtype),
-                   us_per_byte(v, n, PIT_TILE_ACCUM, p->dtype), (double)pit_dtype_size(p->dtype), 0};
+                   us_per_byte(v, n, PIT_TILE_ACCUM, p->dtype), (double)pit_dtype_size(p->dtype), 0, 0};
     /* The built-in table always has both; guard against a bare database anyway. */
     if (cx.fill_byte <= 0)
         cx.fill_byte = 1e-5; /* 100 GB/s */
@@ -233,10 +236,10 @@ static cost_ctx make_cost_ctx(const pit_problem *p, const pit_tiledb_entry *v, i
     const pit_tiledb_entry *det = cheapest_entry(v, n, PIT_TILE_DETECT, p->dtype);
     const pit_tiledb_entry *call = cheapest_entry(v, n, PIT_TILE_CALL, p->dtype);
     if (det)
-        cx.around_us += sparse_elements(p) * det->us_per_tile /
-                        ((double)det->tile.bm * (double)det->tile.bn);
+        cx.detect_us = sparse_elements(p) * det->us_per_tile /
+                       ((double)det->tile.bm * (double)det->tile.bn);
     if (call)
-        cx.around_us += call->us_per_tile;
+        cx.call_us = call->us_per_tile;
     return cx;
 }
 
@@ -249,7 +252,7 @@ static double sparse_cost(const cost_ctx *cx, const pit_microtile *t, const pit_
     int64_t other = other_tiles(p, t, tile);
     int64_t tiles = gathered_tiles * other;
     *tiles_out = tiles;
-    double us = cx->around_us;
+    double us = cx->detect_us + (t->axis == PIT_AXIS_K ? cx->call_us / PIT_REDETECT_EVERY : cx->call_us);
     us += ((double)groups + (double)nonzero * (double)other) * INDEX_ENTRY_BYTES * cx->fill_byte;
     if (e->us_per_out > 0) { /* fitted by pit tune: see the top of this file */
         double outs = (double)batch_of(p) * (double)ceil_div(p->m, tile->bm) *
@@ -276,7 +279,7 @@ static option best_dense(const cost_ctx *cx, const pit_tiledb_entry *v, int n)
         const pit_tile *t = &v[i].tile;
         int64_t tiles = batch_of(p) * ceil_div(p->m, t->bm) * ceil_div(p->n, t->bn) *
                         ceil_div(p->k, t->bk);
-        double us = (double)tiles * v[i].us_per_tile + cx->around_us / PIT_REDETECT_EVERY;
+        double us = (double)tiles * v[i].us_per_tile + (cx->detect_us + cx->call_us) / PIT_REDETECT_EVERY;
         if (!best.valid || us < best.us)
             best = (option){1, &v[i], tiles, us};
     }

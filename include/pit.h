@@ -257,7 +257,9 @@ typedef struct pit_report {
     int skipped_compute;      /* 1 when no non-zero micro-tile was found      */
     pit_microtile microtile;  /* chosen micro-tile (when !used_dense)         */
     int32_t bm, bn, bk;       /* chosen dense computation tile                */
-    int64_t nonzero_tiles;    /* non-zero micro-tiles of the chosen candidate */
+    int64_t nonzero_tiles;    /* non-zero micro-tiles of the chosen candidate,
+                               * as last read back (a settled plan along K
+                               * reads none: the count of its last full look) */
     int64_t total_tiles;      /* micro-tiles of that shape in the operand     */
     double predicted_us;      /* cost model's estimate of the choice          */
     double runner_up_us;      /* estimate of the second best candidate        */

@@ -370,27 +370,35 @@ static pit_tiledb *around_db(double call_us, double detect_us)
     return db;
 }
 
-/* The detection pass and the call's read-back are part of every sparse
- * option: cheap, 10% of 64x64 blocks goes sparse; dear, the same pattern
- * goes dense, which pays 1/PIT_REDETECT_EVERY of them. A fitted entry costs
- * tiles * us_per_tile + tiles of C * us_per_out on top. */
+/* The detection pass is part of every sparse option, the call's read-back
+ * of the axis-M ones; along K a settled plan reads nothing back, so K
+ * options pay 1/PIT_REDETECT_EVERY of the call, as the dense GEMM pays of
+ * both. Cheap: 10% of 64x64 blocks goes sparse; a dear call changes nothing
+ * for that K candidate; a dear detection sends the same pattern dense. A
+ * fitted entry costs tiles * us_per_tile + tiles of C * us_per_out on top. */
 static void test_around_costs(void)
 {
-    pit_tiledb *cheap = around_db(1.0, 0.01), *dear = around_db(5000.0, 0.01);
-    if (!cheap || !dear)
+    pit_tiledb *cheap = around_db(1.0, 0.01), *dear_call = around_db(5000.0, 0.01),
+               *dear_detect = around_db(1.0, 300.0);
+    if (!cheap || !dear_call || !dear_detect)
         return;
     pit_selection s = select_on(cheap, &blocks, PIT_F16);
-    CHECK(!s.dense && blocks.st[s.candidate].tile.rows == 64);
+    CHECK(!s.dense && blocks.st[s.candidate].tile.rows == 64 && blocks.st[s.candidate].tile.axis == PIT_AXIS_K);
     int64_t outs = (4096 / 64) * (4096 / 128);
     double kernel = 0.005 * (double)(s.nonzero_tiles * 2 * (4096 / 128)) + 0.002 * (double)outs;
-    CHECK(s.predicted_us > kernel + 1.0 && s.predicted_us < kernel * 1.2 + 2.0); /* + index, detection */
-    pit_selection d = select_on(dear, &blocks, PIT_F16);
+    CHECK(s.predicted_us > kernel + 0.1 && s.predicted_us < kernel * 1.2 + 2.0); /* + index, detection */
+    pit_selection c = select_on(dear_call, &blocks, PIT_F16);
+    CHECK(!c.dense && blocks.st[c.candidate].tile.axis == PIT_AXIS_K);
+    CHECK(c.predicted_us > kernel + 5000.0 / PIT_REDETECT_EVERY - 1e-6 &&
+          c.predicted_us < kernel * 1.2 + 5000.0 / PIT_REDETECT_EVERY + 2.0);
+    pit_selection d = select_on(dear_detect, &blocks, PIT_F16);
     CHECK(d.dense);
-    double dense_kernel = 0.004 * (double)(32 * 32 * 128);
-    CHECK(d.predicted_us > dense_kernel + 5000.0 / PIT_REDETECT_EVERY - 1e-6);
-    CHECK(d.runner_up_us > 5000.0);
+    double dense_kernel = 0.004 * (double)(32 * 32 * 128), detect = 300.0 * 16;
+    CHECK(d.predicted_us > dense_kernel + detect / PIT_REDETECT_EVERY - 1e-6);
+    CHECK(d.runner_up_us > detect);
     pit_tiledb_close(cheap);
-    pit_tiledb_close(dear);
+    pit_tiledb_close(dear_call);
+    pit_tiledb_close(dear_detect);
 }
 
 int main(void)

@@ -4,7 +4,8 @@
 # CUDA-graph capture, compute-sanitizer, and the benches. Logs and JSON go to
 # $OUT (or ./gpu-out). Carried along: .carry/ with libclblast.so.1 and the
 # DLPack header (the GPU machine lacks both).
-#   usage: bash tools/gpu_check.sh [quick|full|model|ops]
+#   usage: bash tools/gpu_check.sh [quick|full|model|ops|sweep]
+# sweep: the MoE grouped-GEMM tile sweep, the matmul bench, CUDA conformance.
 # ops: the operator tests and benches, CUDA conformance, graph capture, and
 # compute-sanitizer on the attention conformance cases.
 # model: pit tune on CUDA, then with the freshly tuned database the select
@@ -46,6 +47,19 @@ if [ "$mode" = ops ]; then
   step memcheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
   step racecheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op attention
   step bench_layers env PIT_BACKEND=cuda $B/pit bench --suite layers
+  rm -f "$out/gpu.txt"
+  echo; cat "$summary"; exit 0
+fi
+if [ "$mode" = sweep ]; then
+  # the MoE grouped-GEMM tile (PIT_CUDA_GMM_TILE=BMxBNxBKxSTAGES), then the
+  # matmul bench and the CUDA conformance suite
+  step cuda_ops $B/test_cuda_ops
+  for t in ${PIT_SWEEP_TILES:-128x128x32x4 128x256x32x3 128x256x32x4 128x128x64x3 256x128x32x3 64x256x32x4}; do
+    step "gmm_$t" env PIT_CUDA_GMM_TILE=$t $B/test_cuda_ops --bench
+    grep -h "^moe" "$out/gmm_$t.log" | sed "s/^/$t: /" >> "$summary"
+  done
+  step bench_matmul env PIT_BACKEND=cuda $B/pit bench --suite matmul
+  step conformance_cuda env PIT_BACKEND=cuda $B/pit conformance
   rm -f "$out/gpu.txt"
   echo; cat "$summary"; exit 0
 fi

@@ -22,6 +22,10 @@
 #define PIT_CUDA_GMM_BK 32
 #define PIT_CUDA_GMM_STAGES 4
 
+/* The gmm tile: the one above, or PIT_CUDA_GMM_TILE="BMxBNxBKxSTAGES" (for
+ * tile sweeps; a value the kernel cannot take leaves the default). */
+pit_tile pit_cuda_gmm_tile(void);
+
 const char *pit_cuda_model_kernel_name(pit_cuda_kernel_kind kind);
 char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size);
 /* Every pit_ops.cu variant CI compiles for arch; returns how many. */

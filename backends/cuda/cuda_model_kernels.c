@@ -4,6 +4,7 @@
  * pit-nvrtc-check compiles through pit_cuda_for_each_variant.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_model.h"
@@ -54,6 +55,24 @@ char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size)
     return buf;
 }
 
+pit_tile pit_cuda_gmm_tile(void)
+{
+    pit_tile t = {PIT_CUDA_GMM_BM, PIT_CUDA_GMM_BN, PIT_CUDA_GMM_BK, 256, PIT_CUDA_GMM_STAGES, 1};
+    const char *e = getenv("PIT_CUDA_GMM_TILE");
+    int bm, bn, bk, st;
+    if (!e || sscanf(e, "%dx%dx%dx%d", &bm, &bn, &bk, &st) != 4) return t;
+    /* pit_op_gmm_tc: 2 x 4 warps of (bm/2) x (bn/4), whole 16-byte loads per thread */
+    long smem = (long)st * (bm * (bk + 8) + bk * (bn + 8)) * 2;
+    if (bm < 32 || bm % 32 || bn < 64 || bn % 64 || bk < 16 || bk % 16 || (bm * bk / 8) % 256 ||
+        (bk * bn / 8) % 256 || st < 2 || st > 8 || smem > 227 * 1024)
+        return t;
+    t.bm = bm;
+    t.bn = bn;
+    t.bk = bk;
+    t.stages = st;
+    return t;
+}
+
 static void emit(pit_cuda_kernel_kind kind, pit_dtype dt, const int *param, pit_cuda_variant_fn fn, void *user)
 {
     pit_cuda_variant v;
@@ -62,7 +81,7 @@ static void emit(pit_cuda_kernel_kind kind, pit_dtype dt, const int *param, pit_
     v.dtype = dt;
     if (param) memcpy(v.op_param, param, sizeof v.op_param);
     if (kind == PIT_CUDA_OP_GMM_TC)
-        v.tile = (pit_tile){PIT_CUDA_GMM_BM, PIT_CUDA_GMM_BN, PIT_CUDA_GMM_BK, 256, PIT_CUDA_GMM_STAGES, 1};
+        v.tile = pit_cuda_gmm_tile();
     fn(&v, user);
 }
 

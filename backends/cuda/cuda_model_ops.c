@@ -208,7 +208,7 @@ static pit_status launch(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind kind,
     v.dtype = dt;
     if (param) memcpy(v.op_param, param, sizeof v.op_param);
     if (kind == PIT_CUDA_OP_GMM_TC)
-        v.tile = (pit_tile){PIT_CUDA_GMM_BM, PIT_CUDA_GMM_BN, PIT_CUDA_GMM_BK, 256, PIT_CUDA_GMM_STAGES, 1};
+        v.tile = pit_cuda_gmm_tile();
     if (gx > UINT32_MAX / 2)
         return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, "cuda %s: grid of %lld blocks is too large",
                                     pit_cuda_kernel_name(kind), (long long)gx);
@@ -489,18 +489,8 @@ static pit_status cuda_attention(void *bctx, void *stream, const pit_index *idx,
     pit_cuda_ctx *c = bctx;
     if (attention_fusable(c, idx, &q, &k, &v, &o))
         WITH_CONTEXT(c, attention_fused(c, cu_stream(stream), idx, &q, &k, &v, &m, &o, scale));
-    /* The composed kernels read plain entries: an index with "full" marks
-     * (core asks for them, backend.h) is rebuilt without them, from the same
-     * mask as core detected it (an i32 mask is scanned as f32 words). */
-    pit_index plain;
-    if (idx->flag_full) {
-        plain = *idx;
-        plain.flag_full = 0;
-        pit_tdesc md = *mask;
-        if (md.dtype == PIT_I32) md.dtype = PIT_F32;
-        if ((st = pit_cuda_detect(bctx, stream, &md, &plain, 1)) != PIT_SUCCESS) return st;
-        idx = &plain;
-    }
+    /* The composed kernels read entries through pit_entry_index: the "full"
+     * marks core asks for (backend.h) cost them nothing. */
     WITH_CONTEXT(c, attention_composed(c, stream, idx, &q, &k, &v, &m, &o, scale));
 }
 
@@ -543,13 +533,14 @@ typedef struct gmm_job {
 /* Tensor cores: work list on the device (no read-back), persistent CTAs. */
 static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, gmm_job *j)
 {
-    int64_t bound = j->listed_max / PIT_CUDA_GMM_BM + j->groups + 1; /* pairs, at most */
+    const pit_tile t = pit_cuda_gmm_tile();
+    int64_t bound = j->listed_max / t.bm + j->groups + 1; /* pairs, at most */
     CUdeviceptr list = 0;
     CU_CHECK(pit_cu.MemAllocAsync(&list, (size_t)(1 + 2 * bound) * 4, s), "cuMemAllocAsync(gmm work list)");
-    plan_args pl = {j->a.counts, list, (int32_t)j->groups, PIT_CUDA_GMM_BM, j->a.capacity, 0};
+    plan_args pl = {j->a.counts, list, (int32_t)j->groups, t.bm, j->a.capacity, 0};
     pit_status st = launch(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
     j->a.list = list;
-    j->a.ntn = (int32_t)cdiv(j->a.N, PIT_CUDA_GMM_BN);
+    j->a.ntn = (int32_t)cdiv(j->a.N, t.bn);
     int64_t work = bound * j->a.ntn, ctas = 2 * (int64_t)c->sm_count; /* 2 CTAs fit an SM */
     int param[4] = {j->acc, 0, 0, 0};
     if (st == PIT_SUCCESS)

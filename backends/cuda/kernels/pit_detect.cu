@@ -27,7 +27,6 @@
 #include "pit_port.cuh"
 
 #define PIT_DETECT_MAX 8
-#define PIT_ENTRY_FULL 0x40000000 /* core/backend.h */
 #define DETECT_W (DETECT_TW * VEC)
 #define DETECT_THREADS 256
 #define DETECT_ROWS_PER_PASS (DETECT_THREADS / DETECT_TW)

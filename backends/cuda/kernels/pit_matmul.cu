@@ -153,14 +153,14 @@ PIT_DEV const T *a_src(const pit_mm_args &p, const cta_gather &g, int r, int kq,
     int m = g.row0 + r;
     if (q >= g.len || m >= p.M) return nullptr;
     if (A_COMP) return g.a + (pit_i64)r * p.lda + q;
-    int k = __ldg(g.ent + q / MT_COLS) * MT_COLS + q % MT_COLS;
+    int k = pit_entry_index(__ldg(g.ent + q / MT_COLS)) * MT_COLS + q % MT_COLS;
     if (k >= p.K) return nullptr;
     return g.a + (pit_i64)m * p.lda + k;
 #else
     int P = g.row0 + r;
     int k = g.kbase + c * BK + kq;
     if (P >= g.len || k >= g.kend) return nullptr;
-    int m = __ldg(g.ent + P / MT_ROWS) * MT_ROWS + P % MT_ROWS;
+    int m = pit_entry_index(__ldg(g.ent + P / MT_ROWS)) * MT_ROWS + P % MT_ROWS;
     if (m >= p.M) return nullptr;
     return g.a + (pit_i64)m * p.lda + k;
 #endif
@@ -173,7 +173,7 @@ PIT_DEV const T *b_src(const pit_mm_args &p, const cta_gather &g, int kk, int nn
 #if AXIS == 1
     int q = c * BK + kk;
     if (q >= g.len) return nullptr;
-    int k = __ldg(g.ent + q / MT_COLS) * MT_COLS + q % MT_COLS;
+    int k = pit_entry_index(__ldg(g.ent + q / MT_COLS)) * MT_COLS + q % MT_COLS;
     if (k >= p.K) return nullptr;
 #else
     int k = g.kbase + c * BK + kk;
@@ -191,7 +191,7 @@ PIT_DEV int c_row(const pit_mm_args &p, const cta_gather &g, int r)
 #else
     int P = g.row0 + r;
     if (P >= g.len) return -1;
-    int m = __ldg(g.ent + P / MT_ROWS) * MT_ROWS + P % MT_ROWS;
+    int m = pit_entry_index(__ldg(g.ent + P / MT_ROWS)) * MT_ROWS + P % MT_ROWS;
     return m < p.M ? m : -1;
 #endif
 }

@@ -30,7 +30,6 @@ typedef pit_bf16 T;
 #endif
 
 #define PIT_NEG_INF (__uint_as_float(0xff800000u))
-#define PIT_ENTRY_FULL 0x40000000 /* core/backend.h: an entry whose block is all non-zero */
 
 /* ---- shared helpers ------------------------------------------------------ */
 
@@ -173,7 +172,7 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
         load_rows<BQ, HD, QS>(Qs, q, a.ldq, q0, a.L);
     }
     /* an entry: the key block, PIT_ENTRY_FULL when its mask is all on */
-    auto key0_of = [&](int e, int c) { return (e & ~PIT_ENTRY_FULL) * BLOCK + (c % (BLOCK / KC)) * KC; };
+    auto key0_of = [&](int e, int c) { return pit_entry_index(e) * BLOCK + (c % (BLOCK / KC)) * KC; };
     auto entry_of = [&](int c) { return __ldg(ent + c / (BLOCK / KC)); };
     int e_next = nchunks > 0 ? entry_of(0) : 0;
     if (nchunks > 0) {
@@ -322,7 +321,7 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_sddmm(const sddmm_args p)
     const int i = blockIdx.x / parts, part = blockIdx.x % parts, batch = blockIdx.z;
     const int grp = ix_group(p.ix, batch, blockIdx.y);
     if (i >= __ldg(p.ix.counts + grp)) return;
-    const int blk = __ldg(p.ix.entries + (pit_i64)grp * p.ix.capacity + i);
+    const int blk = pit_entry_index(__ldg(p.ix.entries + (pit_i64)grp * p.ix.capacity + i));
     const int rb0 = blockIdx.y * p.br, cb0 = blk * p.bc;
     const int row0 = rb0 + (part / p.parts_c) * 32, col0 = cb0 + (part % p.parts_c) * 32;
     const int rend = min(rb0 + p.br, p.M), cend = min(cb0 + p.bc, p.N);
@@ -387,7 +386,7 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_softmax(const softmax_args p)
     for (int w = threadIdx.x; w < nwords; w += blockDim.x) listed[w] = 0;
     __syncthreads();
     for (int i = threadIdx.x; i < count; i += blockDim.x) {
-        int e = __ldg(ent + i);
+        int e = pit_entry_index(__ldg(ent + i));
         pit_atomic_or(&listed[e / 32], 1u << (e % 32));
     }
     __syncthreads();
@@ -408,7 +407,7 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_softmax(const softmax_args p)
         /* pass 1 over the listed blocks: fwd running (max, sum), bwd sum(dY*Y) */
         float mx = PIT_NEG_INF, sum = 0.f;
         for (int i = 0; i < count; ++i) {
-            int c0 = __ldg(ent + i) * p.bc, c1 = min(c0 + p.bc, p.N);
+            int c0 = pit_entry_index(__ldg(ent + i)) * p.bc, c1 = min(c0 + p.bc, p.N);
             for (int c = c0 + lane; c < c1; c += 32) {
                 if (!mask_on(mask, mr + c)) continue;
 #if PIT_OP == 3

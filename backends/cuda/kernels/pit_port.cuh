@@ -132,6 +132,12 @@ PIT_BARE unsigned atomicOr(unsigned *p, unsigned v)
 #define PIT_DEV __device__ __forceinline__
 #define PIT_KERNEL extern "C" __global__
 
+/* An index entry marked "full" (core/backend.h: detection found every
+ * element of its micro-tile non-zero). Kernels that only need the position
+ * read it through pit_entry_index, so a marked index serves them all. */
+#define PIT_ENTRY_FULL 0x40000000
+#define pit_entry_index(e) ((e) & ~PIT_ENTRY_FULL)
+
 /* dtype codes, as -DPIT_DTYPE=... */
 #define PIT_DT_F32 0
 #define PIT_DT_F16 1

@@ -65,7 +65,7 @@ PIT_KERNEL void __launch_bounds__(256) pit_compact(const pit_compact_args a)
     /* zeros up to the next 8 columns: a 16-byte vector that starts below len
      * is read whole by the fused kernel */
     if (q >= ((len + 7) & ~7)) return;
-    const int k = q < len ? __ldg(a.entries + (pit_i64)grp * a.capacity + q / a.tk) * a.tk + q % a.tk : a.K;
+    const int k = q < len ? pit_entry_index(__ldg(a.entries + (pit_i64)grp * a.capacity + q / a.tk)) * a.tk + q % a.tk : a.K;
     const int row0 = blockIdx.y * a.tm;
     const int rows = k < a.K ? min(a.tm, a.M - row0) : 0;
     const T *src = (const T *)a.a + (pit_i64)blockIdx.z * a.sa + (pit_i64)row0 * a.lda + k;
