@@ -4,7 +4,8 @@
 # CUDA-graph capture, compute-sanitizer, and the benches. Logs and JSON go to
 # $OUT (or ./gpu-out). Carried along: .carry/ with libclblast.so.1 and the
 # DLPack header (the GPU machine lacks both).
-#   usage: bash tools/gpu_check.sh [quick|full|model|ops|sweep]
+#   usage: bash tools/gpu_check.sh [quick|full|model|ops|sweep|kernels]
+# kernels: after a kernel change: direct tests, conformance, sanitizers, benches.
 # sweep: the MoE grouped-GEMM tile sweep, the matmul bench, CUDA conformance.
 # ops: the operator tests and benches, CUDA conformance, graph capture, and
 # compute-sanitizer on the attention conformance cases.
@@ -47,6 +48,21 @@ if [ "$mode" = ops ]; then
   step memcheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
   step racecheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op attention
   step bench_layers env PIT_BACKEND=cuda $B/pit bench --suite layers
+  rm -f "$out/gpu.txt"
+  echo; cat "$summary"; exit 0
+fi
+if [ "$mode" = kernels ]; then
+  # after a kernel change: correctness first, then the benches it moves
+  step cuda_direct $B/test_cuda_direct
+  step cuda_ops $B/test_cuda_ops
+  step conformance_cuda env PIT_BACKEND=cuda $B/pit conformance
+  step memcheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
+  step racecheck_moe env PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op moe
+  step bench_ops $B/test_cuda_ops --bench
+  step bench_ops_no_order env PIT_CUDA_NO_ORDER=1 $B/test_cuda_ops --bench
+  grep -h "^attention\|^moe" "$out/bench_ops.log" >> "$summary"
+  grep -h "^attention" "$out/bench_ops_no_order.log" | sed 's/^/no order: /' >> "$summary"
+  step bench_matmul env PIT_BACKEND=cuda $B/pit bench --suite matmul
   rm -f "$out/gpu.txt"
   echo; cat "$summary"; exit 0
 fi

@@ -18,9 +18,9 @@
 
 /* The gathered GEMM tile on tensor cores (pit_op_gmm_tc). */
 #define PIT_CUDA_GMM_BM 128
-#define PIT_CUDA_GMM_BN 128
+#define PIT_CUDA_GMM_BN 256
 #define PIT_CUDA_GMM_BK 32
-#define PIT_CUDA_GMM_STAGES 4
+#define PIT_CUDA_GMM_STAGES 3
 
 /* The gmm tile: the one above, or PIT_CUDA_GMM_TILE="BMxBNxBKxSTAGES" (for
  * tile sweeps; a value the kernel cannot take leaves the default). */

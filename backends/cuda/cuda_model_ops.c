@@ -21,6 +21,7 @@ typedef struct attn_args {
     int64_t ldq, ldk, ldv, ldo, mld;
     int64_t sq, sk, sv, so, ms;
     ix_arg ix;
+    uint64_t order;
     int32_t L, mask_pair;
     float scale_log2;
     int32_t pad;
@@ -52,7 +53,7 @@ typedef struct route_args {
 
 typedef struct plan_args {
     uint64_t counts, list;
-    int32_t groups, bm, capacity, pad;
+    int32_t groups, bm, capacity, mode;
 } plan_args;
 
 typedef struct gmm_args {
@@ -408,8 +409,21 @@ static pit_status attention_fused(pit_cuda_ctx *c, CUstream s, const pit_index *
     a.scale_log2 = scale * 1.4426950408889634f;
     int block = idx->tile.rows;
     int param[4] = {block, (int)q->cols, (int)v->cols, mask_code(m->dt)};
-    return launch(c, s, PIT_CUDA_OP_ATTENTION, q->dt, param, cdiv(q->rows, block), q->batch, 1,
-                  (unsigned)(block / 16 * 32), &a);
+    /* the query blocks with the most key blocks start first (pit_op_plan
+     * mode 1), when there are more CTAs than fit at once */
+    int64_t groups = a.ix.batched ? q->batch * idx->groups_per_batch : idx->groups_per_batch;
+    int64_t ctas = cdiv(q->rows, block) * q->batch;
+    CUdeviceptr order = 0;
+    if (idx->capacity < 1024 && ctas > 2 * (int64_t)c->sm_count && !getenv("PIT_CUDA_NO_ORDER")) {
+        CU_CHECK(pit_cu.MemAllocAsync(&order, (size_t)groups * 4, s), "cuMemAllocAsync(attention order)");
+        plan_args pl = {a.ix.counts, order, (int32_t)groups, 1, idx->capacity, 1};
+        st = launch(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
+        a.order = order;
+    }
+    if (st == PIT_SUCCESS)
+        st = launch(c, s, PIT_CUDA_OP_ATTENTION, q->dt, param, cdiv(q->rows, block), q->batch, 1,
+                    (unsigned)(block / 16 * 32), &a);
+    return free_scratch(s, order, st);
 }
 
 /* A CUDA-core tile for P.V with bm = the block (pit_cuda_tile_valid picks). */

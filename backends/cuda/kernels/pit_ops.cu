@@ -96,10 +96,33 @@ struct attn_args {
     pit_i64 ldq, ldk, ldv, ldo, mld;
     pit_i64 sq, sk, sv, so, ms; /* batch strides (elements); ms 0: one mask */
     pit_ix ix;
+    const int *order; /* NULL, or the groups by falling count (pit_op_plan mode 1) */
     int L, mask_pair; /* mask_pair: two mask elements load as one word */
     float scale_log2;
     int pad;
 };
+
+/* (batch, query block) of this CTA. With an order, the CTAs that start
+ * first take the groups with the most blocks (longest first: no long CTA
+ * left alone at the end of the grid); a shared index runs a group's every
+ * batch one after another. */
+PIT_DEV void attn_work(const attn_args &a, int &b, int &qb)
+{
+    if (!a.order) {
+        b = blockIdx.y;
+        qb = blockIdx.x;
+        return;
+    }
+    const int lin = blockIdx.x + blockIdx.y * gridDim.x;
+    if (a.ix.batched) {
+        const int g = __ldg(a.order + lin);
+        b = g / a.ix.gpb;
+        qb = g % a.ix.gpb;
+    } else {
+        qb = __ldg(a.order + lin / gridDim.y);
+        b = lin % gridDim.y;
+    }
+}
 
 /* rows [r0, r0 + ROWS) x COLS of src into shared (stride S), zeros past L */
 template <int ROWS, int COLS, int S>
@@ -153,8 +176,10 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
     /* stage i of K and V (computed, not an array: no local memory) */
     auto Kb = [&](int i) { return (T *)(smem + Q_BYTES + i * K_BYTES); };
     auto Vb = [&](int i) { return (T *)(smem + Q_BYTES + 2 * K_BYTES + i * V_BYTES); };
-    const int b = blockIdx.y, q0 = blockIdx.x * BQ;
-    const int grp = ix_group(a.ix, b, blockIdx.x);
+    int b, qb;
+    attn_work(a, b, qb);
+    const int q0 = qb * BQ;
+    const int grp = ix_group(a.ix, b, qb);
     const int count = __ldg(a.ix.counts + grp);
     const int *ent = a.ix.entries + (pit_i64)grp * a.ix.capacity;
     const T *q = (const T *)a.q + b * a.sq, *k = (const T *)a.k + b * a.sk, *v = (const T *)a.v + b * a.sv;
@@ -235,14 +260,24 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             float mx = PIT_NEG_INF;
+            if (on == ~0u) { /* the common case, all allowed: no selects */
 #pragma unroll
-            for (int j = 0; j < 8; ++j)
+                for (int j = 0; j < 8; ++j)
 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    float x = (on >> (4 * j + 2 * h + e)) & 1u ? s[j][2 * h + e] * a.scale_log2 : PIT_NEG_INF;
-                    s[j][2 * h + e] = x;
-                    mx = fmaxf(mx, x);
-                }
+                    for (int e = 0; e < 2; ++e) {
+                        s[j][2 * h + e] *= a.scale_log2;
+                        mx = fmaxf(mx, s[j][2 * h + e]);
+                    }
+            } else {
+#pragma unroll
+                for (int j = 0; j < 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        float x = (on >> (4 * j + 2 * h + e)) & 1u ? s[j][2 * h + e] * a.scale_log2 : PIT_NEG_INF;
+                        s[j][2 * h + e] = x;
+                        mx = fmaxf(mx, x);
+                    }
+            }
             mx = fmaxf(mx, shfl_xor_f(mx, 1));
             mx = fmaxf(mx, shfl_xor_f(mx, 2));
             const float m_new = fmaxf(m_run[h], mx);
@@ -488,47 +523,77 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_route(const route_args a)
 
 /* ======================================================================== */
 #if PIT_OP == 6
-/* Work list of a gathered GEMM: for each group, ceil(count / bm) pairs
- * (group, first row), groups in order (neighbouring CTAs share a weight
- * matrix in L2). One CTA of 1024 threads; list[0] = number of pairs. */
+/* Mode 0, the work list of a gathered GEMM: for each group, ceil(count /
+ * bm) pairs (group, first row), groups in order (neighbouring CTAs share a
+ * weight matrix in L2); list[0] = number of pairs. Mode 1: the groups by
+ * falling count (the fused attention's order). One CTA of 1024 threads. */
 extern "C" __device__ const int pit_smem_bytes = 0;
 
 struct plan_args {
     const int *counts;
-    int *list; /* [0]: n; then pairs */
-    int groups, bm, capacity, pad;
+    int *list; /* mode 0: [0] = n, then pairs; mode 1: the order */
+    int groups, bm, capacity, mode;
 };
+
+/* Exclusive prefix sum of c over the CTA's 1024 threads (all must call). */
+PIT_DEV int block_exclusive_sum(int c, int *warp_sum)
+{
+    const int lane = pit_lane(), warp = threadIdx.x / 32;
+    int incl = c;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+        int o = pit_shfl(incl, lane >= d ? lane - d : lane);
+        if (lane >= d) incl += o;
+    }
+    if (lane == 31) warp_sum[warp] = incl;
+    __syncthreads();
+    if (warp == 0) {
+        int w = warp_sum[lane], wi = w;
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) {
+            int o = pit_shfl(wi, lane >= d ? lane - d : lane);
+            if (lane >= d) wi += o;
+        }
+        warp_sum[lane] = wi - w; /* exclusive */
+    }
+    __syncthreads();
+    const int r = warp_sum[warp] + incl - c;
+    __syncthreads(); /* warp_sum free for the next call */
+    return r;
+}
+
+/* Mode 1: list[0..groups) = the groups by falling count (a counting sort,
+ * capacity < 1024 so a bin per thread; ties in any order). */
+PIT_DEV void plan_order(const plan_args &a, int *warp_sum)
+{
+    __shared__ int bin[1024];
+    bin[threadIdx.x] = 0;
+    __syncthreads();
+    for (int g = threadIdx.x; g < a.groups; g += 1024)
+        atomicAdd(&bin[a.capacity - min(__ldg(a.counts + g), a.capacity)], 1);
+    __syncthreads();
+    const int at = block_exclusive_sum(bin[threadIdx.x], warp_sum);
+    bin[threadIdx.x] = at;
+    __syncthreads();
+    for (int g = threadIdx.x; g < a.groups; g += 1024)
+        a.list[atomicAdd(&bin[a.capacity - min(__ldg(a.counts + g), a.capacity)], 1)] = g;
+}
 
 PIT_KERNEL void __launch_bounds__(1024) pit_op_plan(const plan_args a)
 {
     __shared__ int warp_sum[32];
     __shared__ int base;
-    const int lane = pit_lane(), warp = threadIdx.x / 32;
+    if (a.mode == 1) {
+        plan_order(a, warp_sum);
+        return;
+    }
     if (threadIdx.x == 0) base = 0;
     __syncthreads();
     for (int g0 = 0; g0 < a.groups; g0 += 1024) {
         const int g = g0 + threadIdx.x;
         const int cnt = g < a.groups ? min(__ldg(a.counts + g), a.capacity) : 0;
         const int c = (cnt + a.bm - 1) / a.bm;
-        int incl = c;
-#pragma unroll
-        for (int d = 1; d < 32; d *= 2) {
-            int o = pit_shfl(incl, lane >= d ? lane - d : lane);
-            if (lane >= d) incl += o;
-        }
-        if (lane == 31) warp_sum[warp] = incl;
-        __syncthreads();
-        if (warp == 0) {
-            int w = warp_sum[lane], wi = w;
-#pragma unroll
-            for (int d = 1; d < 32; d *= 2) {
-                int o = pit_shfl(wi, lane >= d ? lane - d : lane);
-                if (lane >= d) wi += o;
-            }
-            warp_sum[lane] = wi - w; /* exclusive */
-        }
-        __syncthreads();
-        const int at = base + warp_sum[warp] + incl - c;
+        const int at = base + block_exclusive_sum(c, warp_sum);
         for (int q = 0; q < c; ++q) {
             a.list[1 + 2 * (at + q)] = g;
             a.list[2 + 2 * (at + q)] = q * a.bm;
@@ -569,63 +634,97 @@ PIT_DEV float gate_of(const gmm_args &p, int slot)
 /* Tensor cores, 16-bit, rows 16-byte aligned, K and N multiples of 8.
  * Defines: BM BN BK STAGES (THREADS = 256: 2 x 4 warps). Persistent CTAs
  * walk the work list (pairs from pit_op_plan) x n-tiles, n-tile fastest so
- * concurrent CTAs share the gathered A rows and B in L2. */
+ * concurrent CTAs share the gathered A rows and B in L2.
+ * The main loop is CUTLASS's multistage one: a warp's fragments are double-
+ * buffered in registers, those of the next k-step (of the next stage too)
+ * are loaded while the mma's of this one issue, and a stage's one barrier
+ * comes before its last k-step: mma's rarely wait for their ldmatrix, and
+ * ptxas can interleave the cp.async address math with the mma's. */
 constexpr int THREADS = 256, WM = 2, WN = 4, WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
-constexpr int AS = BK + 8, BS = BN + 8;
-constexpr int A_STAGE = BM * AS * 2, B_STAGE = BK * BS * 2;
-extern "C" __device__ const int pit_smem_bytes = STAGES * (A_STAGE + B_STAGE);
+constexpr int AS = BK + 8, BS = BN + 8, KS = BK / 16;
+constexpr int A_STAGE = BM * AS * 2, B_STAGE = BK * BS * 2, SMEM = STAGES * (A_STAGE + B_STAGE);
+extern "C" __device__ const int pit_smem_bytes = SMEM;
 static_assert(PIT_DTYPE != PIT_DT_F32 && WTM % 16 == 0 && WTN % 16 == 0 && BK % 16 == 0, "gmm tile");
+static_assert(sizeof(T) == 2, "gmm element");
 constexpr int A_UNITS = BM * BK / 8, B_UNITS = BK * BN / 8;
 static_assert(A_UNITS % THREADS == 0 && B_UNITS % THREADS == 0, "gmm loads");
+
+/* CTAs an SM should hold, so the registers stay within their share: 2 up
+ * to 64 accumulators a thread (the default 128 x 128 tile: <= 128
+ * registers), 3 for small tiles whose shared memory allows it (<= 80), 1
+ * above (no bound). AMD's macro takes the thread count only. */
+constexpr bool GMM_SMALL = MI * NI <= 8 && MI * 4 + NI * 2 <= 16 && 3 * (SMEM + BM * 8 + 1024) <= 228 * 1024;
+constexpr int GMM_MINB = GMM_SMALL ? 3 : MI * NI <= 16 ? 2 : 1;
+#if defined(PIT_AMD)
+#define GMM_BOUNDS __launch_bounds__(THREADS)
+#else
+#define GMM_BOUNDS __launch_bounds__(THREADS, GMM_MINB)
+#endif
 
 struct gmm_tile {
     int grp, row0, n0, count;
 };
 
-PIT_DEV void gmm_issue(const gmm_args &p, const gmm_tile &w, const int *rowtok, pit_u8 *smem, int s, int c)
+/* The copies of stage c into slot s (live false: zeros, no global read).
+ * A thread's units of 8 elements are u = threadIdx.x + i * THREADS; where
+ * THREADS is a multiple of a row's units (A: BK / 8, B: BN / 8), unit i is
+ * unit 0 moved di = i * THREADS / (row's units) rows down, so its address
+ * math is unit 0's plus a constant. */
+PIT_DEV void gmm_issue(const gmm_args &p, const gmm_tile &w, const int *rowtok, pit_u8 *smem, int s, int c, bool live)
 {
+    constexpr int AU = BK / 8, BU = BN / 8;
+    constexpr bool AE = THREADS % AU == 0, BE = THREADS % BU == 0;
     T *As = (T *)(smem + s * A_STAGE), *Bs = (T *)(smem + STAGES * A_STAGE + s * B_STAGE);
-    const T *A = (const T *)p.a + w.grp * p.sa, *B = (const T *)p.b + w.grp * p.sb;
+    const T *A = (const T *)p.a + w.grp * p.sa;
+    const T *B = (const T *)p.b + w.grp * p.sb + (pit_i64)(c * BK) * p.ldb + w.n0;
+    const int t = threadIdx.x, kleft = p.K - c * BK;
 #pragma unroll
     for (int i = 0; i < A_UNITS / THREADS; ++i) {
-        int u = threadIdx.x + i * THREADS, r = u / (BK / 8), kq = (u % (BK / 8)) * 8, k = c * BK + kq;
-        int tok = rowtok[r];
-        bool ok = tok >= 0 && k < p.K;
-        pit_copy16(As + r * AS + kq, ok ? A + (pit_i64)tok * p.lda + k : A, ok);
+        const int u = AE ? t : t + i * THREADS, di = AE ? i * (THREADS / AU) : 0;
+        const int r = u / AU, kq = (u % AU) * 8, tok = rowtok[r + di];
+        const bool ok = live && tok >= 0 && kq < kleft;
+        pit_copy16(As + (r * AS + kq) + di * AS, ok ? A + (pit_i64)tok * p.lda + c * BK + kq : A, ok);
     }
 #pragma unroll
     for (int i = 0; i < B_UNITS / THREADS; ++i) {
-        int u = threadIdx.x + i * THREADS, kk = u / (BN / 8), nn = (u % (BN / 8)) * 8;
-        int k = c * BK + kk, n = w.n0 + nn;
-        bool ok = k < p.K && n < p.N;
-        pit_copy16(Bs + kk * BS + nn, ok ? B + (pit_i64)k * p.ldb + n : B, ok);
+        const int u = BE ? t : t + i * THREADS, di = BE ? i * (THREADS / BU) : 0;
+        const int kk = u / BU, nn = (u % BU) * 8;
+        const bool ok = live && kk + di < kleft && w.n0 + nn < p.N;
+        pit_copy16(Bs + (kk * BS + nn) + di * BS, ok ? B + ((pit_i64)kk * p.ldb + nn) + (pit_i64)di * p.ldb : B, ok);
     }
 }
 
-PIT_DEV void gmm_product(const pit_u8 *smem, int s, float (&acc)[MI][NI][4])
+/* A warp's operands of one 16-wide k-step. */
+struct gmm_frag {
+    pit_u32 a[MI][4], b[NI][2];
+};
+
+/* Bs: this thread's ldmatrix row of the k-step (see pit_op_gmm_tc) */
+PIT_DEV void gmm_load_b(pit_u32 (&b)[NI][2], const T *Bs)
 {
-    const int warp = threadIdx.x / 32, lane = pit_lane();
-    const int wm0 = (warp / WN) * WTM, wn0 = (warp % WN) * WTN;
-    const T *As = (const T *)(smem + s * A_STAGE), *Bs = (const T *)(smem + STAGES * A_STAGE + s * B_STAGE);
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
-        pit_u32 af[MI][4], bf[NI][2];
+    for (int nj = 0; nj < NI / 2; ++nj) {
+        pit_u32 r[4];
+        pit_ldmatrix_x4_trans(r, Bs + nj * 16);
+        b[2 * nj][0] = r[0];
+        b[2 * nj][1] = r[1];
+        b[2 * nj + 1][0] = r[2];
+        b[2 * nj + 1][1] = r[3];
+    }
+}
+
+/* The mma's of one k-step on cur, with the loads of the next k-step's
+ * fragments (this thread's rows at An, Bn) into nxt between them: B's
+ * first, then row block mi's A after its mma's, into the registers
+ * cur.a[mi] frees (a k-step's A plus two B's live, not two whole sets). */
+PIT_DEV void gmm_product(float (&acc)[MI][NI][4], const gmm_frag &cur, gmm_frag &nxt, const T *An, const T *Bn)
+{
+    gmm_load_b(nxt.b, Bn);
 #pragma unroll
-        for (int mi = 0; mi < MI; ++mi)
-            pit_ldmatrix_x4(af[mi], As + (wm0 + mi * 16 + (lane & 15)) * AS + kk + (lane >> 4) * 8);
+    for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
-        for (int nj = 0; nj < NI / 2; ++nj) {
-            pit_u32 r[4];
-            pit_ldmatrix_x4_trans(r, Bs + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * BS + wn0 + nj * 16 + (lane >> 4) * 8);
-            bf[2 * nj][0] = r[0];
-            bf[2 * nj][1] = r[1];
-            bf[2 * nj + 1][0] = r[2];
-            bf[2 * nj + 1][1] = r[3];
-        }
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-            for (int ni = 0; ni < NI; ++ni) pit_mma_16816<PIT_DTYPE>(acc[mi][ni], af[mi], bf[ni]);
+        for (int ni = 0; ni < NI; ++ni) pit_mma_16816<PIT_DTYPE>(acc[mi][ni], cur.a[mi], cur.b[ni]);
+        pit_ldmatrix_x4(nxt.a[mi], An + mi * 16 * AS);
     }
 }
 
@@ -658,13 +757,19 @@ PIT_DEV void gmm_swrite(const gmm_args &p, const gmm_tile &w, const int *rowtok,
         }
 }
 
-PIT_KERNEL void __launch_bounds__(THREADS) pit_op_gmm_tc(const gmm_args p)
+PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(const gmm_args p)
 {
     extern __shared__ __align__(16) pit_u8 smem[];
     __shared__ int rowtok[BM];
     __shared__ float rowgate[BM];
     const int total = __ldg(p.list) * p.ntn;
     const int nk = (p.K + BK - 1) / BK;
+    /* this thread's ldmatrix rows in stage 0, k-step 0: A's row wm0 + lane % 16
+     * at k = (lane / 16) * 8, B's row k = lane % 16 at n = wn0 + (lane / 16) * 8 */
+    const int warp = threadIdx.x / 32, lane = pit_lane();
+    const T *As0 = (const T *)smem + ((warp / WN) * WTM + (lane & 15)) * AS + (lane >> 4) * 8;
+    const T *Bs0 = (const T *)(smem + STAGES * A_STAGE) + ((lane & 7) + ((lane >> 3) & 1) * 8) * BS +
+                   (warp % WN) * WTN + (lane >> 4) * 8;
     for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
         gmm_tile w;
         const int li = tile / p.ntn;
@@ -693,21 +798,50 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_gmm_tc(const gmm_args p)
             for (int ni = 0; ni < NI; ++ni) acc[mi][ni][0] = acc[mi][ni][1] = acc[mi][ni][2] = acc[mi][ni][3] = 0.f;
 #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {
-            if (s < nk) gmm_issue(p, w, rowtok, smem, s, s);
+            if (s < nk) gmm_issue(p, w, rowtok, smem, s, s, true);
             pit_copy_commit();
         }
+        pit_copy_wait<STAGES - 2>();
+        __syncthreads();
+        gmm_frag cur;
+        gmm_load_b(cur.b, Bs0);
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) pit_ldmatrix_x4(cur.a[mi], As0 + mi * 16 * AS);
+        /* Stage c is read from slot rd; stage c + STAGES - 1 is copied into
+         * slot wr = rd - 1 (mod STAGES) at c's first k-step: every warp read
+         * that slot's last fragments before the barrier of stage c - 1. The
+         * barrier of stage c, before its last k-step, has stage c + 1 landed,
+         * whose first fragments that k-step loads (after the last stage: not
+         * used, and nothing is in flight into the slot by then). The copies
+         * of stages past the end (zeros, no global read, stage 0's addresses)
+         * keep one cp.async group a stage and the loop free of branches. */
         for (int c = 0; c < nk; ++c) {
-            pit_copy_wait<STAGES - 2>();
-            __syncthreads();
-            const int nxt = c + STAGES - 1;
-            if (nxt < nk) gmm_issue(p, w, rowtok, smem, nxt % STAGES, nxt);
-            pit_copy_commit();
-            gmm_product(smem, c % STAGES, acc);
+            const int rd = c % STAGES, rn = (c + 1) % STAGES, wr = (c + STAGES - 1) % STAGES;
+            const T *Ar = As0 + rd * (BM * AS), *Br = Bs0 + rd * (BK * BS);
+#pragma unroll
+            for (int ks = 0; ks < KS; ++ks) {
+                if (ks == 0) {
+                    const int ahead = c + STAGES - 1;
+                    gmm_issue(p, w, rowtok, smem, wr, ahead < nk ? ahead : 0, ahead < nk);
+                    pit_copy_commit();
+                }
+                const T *An = Ar + (ks + 1) * 16, *Bn = Br + (ks + 1) * 16 * BS;
+                if (ks == KS - 1) {
+                    pit_copy_wait<STAGES - 2>();
+                    __syncthreads();
+                    An = As0 + rn * (BM * AS);
+                    Bn = Bs0 + rn * (BK * BS);
+                }
+                gmm_frag nxt;
+                gmm_product(acc, cur, nxt, An, Bn);
+                cur = nxt;
+            }
         }
         pit_copy_wait<0>();
         gmm_swrite(p, w, rowtok, rowgate, acc);
     }
 }
+#undef GMM_BOUNDS
 #endif
 
 #if PIT_OP == 8
