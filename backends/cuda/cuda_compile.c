@@ -68,7 +68,9 @@ int pit_cuda_compile(const pit_cuda_variant *v, int arch, char **cubin, size_t *
     *size = 0;
     if (log) *log = NULL;
 
-    snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d", arch);
+    /* sm_90 gets sm_90a: the Hopper-only instructions (wgmma); the JIT
+     * compiles for the device's exact architecture, which runs it */
+    snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d%s", arch, arch == 90 ? "a" : "");
     int n = 0;
     opts[n++] = archopt;
     opts[n++] = "--std=c++17";

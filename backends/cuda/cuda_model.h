@@ -16,15 +16,23 @@
 
 #include "cuda_kernels.h"
 
-/* The gathered GEMM tile on tensor cores (pit_op_gmm_tc). */
+/* The gathered GEMM tile on tensor cores (pit_op_gmm_tc): mma.sync from
+ * sm_80; on sm_90 (compiled for sm_90a) the wgmma tile. */
 #define PIT_CUDA_GMM_BM 128
 #define PIT_CUDA_GMM_BN 256
 #define PIT_CUDA_GMM_BK 32
 #define PIT_CUDA_GMM_STAGES 3
+#define PIT_CUDA_GMM_WGMMA_BK 64
+#define PIT_CUDA_GMM_WGMMA_STAGES 4
 
-/* The gmm tile: the one above, or PIT_CUDA_GMM_TILE="BMxBNxBKxSTAGES" (for
- * tile sweeps; a value the kernel cannot take leaves the default). */
-pit_tile pit_cuda_gmm_tile(void);
+/* The gmm tile for arch (major * 10 + minor): the one above, or
+ * PIT_CUDA_GMM_TILE="BMxBNxBKxSTAGES" (for tile sweeps; a value the kernel
+ * cannot take leaves the default). */
+pit_tile pit_cuda_gmm_tile(int arch);
+/* 1 when pit_op_gmm_tc runs tile t on wgmma (the kernel's own test) */
+int pit_cuda_gmm_wgmma(int arch, pit_tile t);
+/* shared memory of pit_op_gmm_tc with tile t, bytes */
+long pit_cuda_gmm_smem(int arch, pit_tile t);
 
 const char *pit_cuda_model_kernel_name(pit_cuda_kernel_kind kind);
 char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size);

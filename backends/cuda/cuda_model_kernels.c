@@ -55,25 +55,38 @@ char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size)
     return buf;
 }
 
-pit_tile pit_cuda_gmm_tile(void)
+int pit_cuda_gmm_wgmma(int arch, pit_tile t)
 {
-    pit_tile t = {PIT_CUDA_GMM_BM, PIT_CUDA_GMM_BN, PIT_CUDA_GMM_BK, 256, PIT_CUDA_GMM_STAGES, 1};
-    const char *e = getenv("PIT_CUDA_GMM_TILE");
-    int bm, bn, bk, st;
-    if (!e || sscanf(e, "%dx%dx%dx%d", &bm, &bn, &bk, &st) != 4) return t;
-    /* pit_op_gmm_tc: 2 x 4 warps of (bm/2) x (bn/4), whole 16-byte loads per thread */
-    long smem = (long)st * (bm * (bk + 8) + bk * (bn + 8)) * 2;
-    if (bm < 32 || bm % 32 || bn < 64 || bn % 64 || bk < 16 || bk % 16 || (bm * bk / 8) % 256 ||
-        (bk * bn / 8) % 256 || st < 2 || st > 8 || smem > 227 * 1024)
-        return t;
-    t.bm = bm;
-    t.bn = bn;
-    t.bk = bk;
-    t.stages = st;
-    return t;
+    return arch == 90 && t.bm == 128 && t.bk == 64 && (t.bn == 128 || t.bn == 256);
 }
 
-static void emit(pit_cuda_kernel_kind kind, pit_dtype dt, const int *param, pit_cuda_variant_fn fn, void *user)
+long pit_cuda_gmm_smem(int arch, pit_tile t)
+{
+    if (pit_cuda_gmm_wgmma(arch, t)) return (long)t.stages * (t.bm * t.bk + t.bk * t.bn) * 2 + 1024;
+    return (long)t.stages * (t.bm * (t.bk + 8) + t.bk * (t.bn + 8)) * 2;
+}
+
+pit_tile pit_cuda_gmm_tile(int arch)
+{
+    pit_tile t = {PIT_CUDA_GMM_BM, PIT_CUDA_GMM_BN, PIT_CUDA_GMM_BK, 256, PIT_CUDA_GMM_STAGES, 1};
+    if (arch == 90) {
+        t.bk = PIT_CUDA_GMM_WGMMA_BK;
+        t.stages = PIT_CUDA_GMM_WGMMA_STAGES;
+    }
+    const char *e = getenv("PIT_CUDA_GMM_TILE");
+    pit_tile u = t;
+    if (!e || sscanf(e, "%dx%dx%dx%d", &u.bm, &u.bn, &u.bk, &u.stages) != 4) return t;
+    /* pit_op_gmm_tc: 2 x 4 warps of (bm/2) x (bn/4), whole 16-byte loads per
+     * thread; wgmma: a stage is copied two ahead */
+    if (u.bm < 32 || u.bm % 32 || u.bn < 64 || u.bn % 64 || u.bk < 16 || u.bk % 16 || (u.bm * u.bk / 8) % 256 ||
+        (u.bk * u.bn / 8) % 256 || u.stages < 2 || u.stages > 8 || pit_cuda_gmm_smem(arch, u) > 227 * 1024 ||
+        (pit_cuda_gmm_wgmma(arch, u) && u.stages < 3))
+        return t;
+    return u;
+}
+
+static void emit(int arch, pit_cuda_kernel_kind kind, pit_dtype dt, const int *param, pit_cuda_variant_fn fn,
+                 void *user)
 {
     pit_cuda_variant v;
     memset(&v, 0, sizeof v);
@@ -81,35 +94,35 @@ static void emit(pit_cuda_kernel_kind kind, pit_dtype dt, const int *param, pit_
     v.dtype = dt;
     if (param) memcpy(v.op_param, param, sizeof v.op_param);
     if (kind == PIT_CUDA_OP_GMM_TC)
-        v.tile = pit_cuda_gmm_tile();
+        v.tile = pit_cuda_gmm_tile(arch);
     fn(&v, user);
 }
 
 /* tensor-core kernels: f16/bf16 from sm_80 */
-static int emit_tensor_core(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
+static int emit_tensor_core(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void *user)
 {
     int n = 0;
     for (int block = 64; block <= 128; block *= 2)
         for (int hd = 64; hd <= 128; hd *= 2) {
             int p[4] = {block, hd, hd, 2};
-            emit(PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
+            emit(arch, PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
             ++n;
         }
     for (int mdt = 0; mdt < 4; ++mdt) {
         if (mdt == 2) continue; /* above */
         int p[4] = {64, 64, 64, mdt};
-        emit(PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
+        emit(arch, PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
         ++n;
     }
     for (int acc = 0; acc < 2; ++acc) {
         int p[4] = {acc, 0, 0, 0};
-        emit(PIT_CUDA_OP_GMM_TC, dt, p, fn, user);
+        emit(arch, PIT_CUDA_OP_GMM_TC, dt, p, fn, user);
         ++n;
     }
     return n;
 }
 
-static int emit_dtype(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
+static int emit_dtype(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void *user)
 {
     static const pit_cuda_kernel_kind masked[] = {PIT_CUDA_OP_SDDMM, PIT_CUDA_OP_SOFTMAX, PIT_CUDA_OP_SOFTMAX_BWD};
     static const pit_cuda_kernel_kind plain[] = {PIT_CUDA_OP_ZERO, PIT_CUDA_OP_RELU, PIT_CUDA_OP_TRANSPOSE};
@@ -118,12 +131,12 @@ static int emit_dtype(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
     for (int k = 0; k < 3; ++k)
         for (int mdt = 0; mdt < 4; ++mdt, ++n) {
             int p[4] = {0, 0, 0, mdt};
-            emit(masked[k], dt, p, fn, user);
+            emit(arch, masked[k], dt, p, fn, user);
         }
-    for (int k = 0; k < 3; ++k, ++n) emit(plain[k], dt, NULL, fn, user);
+    for (int k = 0; k < 3; ++k, ++n) emit(arch, plain[k], dt, NULL, fn, user);
     for (int k = 0; k < 6; ++k, ++n) {
         int p[4] = {gmm_cc[k][0], gmm_cc[k][1], 0, 0};
-        emit(PIT_CUDA_OP_GMM_CC, dt, p, fn, user);
+        emit(arch, PIT_CUDA_OP_GMM_CC, dt, p, fn, user);
     }
     return n;
 }
@@ -133,11 +146,11 @@ int pit_cuda_model_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user
     static const pit_dtype dtypes[] = {PIT_F32, PIT_F16, PIT_BF16};
     int n = 0;
     for (int d = 0; d < 3; ++d) {
-        n += emit_dtype(dtypes[d], fn, user);
-        if (dtypes[d] != PIT_F32 && arch >= 80) n += emit_tensor_core(dtypes[d], fn, user);
+        n += emit_dtype(arch, dtypes[d], fn, user);
+        if (dtypes[d] != PIT_F32 && arch >= 80) n += emit_tensor_core(arch, dtypes[d], fn, user);
     }
-    emit(PIT_CUDA_OP_ROUTE, PIT_F32, NULL, fn, user);
-    emit(PIT_CUDA_OP_PLAN, PIT_F32, NULL, fn, user);
-    emit(PIT_CUDA_OP_MARK, PIT_F32, NULL, fn, user);
+    emit(arch, PIT_CUDA_OP_ROUTE, PIT_F32, NULL, fn, user);
+    emit(arch, PIT_CUDA_OP_PLAN, PIT_F32, NULL, fn, user);
+    emit(arch, PIT_CUDA_OP_MARK, PIT_F32, NULL, fn, user);
     return n + 3;
 }

@@ -209,7 +209,7 @@ static pit_status launch(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind kind,
     v.dtype = dt;
     if (param) memcpy(v.op_param, param, sizeof v.op_param);
     if (kind == PIT_CUDA_OP_GMM_TC)
-        v.tile = pit_cuda_gmm_tile();
+        v.tile = pit_cuda_gmm_tile(c->arch);
     if (gx > UINT32_MAX / 2)
         return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, "cuda %s: grid of %lld blocks is too large",
                                     pit_cuda_kernel_name(kind), (long long)gx);
@@ -220,17 +220,29 @@ static pit_status launch(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind kind,
                            pit_cuda_kernel_name(kind));
 }
 
-/* grid of the elementwise kernels: 256 columns per CTA, rows looped */
+/* grid of pit_op_relu: 256 columns per CTA, groups of 8 rows looped,
+ * about 32 CTAs an SM: a grid of one CTA a few rows costs more in CTA
+ * launches than the work */
 static pit_status launch_ew(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind kind, pit_dtype dt, ew_args *a,
                             int64_t batch)
 {
-    return launch(c, s, kind, dt, NULL, cdiv(a->cols, 256), a->rows < 4096 ? a->rows : 4096, batch, 256, a);
+    int64_t gx = cdiv(a->cols, 256), gy = cdiv(32 * (int64_t)c->sm_count, gx * (batch > 0 ? batch : 1));
+    if (gy > cdiv(a->rows, 8)) gy = cdiv(a->rows, 8);
+    return launch(c, s, kind, dt, NULL, gx, gy > 0 ? gy : 1, batch, 256, a);
+}
+
+/* pit_op_zero: 256 columns x chunks of 256 rows a CTA */
+static pit_status launch_zero(pit_cuda_ctx *c, CUstream s, pit_dtype dt, ew_args *a, int64_t batch)
+{
+    int64_t gy = cdiv(a->rows, 256);
+    return launch(c, s, PIT_CUDA_OP_ZERO, dt, NULL, cdiv(a->cols, 256), gy < 1 ? 1 : gy < 65535 ? gy : 65535, batch,
+                  256, a);
 }
 
 static pit_status zero_view(pit_cuda_ctx *c, CUstream s, const view *v)
 {
     ew_args a = {0, v->ptr, 0, 0, 0, v->ld, v->bs, 0, 0, (int32_t)v->rows, (int32_t)v->cols, 0, 0};
-    return launch_ew(c, s, PIT_CUDA_OP_ZERO, v->dt, &a, v->batch);
+    return launch_zero(c, s, v->dt, &a, v->batch);
 }
 
 /* f32 scratch of n floats, zeroed, ordered on s */
@@ -547,15 +559,16 @@ typedef struct gmm_job {
 /* Tensor cores: work list on the device (no read-back), persistent CTAs. */
 static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, gmm_job *j)
 {
-    const pit_tile t = pit_cuda_gmm_tile();
-    int64_t bound = j->listed_max / t.bm + j->groups + 1; /* pairs, at most */
+    const pit_tile t = pit_cuda_gmm_tile(c->arch);
+    int64_t bound = j->listed_max / t.bm + j->groups + 1; /* tiles along M, at most */
     CUdeviceptr list = 0;
-    CU_CHECK(pit_cu.MemAllocAsync(&list, (size_t)(1 + 2 * bound) * 4, s), "cuMemAllocAsync(gmm work list)");
-    plan_args pl = {j->a.counts, list, (int32_t)j->groups, t.bm, j->a.capacity, 0};
+    CU_CHECK(pit_cu.MemAllocAsync(&list, (size_t)(1 + 3 * bound) * 4, s), "cuMemAllocAsync(gmm work list)");
+    plan_args pl = {j->a.counts, list, (int32_t)j->groups, t.bm, j->a.capacity, 2}; /* mixed order */
     pit_status st = launch(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
     j->a.list = list;
     j->a.ntn = (int32_t)cdiv(j->a.N, t.bn);
-    int64_t work = bound * j->a.ntn, ctas = 2 * (int64_t)c->sm_count; /* 2 CTAs fit an SM */
+    const int per_sm = pit_cuda_gmm_smem(c->arch, t) > 113 * 1024 ? 1 : 2; /* CTAs that fit an SM */
+    int64_t work = bound * j->a.ntn, ctas = per_sm * (int64_t)c->sm_count;
     int param[4] = {j->acc, 0, 0, 0};
     if (st == PIT_SUCCESS)
         st = launch(c, s, PIT_CUDA_OP_GMM_TC, j->dt, param, work < ctas ? work : ctas, 1, 1, 256, &j->a);
@@ -586,7 +599,7 @@ static pit_status zero_unlisted(pit_cuda_ctx *c, CUstream s, const gmm_job *j, c
     if (st == PIT_SUCCESS)
         st = launch(c, s, PIT_CUDA_OP_MARK, PIT_F32, NULL, cdiv(j->a.capacity, 256), j->groups, 1, 256, &m);
     ew_args z = {0, out->ptr, mark, 0, 0, out->ld, out->bs, 1, out->rows, (int32_t)out->rows, (int32_t)out->cols, 1, 0};
-    if (st == PIT_SUCCESS) st = launch_ew(c, s, PIT_CUDA_OP_ZERO, out->dt, &z, out->batch);
+    if (st == PIT_SUCCESS) st = launch_zero(c, s, out->dt, &z, out->batch);
     return free_scratch(s, mark, st);
 }
 

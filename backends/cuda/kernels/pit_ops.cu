@@ -524,14 +524,16 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_route(const route_args a)
 /* ======================================================================== */
 #if PIT_OP == 6
 /* Mode 0, the work list of a gathered GEMM: for each group, ceil(count /
- * bm) pairs (group, first row), groups in order (neighbouring CTAs share a
- * weight matrix in L2); list[0] = number of pairs. Mode 1: the groups by
+ * bm) triples (group, first row, the group's rows), groups in order
+ * (neighbouring CTAs share a weight matrix in L2); list[0] = number of
+ * triples. A tile's three numbers load at once (no load waits on another).
+ * Mode 2: the same, groups in plan_mix's order. Mode 1: the groups by
  * falling count (the fused attention's order). One CTA of 1024 threads. */
 extern "C" __device__ const int pit_smem_bytes = 0;
 
 struct plan_args {
     const int *counts;
-    int *list; /* mode 0: [0] = n, then pairs; mode 1: the order */
+    int *list; /* mode 0: [0] = n, then triples; mode 1: the order */
     int groups, bm, capacity, mode;
 };
 
@@ -579,6 +581,25 @@ PIT_DEV void plan_order(const plan_args &a, int *warp_sum)
         a.list[atomicAdd(&bin[a.capacity - min(__ldg(a.counts + g), a.capacity)], 1)] = g;
 }
 
+/* Mode 2 (groups <= 1024): the groups' order for the work list, largest
+ * and smallest alternating (rank 0, rank G - 1, rank 1, ...): a wave of
+ * CTAs mixes tiles of a large group, which share its weights in L2 and
+ * are bound by the tensor cores, with tiles of small groups, which are
+ * bound by reading their weights. */
+PIT_DEV void plan_mix(const plan_args &a, int *order)
+{
+    __shared__ int cnt[1024];
+    const int g = threadIdx.x, G = a.groups;
+    if (g < G) cnt[g] = min(__ldg(a.counts + g), a.capacity);
+    __syncthreads();
+    if (g < G) {
+        int rank = 0;
+        for (int h = 0; h < G; ++h) rank += cnt[h] > cnt[g] || (cnt[h] == cnt[g] && h < g);
+        order[rank < (G + 1) / 2 ? 2 * rank : 2 * (G - 1 - rank) + 1] = g;
+    }
+    __syncthreads();
+}
+
 PIT_KERNEL void __launch_bounds__(1024) pit_op_plan(const plan_args a)
 {
     __shared__ int warp_sum[32];
@@ -587,16 +608,20 @@ PIT_KERNEL void __launch_bounds__(1024) pit_op_plan(const plan_args a)
         plan_order(a, warp_sum);
         return;
     }
+    __shared__ int order[1024];
+    const bool mix = a.mode == 2 && a.groups <= 1024;
+    if (mix) plan_mix(a, order);
     if (threadIdx.x == 0) base = 0;
     __syncthreads();
     for (int g0 = 0; g0 < a.groups; g0 += 1024) {
-        const int g = g0 + threadIdx.x;
+        const int g = mix ? (threadIdx.x < a.groups ? order[threadIdx.x] : a.groups) : g0 + threadIdx.x;
         const int cnt = g < a.groups ? min(__ldg(a.counts + g), a.capacity) : 0;
         const int c = (cnt + a.bm - 1) / a.bm;
         const int at = base + block_exclusive_sum(c, warp_sum);
         for (int q = 0; q < c; ++q) {
-            a.list[1 + 2 * (at + q)] = g;
-            a.list[2 + 2 * (at + q)] = q * a.bm;
+            a.list[1 + 3 * (at + q)] = g;
+            a.list[2 + 3 * (at + q)] = q * a.bm;
+            a.list[3 + 3 * (at + q)] = cnt;
         }
         __syncthreads();
         if (threadIdx.x == 1023) base = at + c;
@@ -632,17 +657,48 @@ PIT_DEV float gate_of(const gmm_args &p, int slot)
 
 #if PIT_OP == 7
 /* Tensor cores, 16-bit, rows 16-byte aligned, K and N multiples of 8.
- * Defines: BM BN BK STAGES (THREADS = 256: 2 x 4 warps). Persistent CTAs
- * walk the work list (pairs from pit_op_plan) x n-tiles, n-tile fastest so
- * concurrent CTAs share the gathered A rows and B in L2.
- * The main loop is CUTLASS's multistage one: a warp's fragments are double-
- * buffered in registers, those of the next k-step (of the next stage too)
- * are loaded while the mma's of this one issue, and a stage's one barrier
- * comes before its last k-step: mma's rarely wait for their ldmatrix, and
- * ptxas can interleave the cp.async address math with the mma's. */
+ * Defines: BM BN BK STAGES (THREADS = 256). Persistent CTAs walk the work
+ * list (pairs from pit_op_plan) x n-tiles, n-tile fastest so concurrent
+ * CTAs share the gathered A rows and B in L2. Two main loops:
+ *
+ * wgmma (sm_90a, tile 128 x {128, 256} x 64): two warpgroups, each 64 rows
+ * x BN with its accumulators in registers, both operands read by the
+ * tensor cores from shared memory under 128-byte swizzle (pit_port.cuh).
+ * One barrier a stage; stage c + STAGES - 2 is copied while wgmma's of
+ * stages c and c - 1 are in flight.
+ *
+ * mma.sync (sm_80+ and other tiles): 2 x 4 warps, CUTLASS's multistage
+ * loop: a warp's fragments are double-buffered in registers, those of the
+ * next k-step (of the next stage too) are loaded while the mma's of this
+ * one issue, and a stage's one barrier comes before its last k-step: mma's
+ * rarely wait for their ldmatrix, and ptxas can interleave the cp.async
+ * address math with the mma's. */
+#if PIT_HAS_WGMMA && BM == 128 && BK == 64 && (BN == 128 || BN == 256)
+#define GMM_WGMMA 1
+#else
+#define GMM_WGMMA 0
+#endif
 constexpr int THREADS = 256, WM = 2, WN = 4, WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
-constexpr int AS = BK + 8, BS = BN + 8, KS = BK / 16;
-constexpr int A_STAGE = BM * AS * 2, B_STAGE = BK * BS * 2, SMEM = STAGES * (A_STAGE + B_STAGE);
+constexpr int KS = BK / 16;
+#if GMM_WGMMA
+/* smem element offsets: A [BM][64] K-major, B [BN / 64][BK][64] N-major,
+ * 16-byte chunk c of row r stored at chunk c ^ (r % 8) */
+constexpr int A_ROW = BK, B_ROW = 64;
+PIT_DEV int a_at(int r, int k) { return r * BK + (((k >> 3) ^ (r & 7)) << 3); }
+PIT_DEV int b_at(int k, int n) { return (n >> 6) * (BK * 64) + k * 64 + ((((n & 63) >> 3) ^ (k & 7)) << 3); }
+constexpr int A_STAGE = BM * BK * 2, B_STAGE = BK * BN * 2, SMEM = STAGES * (A_STAGE + B_STAGE) + 1024;
+/* LAG: wgmma groups left in flight at the end of a k-step (wait_group LAG);
+ * the copies run STAGES - 1 - LAG k-steps ahead. LAG 0 (one more stage
+ * ahead, the tensor cores idle across each barrier) measured the same on
+ * the MoE bench, within noise. */
+constexpr int LAG = 1, AHEAD = STAGES - 1 - LAG;
+static_assert(AHEAD >= 1, "gmm wgmma pipeline");
+#else
+constexpr int A_ROW = BK + 8, B_ROW = BN + 8; /* padded rows: ldmatrix without bank conflicts */
+PIT_DEV int a_at(int r, int k) { return r * A_ROW + k; }
+PIT_DEV int b_at(int k, int n) { return k * B_ROW + n; }
+constexpr int A_STAGE = BM * A_ROW * 2, B_STAGE = BK * B_ROW * 2, SMEM = STAGES * (A_STAGE + B_STAGE);
+#endif
 extern "C" __device__ const int pit_smem_bytes = SMEM;
 static_assert(PIT_DTYPE != PIT_DT_F32 && WTM % 16 == 0 && WTN % 16 == 0 && BK % 16 == 0, "gmm tile");
 static_assert(sizeof(T) == 2, "gmm element");
@@ -654,7 +710,7 @@ static_assert(A_UNITS % THREADS == 0 && B_UNITS % THREADS == 0, "gmm loads");
  * registers), 3 for small tiles whose shared memory allows it (<= 80), 1
  * above (no bound). AMD's macro takes the thread count only. */
 constexpr bool GMM_SMALL = MI * NI <= 8 && MI * 4 + NI * 2 <= 16 && 3 * (SMEM + BM * 8 + 1024) <= 228 * 1024;
-constexpr int GMM_MINB = GMM_SMALL ? 3 : MI * NI <= 16 ? 2 : 1;
+constexpr int GMM_MINB = GMM_WGMMA ? (2 * SMEM <= 227 * 1024 ? 2 : 1) : GMM_SMALL ? 3 : MI * NI <= 16 ? 2 : 1;
 #if defined(PIT_AMD)
 #define GMM_BOUNDS __launch_bounds__(THREADS)
 #else
@@ -668,32 +724,215 @@ struct gmm_tile {
 /* The copies of stage c into slot s (live false: zeros, no global read).
  * A thread's units of 8 elements are u = threadIdx.x + i * THREADS; where
  * THREADS is a multiple of a row's units (A: BK / 8, B: BN / 8), unit i is
- * unit 0 moved di = i * THREADS / (row's units) rows down, so its address
- * math is unit 0's plus a constant. */
-PIT_DEV void gmm_issue(const gmm_args &p, const gmm_tile &w, const int *rowtok, pit_u8 *smem, int s, int c, bool live)
+ * unit 0 moved di = i * THREADS / (row's units) rows down (a multiple of 8,
+ * so the swizzle of its row is unit 0's), and its address math is unit 0's
+ * plus a constant. */
+constexpr int A_PER = A_UNITS / THREADS; /* A units (rows) a thread copies */
+
+PIT_DEV void gmm_issue(const gmm_args &p, const gmm_tile &w, const int (&tok)[A_PER], pit_u8 *smem, int s, int c,
+                       bool live)
 {
     constexpr int AU = BK / 8, BU = BN / 8;
-    constexpr bool AE = THREADS % AU == 0, BE = THREADS % BU == 0;
+    constexpr bool BE = THREADS % BU == 0;
+    static_assert(THREADS % AU == 0, "gmm: a thread's A units share their k");
+    static_assert(!GMM_WGMMA || (BE && (THREADS / AU) % 8 == 0 && (THREADS / BU) % 8 == 0), "gmm swizzle");
     T *As = (T *)(smem + s * A_STAGE), *Bs = (T *)(smem + STAGES * A_STAGE + s * B_STAGE);
     const T *A = (const T *)p.a + w.grp * p.sa;
     const T *B = (const T *)p.b + w.grp * p.sb + (pit_i64)(c * BK) * p.ldb + w.n0;
     const int t = threadIdx.x, kleft = p.K - c * BK;
 #pragma unroll
-    for (int i = 0; i < A_UNITS / THREADS; ++i) {
-        const int u = AE ? t : t + i * THREADS, di = AE ? i * (THREADS / AU) : 0;
-        const int r = u / AU, kq = (u % AU) * 8, tok = rowtok[r + di];
-        const bool ok = live && tok >= 0 && kq < kleft;
-        pit_copy16(As + (r * AS + kq) + di * AS, ok ? A + (pit_i64)tok * p.lda + c * BK + kq : A, ok);
+    for (int i = 0; i < A_PER; ++i) {
+        const int di = i * (THREADS / AU), r = t / AU, kq = (t % AU) * 8;
+        const bool ok = live && tok[i] >= 0 && kq < kleft;
+        pit_copy16(As + a_at(r, kq) + di * A_ROW, ok ? A + (pit_i64)tok[i] * p.lda + c * BK + kq : A, ok);
     }
 #pragma unroll
     for (int i = 0; i < B_UNITS / THREADS; ++i) {
         const int u = BE ? t : t + i * THREADS, di = BE ? i * (THREADS / BU) : 0;
         const int kk = u / BU, nn = (u % BU) * 8;
         const bool ok = live && kk + di < kleft && w.n0 + nn < p.N;
-        pit_copy16(Bs + (kk * BS + nn) + di * BS, ok ? B + ((pit_i64)kk * p.ldb + nn) + (pit_i64)di * p.ldb : B, ok);
+        pit_copy16(Bs + b_at(kk, nn) + di * B_ROW, ok ? B + ((pit_i64)kk * p.ldb + nn) + (pit_i64)di * p.ldb : B, ok);
     }
 }
 
+/* The tile of work item `tile` (none past total: no rows). */
+PIT_DEV gmm_tile gmm_tile_of(const gmm_args &p, int tile, int total)
+{
+    gmm_tile w = {0, 0, 0, 0};
+    if (tile >= total) return w;
+    const int *e = p.list + 1 + 3 * (tile / p.ntn);
+    w.grp = __ldg(e);
+    w.row0 = __ldg(e + 1);
+    w.count = __ldg(e + 2);
+    w.n0 = (tile % p.ntn) * BN;
+    return w;
+}
+
+/* Row r of the tile: its slot in the group's list, -1 past its rows. */
+PIT_DEV int gmm_slot(const gmm_args &p, const gmm_tile &w, int r)
+{
+    const int P = w.row0 + r;
+    return P < w.count ? __ldg(p.entries + (pit_i64)w.grp * p.capacity + P) : -1;
+}
+
+/* the tokens of the A rows this thread copies (see gmm_issue) */
+PIT_DEV void gmm_tokens(const gmm_args &p, const gmm_tile &w, int (&tok)[A_PER])
+{
+#pragma unroll
+    for (int i = 0; i < A_PER; ++i) {
+        const int slot = gmm_slot(p, w, threadIdx.x / (BK / 8) + i * (THREADS / (BK / 8)));
+        tok[i] = slot < 0 ? -1 : slot / p.kdiv;
+    }
+}
+
+/* A warp's output rows: wm0 + 16 mi + lane / 4 + 8 h. Slots and gates load
+ * apart, so a kernel can issue the gates' loads once the slots are in. */
+template <int MI_> struct gmm_rows {
+    int slot[MI_][2];
+    float gate[MI_][2];
+};
+template <int MI_> PIT_DEV void gmm_rows_slots(const gmm_args &p, const gmm_tile &w, int wm0, gmm_rows<MI_> &o)
+{
+#pragma unroll
+    for (int mi = 0; mi < MI_; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) o.slot[mi][h] = gmm_slot(p, w, wm0 + mi * 16 + (pit_lane() >> 2) + 8 * h);
+}
+template <int MI_> PIT_DEV void gmm_rows_gates(const gmm_args &p, gmm_rows<MI_> &o)
+{
+#pragma unroll
+    for (int mi = 0; mi < MI_; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) o.gate[mi][h] = o.slot[mi][h] < 0 ? 0.f : gate_of(p, o.slot[mi][h]);
+}
+
+/* SWrite of a warp's accumulators (m16n8 layout, MI_ x NI_ blocks) of
+ * rows `rows` from column wn0 of the tile. */
+template <int MI_, int NI_>
+PIT_DEV void gmm_swrite(const gmm_args &p, const gmm_tile &w, const gmm_rows<MI_> &rows, int wn0,
+                        const float (&acc)[MI_][NI_][4])
+{
+    const int lane = pit_lane();
+#pragma unroll
+    for (int mi = 0; mi < MI_; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            if (rows.slot[mi][h] < 0) continue;
+            const int tok = rows.slot[mi][h] / p.kdiv;
+            const float gt = rows.gate[mi][h];
+#pragma unroll
+            for (int ni = 0; ni < NI_; ++ni) {
+                const int n = w.n0 + wn0 + ni * 8 + (lane & 3) * 2;
+                if (n >= p.N) continue;
+                float v0 = gt * acc[mi][ni][2 * h], v1 = gt * acc[mi][ni][2 * h + 1];
+#if ACC
+                float *dst = p.acc + w.grp * p.sacc + (pit_i64)tok * p.ldacc + n;
+                pit_atomic_addf(dst, v0);
+                pit_atomic_addf(dst + 1, v1);
+#else
+                T *dst = (T *)p.c + w.grp * p.sc + (pit_i64)tok * p.ldc + n;
+                *(pit_u32 *)dst = pack2(v0, v1);
+#endif
+            }
+        }
+}
+
+#if GMM_WGMMA
+/* this warpgroup's wgmma's of the stage in slot s: 64 rows x BN, BK deep */
+PIT_DEV void gmm_wgmma_stage(float (&acc)[1][BN / 8][4], pit_u32 sbase, int s, int wg)
+{
+    const pit_u32 a0 = sbase + s * A_STAGE + wg * 64 * BK * 2, b0 = sbase + STAGES * A_STAGE + s * B_STAGE;
+    float(&d)[BN / 2] = reinterpret_cast<float(&)[BN / 2]>(acc);
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+        /* A: 8-row groups 1024 B apart, a k-step 32 B into the swizzled row;
+         * B: 64-column chunks BK * 128 B apart, 8-row groups 1024 B apart */
+        const pit_u64 da = pit_wgmma_desc(a0 + ks * 32, 16, 1024);
+        const pit_u64 db = pit_wgmma_desc(b0 + ks * 16 * 128, BK * 128, 1024);
+        pit_wgmma<PIT_DTYPE>(d, da, db);
+    }
+}
+
+/* The copies' side of the pipeline: the tile and k-step it copies next
+ * (tile >= total: done) and the tokens of its A rows. */
+struct gmm_feed {
+    gmm_tile w, next; /* next: the tile after, loaded a tile early */
+    int tile, c, tok[A_PER];
+};
+
+PIT_DEV void gmm_feed_start(const gmm_args &p, gmm_feed &f, int total)
+{
+    f.tile = blockIdx.x;
+    f.c = 0;
+    f.w = gmm_tile_of(p, f.tile, total);
+    gmm_tokens(p, f.w, f.tok);
+    f.next = gmm_tile_of(p, f.tile + gridDim.x, total);
+}
+
+/* copies of the next k-step into slot s (none past the last tile) */
+PIT_DEV void gmm_feed_next(const gmm_args &p, gmm_feed &f, pit_u8 *smem, int s, int total, int nk)
+{
+    if (f.tile >= total) return;
+    gmm_issue(p, f.w, f.tok, smem, s, f.c, true);
+    if (++f.c < nk) return;
+    f.c = 0;
+    f.tile += gridDim.x;
+    f.w = f.next;
+    gmm_tokens(p, f.w, f.tok);
+    f.next = gmm_tile_of(p, f.tile + gridDim.x, total);
+}
+
+/* The copies run AHEAD k-steps ahead of the wgmma's, across tiles: the
+ * next tile's first stages land during this one's last k-steps and SWrite.
+ * K-step q (counted over all of the CTA's tiles) is in slot q % STAGES. Its
+ * barrier comes after every thread waited for the wgmma's of step
+ * q - 1 - LAG (wait_group LAG of step q - 1), so that slot takes step
+ * q + AHEAD. */
+PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(const gmm_args p)
+{
+    extern __shared__ __align__(16) pit_u8 smem_raw[];
+    /* 128-byte swizzle repeats every 1024 bytes: the stages start aligned */
+    pit_u8 *smem = smem_raw + ((1024 - (pit_smem_addr(smem_raw) & 1023)) & 1023);
+    const pit_u32 sbase = pit_smem_addr(smem);
+    const int total = __ldg(p.list) * p.ntn, nk = (p.K + BK - 1) / BK;
+    const int wg = threadIdx.x / 128, wm0 = wg * 64 + (threadIdx.x / 32 % 4) * 16;
+    gmm_feed f;
+    gmm_feed_start(p, f, total);
+#pragma unroll
+    for (int s = 0; s < AHEAD; ++s) {
+        gmm_feed_next(p, f, smem, s, total, nk);
+        pit_copy_commit();
+    }
+    int q = 0;
+    gmm_tile next = gmm_tile_of(p, blockIdx.x, total);
+    for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
+        /* this tile's numbers were loaded a tile early, its rows' slots
+         * now and their gates after the first k-step: no wait here */
+        const gmm_tile w = next;
+        next = gmm_tile_of(p, tile + gridDim.x, total);
+        gmm_rows<1> rows;
+        gmm_rows_slots(p, w, wm0, rows);
+        float acc[1][BN / 8][4];
+#pragma unroll
+        for (int ni = 0; ni < BN / 8; ++ni) acc[0][ni][0] = acc[0][ni][1] = acc[0][ni][2] = acc[0][ni][3] = 0.f;
+        for (int c = 0; c < nk; ++c, ++q) {
+            pit_copy_wait<AHEAD - 1>();
+            pit_fence_async_smem();
+            __syncthreads();
+            gmm_feed_next(p, f, smem, (q + AHEAD) % STAGES, total, nk);
+            pit_copy_commit();
+            pit_wgmma_fence();
+            gmm_wgmma_stage(acc, sbase, q % STAGES, wg);
+            pit_wgmma_commit();
+            if (c == 0) gmm_rows_gates(p, rows);
+            pit_wgmma_wait<LAG>();
+        }
+        pit_wgmma_wait<0>();
+        gmm_swrite<1, BN / 8>(p, w, rows, 0, acc);
+    }
+    pit_copy_wait<0>();
+}
+#else
 /* A warp's operands of one 16-wide k-step. */
 struct gmm_frag {
     pit_u32 a[MI][4], b[NI][2];
@@ -724,73 +963,26 @@ PIT_DEV void gmm_product(float (&acc)[MI][NI][4], const gmm_frag &cur, gmm_frag 
     for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
         for (int ni = 0; ni < NI; ++ni) pit_mma_16816<PIT_DTYPE>(acc[mi][ni], cur.a[mi], cur.b[ni]);
-        pit_ldmatrix_x4(nxt.a[mi], An + mi * 16 * AS);
+        pit_ldmatrix_x4(nxt.a[mi], An + mi * 16 * A_ROW);
     }
-}
-
-PIT_DEV void gmm_swrite(const gmm_args &p, const gmm_tile &w, const int *rowtok, const float *rowgate,
-                        const float (&acc)[MI][NI][4])
-{
-    const int warp = threadIdx.x / 32, lane = pit_lane();
-    const int wm0 = (warp / WN) * WTM, wn0 = (warp % WN) * WTN;
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int r = wm0 + mi * 16 + (lane >> 2) + 8 * h, tok = rowtok[r];
-            if (tok < 0) continue;
-            const float gt = rowgate[r];
-#pragma unroll
-            for (int ni = 0; ni < NI; ++ni) {
-                const int n = w.n0 + wn0 + ni * 8 + (lane & 3) * 2;
-                if (n >= p.N) continue;
-                float v0 = gt * acc[mi][ni][2 * h], v1 = gt * acc[mi][ni][2 * h + 1];
-#if ACC
-                float *dst = p.acc + w.grp * p.sacc + (pit_i64)tok * p.ldacc + n;
-                pit_atomic_addf(dst, v0);
-                pit_atomic_addf(dst + 1, v1);
-#else
-                T *dst = (T *)p.c + w.grp * p.sc + (pit_i64)tok * p.ldc + n;
-                *(pit_u32 *)dst = pack2(v0, v1);
-#endif
-            }
-        }
 }
 
 PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(const gmm_args p)
 {
     extern __shared__ __align__(16) pit_u8 smem[];
-    __shared__ int rowtok[BM];
-    __shared__ float rowgate[BM];
     const int total = __ldg(p.list) * p.ntn;
     const int nk = (p.K + BK - 1) / BK;
     /* this thread's ldmatrix rows in stage 0, k-step 0: A's row wm0 + lane % 16
      * at k = (lane / 16) * 8, B's row k = lane % 16 at n = wn0 + (lane / 16) * 8 */
     const int warp = threadIdx.x / 32, lane = pit_lane();
-    const T *As0 = (const T *)smem + ((warp / WN) * WTM + (lane & 15)) * AS + (lane >> 4) * 8;
-    const T *Bs0 = (const T *)(smem + STAGES * A_STAGE) + ((lane & 7) + ((lane >> 3) & 1) * 8) * BS +
+    const T *As0 = (const T *)smem + ((warp / WN) * WTM + (lane & 15)) * A_ROW + (lane >> 4) * 8;
+    const T *Bs0 = (const T *)(smem + STAGES * A_STAGE) + ((lane & 7) + ((lane >> 3) & 1) * 8) * B_ROW +
                    (warp % WN) * WTN + (lane >> 4) * 8;
     for (int tile = blockIdx.x; tile < total; tile += gridDim.x) {
-        gmm_tile w;
-        const int li = tile / p.ntn;
-        w.grp = __ldg(p.list + 1 + 2 * li);
-        w.row0 = __ldg(p.list + 2 + 2 * li);
-        w.n0 = (tile % p.ntn) * BN;
-        w.count = min(__ldg(p.counts + w.grp), p.capacity);
-        __syncthreads(); /* the previous tile is done with rowtok and the stages */
-        if (threadIdx.x < BM) {
-            const int P = w.row0 + threadIdx.x;
-            int tok = -1;
-            float gt = 0.f;
-            if (P < w.count) {
-                const int slot = __ldg(p.entries + (pit_i64)w.grp * p.capacity + P);
-                tok = slot / p.kdiv;
-                gt = gate_of(p, slot);
-            }
-            rowtok[threadIdx.x] = tok;
-            rowgate[threadIdx.x] = gt;
-        }
-        __syncthreads();
+        const gmm_tile w = gmm_tile_of(p, tile, total);
+        __syncthreads(); /* the previous tile is done with the stages */
+        int tok[A_PER];
+        gmm_tokens(p, w, tok);
         float acc[MI][NI][4];
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi)
@@ -798,7 +990,7 @@ PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(const gmm_args p)
             for (int ni = 0; ni < NI; ++ni) acc[mi][ni][0] = acc[mi][ni][1] = acc[mi][ni][2] = acc[mi][ni][3] = 0.f;
 #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {
-            if (s < nk) gmm_issue(p, w, rowtok, smem, s, s, true);
+            if (s < nk) gmm_issue(p, w, tok, smem, s, s, true);
             pit_copy_commit();
         }
         pit_copy_wait<STAGES - 2>();
@@ -806,7 +998,7 @@ PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(const gmm_args p)
         gmm_frag cur;
         gmm_load_b(cur.b, Bs0);
 #pragma unroll
-        for (int mi = 0; mi < MI; ++mi) pit_ldmatrix_x4(cur.a[mi], As0 + mi * 16 * AS);
+        for (int mi = 0; mi < MI; ++mi) pit_ldmatrix_x4(cur.a[mi], As0 + mi * 16 * A_ROW);
         /* Stage c is read from slot rd; stage c + STAGES - 1 is copied into
          * slot wr = rd - 1 (mod STAGES) at c's first k-step: every warp read
          * that slot's last fragments before the barrier of stage c - 1. The
@@ -817,20 +1009,20 @@ PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(const gmm_args p)
          * keep one cp.async group a stage and the loop free of branches. */
         for (int c = 0; c < nk; ++c) {
             const int rd = c % STAGES, rn = (c + 1) % STAGES, wr = (c + STAGES - 1) % STAGES;
-            const T *Ar = As0 + rd * (BM * AS), *Br = Bs0 + rd * (BK * BS);
+            const T *Ar = As0 + rd * (BM * A_ROW), *Br = Bs0 + rd * (BK * B_ROW);
 #pragma unroll
             for (int ks = 0; ks < KS; ++ks) {
                 if (ks == 0) {
                     const int ahead = c + STAGES - 1;
-                    gmm_issue(p, w, rowtok, smem, wr, ahead < nk ? ahead : 0, ahead < nk);
+                    gmm_issue(p, w, tok, smem, wr, ahead < nk ? ahead : 0, ahead < nk);
                     pit_copy_commit();
                 }
-                const T *An = Ar + (ks + 1) * 16, *Bn = Br + (ks + 1) * 16 * BS;
+                const T *An = Ar + (ks + 1) * 16, *Bn = Br + (ks + 1) * 16 * B_ROW;
                 if (ks == KS - 1) {
                     pit_copy_wait<STAGES - 2>();
                     __syncthreads();
-                    An = As0 + rn * (BM * AS);
-                    Bn = Bs0 + rn * (BK * BS);
+                    An = As0 + rn * (BM * A_ROW);
+                    Bn = Bs0 + rn * (BK * B_ROW);
                 }
                 gmm_frag nxt;
                 gmm_product(acc, cur, nxt, An, Bn);
@@ -838,10 +1030,15 @@ PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(const gmm_args p)
             }
         }
         pit_copy_wait<0>();
-        gmm_swrite(p, w, rowtok, rowgate, acc);
+        gmm_rows<MI> rows; /* loaded here: registers are dear in the main loop */
+        gmm_rows_slots(p, w, (warp / WN) * WTM, rows);
+        gmm_rows_gates(p, rows);
+        gmm_swrite<MI, NI>(p, w, rows, (warp % WN) * WTN, acc);
     }
 }
+#endif
 #undef GMM_BOUNDS
+#undef GMM_WGMMA
 #endif
 
 #if PIT_OP == 8
@@ -1019,18 +1216,46 @@ struct ew_args {
 };
 #endif
 
+#if PIT_OP == 10
+/* grid: x = 256 columns, y = groups of EW_ROWS rows (strided loop), z =
+ * batch. A group's loads are all issued before its stores: one memory
+ * round trip a group, not one a row (a CTA loops over many rows). */
+constexpr int EW_ROWS = 8;
+#endif
+
 #if PIT_OP == 9
-/* grid: x = 256 columns, y = rows (strided loop), z = batch */
+/* grid: x = 256 columns, y = chunks of 256 rows (strided loop), z = batch.
+ * With ids, a chunk's 256 ids load at once (one per thread, coalesced)
+ * and the rows to zero are read from shared memory: no global load waits
+ * inside the row loop. */
 PIT_KERNEL void __launch_bounds__(256) pit_op_zero(const ew_args a)
 {
+    __shared__ bool skip[256];
+    __shared__ int zeroes[8]; /* per warp: a row of the chunk to zero */
     const int c = blockIdx.x * 256 + threadIdx.x;
-    if (c >= a.cols) return;
-    for (int r = blockIdx.y; r < a.rows; r += gridDim.y) {
+    T *Y = (T *)a.y + blockIdx.z * a.sy + c;
+    for (int r0 = blockIdx.y * 256; r0 < a.rows; r0 += gridDim.y * 256) {
         if (a.ids) {
-            const int e = __ldg(a.ids + blockIdx.z * a.sid + (pit_i64)r * a.ldid);
-            if (e >= 0 && e < a.E) continue; /* a routed token: its row is stored by the GEMM */
+            const int r = r0 + threadIdx.x;
+            bool routed = false; /* a routed token: its row is stored by the GEMM */
+            if (r < a.rows) {
+                const int e = __ldg(a.ids + blockIdx.z * a.sid + (pit_i64)r * a.ldid);
+                routed = e >= 0 && e < a.E;
+            }
+            __syncthreads(); /* the previous chunk is done with skip and zeroes */
+            skip[threadIdx.x] = routed;
+            if (pit_ballot(r < a.rows && !routed)) zeroes[threadIdx.x / 32] = 1;
+            else if (pit_lane() == 0) zeroes[threadIdx.x / 32] = 0;
+            __syncthreads();
+            bool any = false;
+#pragma unroll
+            for (int w = 0; w < 8; ++w) any |= zeroes[w] != 0;
+            if (!any) continue; /* every row of the chunk routed */
         }
-        ((T *)a.y)[blockIdx.z * a.sy + (pit_i64)r * a.ldy + c] = pit_from_float<T>(0.f);
+        const int n = min(256, a.rows - r0);
+        if (c < a.cols)
+            for (int i = 0; i < n; ++i)
+                if (!a.ids || !skip[i]) Y[(pit_i64)(r0 + i) * a.ldy] = pit_from_float<T>(0.f);
     }
 }
 #endif
@@ -1041,9 +1266,15 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_relu(const ew_args a)
 {
     const int c = blockIdx.x * 256 + threadIdx.x;
     if (c >= a.cols) return;
-    for (int r = blockIdx.y; r < a.rows; r += gridDim.y) {
-        float v = pit_to_float(((const T *)a.x)[blockIdx.z * a.sx + (pit_i64)r * a.ldx + c]);
-        ((T *)a.y)[blockIdx.z * a.sy + (pit_i64)r * a.ldy + c] = pit_from_float<T>(v > 0.f || v != v ? v : 0.f);
+    const T *X = (const T *)a.x + blockIdx.z * a.sx + c;
+    T *Y = (T *)a.y + blockIdx.z * a.sy + c;
+    for (int r0 = blockIdx.y * EW_ROWS; r0 < a.rows; r0 += gridDim.y * EW_ROWS) {
+        float v[EW_ROWS];
+#pragma unroll
+        for (int j = 0; j < EW_ROWS; ++j) v[j] = r0 + j < a.rows ? pit_to_float(X[(pit_i64)(r0 + j) * a.ldx]) : 0.f;
+#pragma unroll
+        for (int j = 0; j < EW_ROWS; ++j)
+            if (r0 + j < a.rows) Y[(pit_i64)(r0 + j) * a.ldy] = pit_from_float<T>(v[j] > 0.f || v[j] != v[j] ? v[j] : 0.f);
     }
 }
 #endif

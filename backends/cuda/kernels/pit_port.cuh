@@ -528,6 +528,75 @@ template <int DT> PIT_DEV void pit_mma_16816(float d[4], const pit_u32 a[4], con
 #endif
 }
 
+/* ---- Hopper warpgroup MMA (wgmma, sm_90a only): D(64xN, f32) += A(64x16)
+ * . B(16xN), both operands in shared memory under 128-byte swizzle: A
+ * K-major (rows of 64 elements = 128 bytes), B N-major (transposed: rows of
+ * 64 N elements per 64-column chunk). A descriptor holds the start address,
+ * the leading and stride byte offsets (>> 4) and the swizzle mode (1:
+ * 128 B). Accumulator layout: thread t of the warpgroup holds, for column
+ * block i (8 columns), d[4i + j] at row 16 (t / 32) + (t % 32) / 4 + 8 (j / 2),
+ * column 8i + 2 (t % 4) + j % 2: mma.sync's m16n8 layout, one warp a 16-row
+ * slice. */
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define PIT_HAS_WGMMA 1
+PIT_DEV pit_u64 pit_wgmma_desc(pit_u32 addr, pit_u32 lbo, pit_u32 sbo)
+{
+    return (pit_u64)((addr & 0x3ffff) >> 4) | ((pit_u64)(lbo >> 4) << 16) | ((pit_u64)(sbo >> 4) << 32) |
+           (1ull << 62);
+}
+PIT_DEV void pit_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+PIT_DEV void pit_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> PIT_DEV void pit_wgmma_wait(void)
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
+}
+/* cp.async's writes (generic proxy) become visible to wgmma (async proxy) */
+PIT_DEV void pit_fence_async_smem(void) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+#define PIT_WG_D64 \
+    "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
+    "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31," \
+    "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47," \
+    "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}"
+#define PIT_WG_D128 \
+    "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
+    "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31," \
+    "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47," \
+    "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63," \
+    "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79," \
+    "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95," \
+    "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111," \
+    "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}"
+#define PIT_WG_O8(d, i) "+f"((d)[i]), "+f"((d)[i + 1]), "+f"((d)[i + 2]), "+f"((d)[i + 3]), \
+                        "+f"((d)[i + 4]), "+f"((d)[i + 5]), "+f"((d)[i + 6]), "+f"((d)[i + 7])
+#define PIT_WG_O64(d) PIT_WG_O8(d, 0), PIT_WG_O8(d, 8), PIT_WG_O8(d, 16), PIT_WG_O8(d, 24), \
+                      PIT_WG_O8(d, 32), PIT_WG_O8(d, 40), PIT_WG_O8(d, 48), PIT_WG_O8(d, 56)
+/* scale-d true (accumulate), scales +1, A not transposed, B transposed */
+#define PIT_WG_ASM(SHAPE, D, DA, DB) \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned." SHAPE " " D ", " DA ", " DB \
+    ", p, 1, 1, 0, 1;\n}\n"
+
+/* N = 128 (64 accumulators a thread) and N = 256 (128) */
+template <int DT> PIT_DEV void pit_wgmma(float (&d)[64], pit_u64 da, pit_u64 db)
+{
+    if (DT == PIT_DT_BF16)
+        asm volatile(PIT_WG_ASM("m64n128k16.f32.bf16.bf16", PIT_WG_D64, "%64", "%65") : PIT_WG_O64(d) : "l"(da), "l"(db));
+    else
+        asm volatile(PIT_WG_ASM("m64n128k16.f32.f16.f16", PIT_WG_D64, "%64", "%65") : PIT_WG_O64(d) : "l"(da), "l"(db));
+}
+template <int DT> PIT_DEV void pit_wgmma(float (&d)[128], pit_u64 da, pit_u64 db)
+{
+    if (DT == PIT_DT_BF16)
+        asm volatile(PIT_WG_ASM("m64n256k16.f32.bf16.bf16", PIT_WG_D128, "%128", "%129")
+                     : PIT_WG_O64(d), PIT_WG_O64(d + 64) : "l"(da), "l"(db));
+    else
+        asm volatile(PIT_WG_ASM("m64n256k16.f32.f16.f16", PIT_WG_D128, "%128", "%129")
+                     : PIT_WG_O64(d), PIT_WG_O64(d + 64) : "l"(da), "l"(db));
+}
+#else
+#define PIT_HAS_WGMMA 0
+#endif
+
 #endif /* AMD / NVIDIA */
 
 #endif /* PIT_PORT_CUH */
