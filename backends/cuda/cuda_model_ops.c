@@ -200,6 +200,21 @@ static CUstream cu_stream(void *stream)
 }
 
 /* ---- launching ------------------------------------------------------------- */
+/* The kernel of variant v (compiled or cached) on grid gx x gy x gz. */
+static pit_status launch_variant(pit_cuda_ctx *c, CUstream s, const pit_cuda_variant *v, int64_t gx, int64_t gy,
+                                 int64_t gz, unsigned threads, void *args)
+{
+    if (gx > UINT32_MAX / 2)
+        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, "cuda %s: grid of %lld blocks is too large",
+                                    pit_cuda_kernel_name(v->kind), (long long)gx);
+    pit_cuda_kernel *k;
+    pit_status st = pit_cuda_get_kernel(c, v, &k);
+    if (st != PIT_SUCCESS) return st;
+    return pit_cuda_launch(k, s, (unsigned)gx, (unsigned)gy, (unsigned)gz, threads, args,
+                           pit_cuda_kernel_name(v->kind));
+}
+
+/* A kernel without a tile: kind, dtype and its op_param. */
 static pit_status launch(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind kind, pit_dtype dt, const int *param,
                          int64_t gx, int64_t gy, int64_t gz, unsigned threads, void *args)
 {
@@ -208,27 +223,17 @@ static pit_status launch(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind kind,
     v.kind = kind;
     v.dtype = dt;
     if (param) memcpy(v.op_param, param, sizeof v.op_param);
-    if (kind == PIT_CUDA_OP_GMM_TC)
-        v.tile = pit_cuda_gmm_tile(c->arch);
-    if (gx > UINT32_MAX / 2)
-        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, "cuda %s: grid of %lld blocks is too large",
-                                    pit_cuda_kernel_name(kind), (long long)gx);
-    pit_cuda_kernel *k;
-    pit_status st = pit_cuda_get_kernel(c, &v, &k);
-    if (st != PIT_SUCCESS) return st;
-    return pit_cuda_launch(k, s, (unsigned)gx, (unsigned)gy, (unsigned)gz, threads, args,
-                           pit_cuda_kernel_name(kind));
+    return launch_variant(c, s, &v, gx, gy, gz, threads, args);
 }
 
 /* grid of pit_op_relu: 256 columns per CTA, groups of 8 rows looped,
  * about 32 CTAs an SM: a grid of one CTA a few rows costs more in CTA
  * launches than the work */
-static pit_status launch_ew(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind kind, pit_dtype dt, ew_args *a,
-                            int64_t batch)
+static pit_status launch_relu(pit_cuda_ctx *c, CUstream s, pit_dtype dt, ew_args *a, int64_t batch)
 {
     int64_t gx = cdiv(a->cols, 256), gy = cdiv(32 * (int64_t)c->sm_count, gx * (batch > 0 ? batch : 1));
     if (gy > cdiv(a->rows, 8)) gy = cdiv(a->rows, 8);
-    return launch(c, s, kind, dt, NULL, gx, gy > 0 ? gy : 1, batch, 256, a);
+    return launch(c, s, PIT_CUDA_OP_RELU, dt, NULL, gx, gy > 0 ? gy : 1, batch, 256, a);
 }
 
 /* pit_op_zero: 256 columns x chunks of 256 rows a CTA */
@@ -569,9 +574,13 @@ static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, gmm_job *j)
     j->a.ntn = (int32_t)cdiv(j->a.N, t.bn);
     const int per_sm = pit_cuda_gmm_smem(c->arch, t) > 113 * 1024 ? 1 : 2; /* CTAs that fit an SM */
     int64_t work = bound * j->a.ntn, ctas = per_sm * (int64_t)c->sm_count;
-    int param[4] = {j->acc, 0, 0, 0};
-    if (st == PIT_SUCCESS)
-        st = launch(c, s, PIT_CUDA_OP_GMM_TC, j->dt, param, work < ctas ? work : ctas, 1, 1, 256, &j->a);
+    pit_cuda_variant v;
+    memset(&v, 0, sizeof v);
+    v.kind = PIT_CUDA_OP_GMM_TC;
+    v.dtype = j->dt;
+    v.tile = t; /* the one tile the list and the grid were sized for */
+    v.op_param[0] = j->acc;
+    if (st == PIT_SUCCESS) st = launch_variant(c, s, &v, work < ctas ? work : ctas, 1, 1, 256, &j->a);
     return free_scratch(s, list, st);
 }
 
@@ -781,7 +790,7 @@ static pit_status cuda_relu(void *bctx, void *stream, const pit_tdesc *X, const 
     if (x.rows == 0 || x.cols == 0 || x.batch == 0) return PIT_SUCCESS;
     ew_args a = {x.ptr, y.ptr, 0, x.ld, x.bs, y.ld, y.bs, 0, 0, (int32_t)x.rows, (int32_t)x.cols, 0, 0};
     pit_cuda_ctx *c = bctx;
-    WITH_CONTEXT(c, launch_ew(c, cu_stream(stream), PIT_CUDA_OP_RELU, x.dt, &a, x.batch));
+    WITH_CONTEXT(c, launch_relu(c, cu_stream(stream), x.dt, &a, x.batch));
 }
 
 static pit_status cuda_transpose(void *bctx, void *stream, const pit_tdesc *X, const pit_tdesc *Y)

@@ -1220,13 +1220,6 @@ struct ew_args {
 };
 #endif
 
-#if PIT_OP == 10
-/* grid: x = 256 columns, y = groups of EW_ROWS rows (strided loop), z =
- * batch. A group's loads are all issued before its stores: one memory
- * round trip a group, not one a row (a CTA loops over many rows). */
-constexpr int EW_ROWS = 8;
-#endif
-
 #if PIT_OP == 9
 /* grid: x = 256 columns, y = chunks of 256 rows (strided loop), z = batch.
  * With ids, a chunk's 256 ids load at once (one per thread, coalesced)
@@ -1265,7 +1258,11 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_zero(const ew_args a)
 #endif
 
 #if PIT_OP == 10
-/* max(x, 0) with NaN kept; Y may be X */
+/* max(x, 0) with NaN kept; Y may be X. grid: x = 256 columns, y = groups
+ * of EW_ROWS rows (strided loop), z = batch. A group's loads are all issued
+ * before its stores: one memory round trip a group, not one a row (a CTA
+ * loops over many rows). */
+constexpr int EW_ROWS = 8;
 PIT_KERNEL void __launch_bounds__(256) pit_op_relu(const ew_args a)
 {
     const int c = blockIdx.x * 256 + threadIdx.x;
