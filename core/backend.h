@@ -209,6 +209,14 @@ typedef struct pit_backend {
     pit_status (*attention_sparse)(void *bctx, void *stream, const pit_index *idx,
                                    const pit_tdesc *Q, const pit_tdesc *K, const pit_tdesc *V,
                                    const pit_tdesc *mask, const pit_tdesc *O, float scale);
+    /* Optional: detect(stream, detect_view, idx, 1) then attention_sparse
+     * over idx, in one call, so the backend can overlap the two (CUDA:
+     * query-row chunks, detection on a side stream). NULL: core makes the
+     * two calls. */
+    pit_status (*attention_detect)(void *bctx, void *stream, const pit_tdesc *detect_view,
+                                   pit_index *idx, const pit_tdesc *Q, const pit_tdesc *K,
+                                   const pit_tdesc *V, const pit_tdesc *mask, const pit_tdesc *O,
+                                   float scale);
 
     /* MoE routing: fills idx (groups = experts, capacity = T*k, entries =
      * token-slot t*k+j) from expert_ids [T,k] with atomics. Ids outside

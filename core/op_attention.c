@@ -122,10 +122,17 @@ static pit_status attend(pit_context *ctx, void *bs, const pit_tensor *Q, const 
          * back between detection and the kernel. Blocks whose mask is all
          * non-zero come marked (flag_full) and skip the kernel's mask loads;
          * only attention_sparse ever sees this index. */
-        PIT_TRY(ops_index_pattern(ctx, bs, "attention", &mask->d, bh, t, 1, &idx));
+        pit_tdesc view;
+        PIT_TRY(ops_index_prepare(ctx, bs, "attention", &mask->d, bh, t, 1, &idx, &view));
         pit_tdesc q = ops_view3(&Q->d, bh), k = ops_view3(&K->d, bh), v = ops_view3(&V->d, bh);
         pit_tdesc o = ops_view3(&O->d, bh);
-        PIT_TRY(ctx->be->attention_sparse(ctx->bctx, bs, &idx, &q, &k, &v, &mask->d, &o, scale));
+        const pit_backend *be = ctx->be;
+        if (be->attention_detect) { /* the backend may overlap the two */
+            PIT_TRY(be->attention_detect(ctx->bctx, bs, &view, &idx, &q, &k, &v, &mask->d, &o, scale));
+        } else {
+            PIT_TRY(be->detect(ctx->bctx, bs, &view, &idx, 1));
+            PIT_TRY(be->attention_sparse(ctx->bctx, bs, &idx, &q, &k, &v, &mask->d, &o, scale));
+        }
         if (report) {
             /* after the launch, so the kernel is already queued; this read
              * waits for it (only calls that ask for a report) */

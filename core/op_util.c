@@ -287,8 +287,9 @@ pit_status ops_index_alloc(pit_context *ctx, void *bs, const char *key, pit_micr
     return pit_workspace_get(ctx, bs, k, 4, &idx->total);
 }
 
-pit_status ops_index_pattern(pit_context *ctx, void *bs, const char *key, const pit_tdesc *mask,
-                             int64_t batch, pit_microtile tile, int flag_full, pit_index *idx)
+pit_status ops_index_prepare(pit_context *ctx, void *bs, const char *key, const pit_tdesc *mask,
+                             int64_t batch, pit_microtile tile, int flag_full, pit_index *idx,
+                             pit_tdesc *view)
 {
     if (!ctx->be->detect)
         return ops_unsupported(ctx, "detect");
@@ -303,9 +304,17 @@ pit_status ops_index_pattern(pit_context *ctx, void *bs, const char *key, const 
     idx->flag_full = flag_full ? 1 : 0;
     /* Detection reads raw bits: an i32 mask is scanned as f32 words, which
      * differ only for INT_MIN (its bits are those of -0.0f). */
-    pit_tdesc view = ops_view3(mask, ibatch);
-    if (view.dtype == PIT_I32)
-        view.dtype = PIT_F32;
+    *view = ops_view3(mask, ibatch);
+    if (view->dtype == PIT_I32)
+        view->dtype = PIT_F32;
+    return PIT_SUCCESS;
+}
+
+pit_status ops_index_pattern(pit_context *ctx, void *bs, const char *key, const pit_tdesc *mask,
+                             int64_t batch, pit_microtile tile, int flag_full, pit_index *idx)
+{
+    pit_tdesc view;
+    PIT_TRY(ops_index_prepare(ctx, bs, key, mask, batch, tile, flag_full, idx, &view));
     return ctx->be->detect(ctx->bctx, bs, &view, idx, 1);
 }
 

@@ -68,6 +68,12 @@ pit_status ops_zero(pit_context *ctx, void *bs, const pit_tdesc *d);
  * only for an index that goes to nothing but backend.attention_sparse. */
 pit_status ops_index_pattern(pit_context *ctx, void *bs, const char *key, const pit_tdesc *mask,
                              int64_t batch, pit_microtile tile, int flag_full, pit_index *idx);
+/* The first half of ops_index_pattern: the index allocated and the view of
+ * the mask that detect reads, for a backend call that detects itself
+ * (backend.attention_detect). */
+pit_status ops_index_prepare(pit_context *ctx, void *bs, const char *key, const pit_tdesc *mask,
+                             int64_t batch, pit_microtile tile, int flag_full, pit_index *idx,
+                             pit_tdesc *view);
 /* Index buffers for groups x capacity entries (workspace under key). */
 pit_status ops_index_alloc(pit_context *ctx, void *bs, const char *key, pit_microtile tile,
                            int64_t batch, int64_t groups_per_batch, int64_t capacity,

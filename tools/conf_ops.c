@@ -376,10 +376,12 @@ void conf_softmax(pit_context *ctx, const conf_opts *o, conf_tally *t)
 /* ---- attention -------------------------------------------------------------------------- */
 
 typedef struct attn_shape { int64_t bh, l, d, dv; } attn_shape;
-static const attn_shape attn_shapes[] = {{1, 7, 5, 3}, {2, 33, 16, 8}, {2, 100, 32, 20}};
+/* the last shape, head dims 64 with blocks 64 (0) and 128, is the fused
+ * tensor-core kernel's (CUDA: wgmma on sm_90a) */
+static const attn_shape attn_shapes[] = {{1, 7, 5, 3}, {2, 33, 16, 8}, {2, 100, 32, 20}, {2, 300, 64, 64}};
 static const pattern_kind attn_patterns[] = {PAT_WINDOW_GLOBAL, PAT_BLOCKS_UNALIGNED,
                                              PAT_MASKED_ROWS, PAT_DENSE, PAT_EMPTY};
-static const int32_t attn_blocks[] = {0, 16, 32};
+static const int32_t attn_blocks[] = {0, 16, 32, 128};
 #define NATTN_SHAPES (int)(sizeof attn_shapes / sizeof attn_shapes[0])
 #define NATTN_PATTERNS (int)(sizeof attn_patterns / sizeof attn_patterns[0])
 #define NATTN_BLOCKS (int)(sizeof attn_blocks / sizeof attn_blocks[0])

@@ -24,7 +24,7 @@ typedef struct attn_args {
     uint64_t order;
     int32_t L, mask_pair;
     float scale_log2;
-    int32_t pad;
+    int32_t qb0;
 } attn_args;
 
 typedef struct sddmm_args {
@@ -410,13 +410,17 @@ static int attention_fusable(const pit_cuda_ctx *c, const pit_index *idx, const 
            aligned16(k) && aligned16(v) && aligned16(o);
 }
 
+/* The fused kernel over query blocks [qb0, qb0 + nqb) (all of them: 0,
+ * cdiv(L, block)), whose groups idx starts at (a chunk's view: counts and
+ * entries moved on by qb0 groups). */
 static pit_status attention_fused(pit_cuda_ctx *c, CUstream s, const pit_index *idx, const view *q, const view *k,
-                                  const view *v, const view *m, const view *o, float scale)
+                                  const view *v, const view *m, const view *o, float scale, int64_t qb0, int64_t nqb)
 {
     attn_args a;
     memset(&a, 0, sizeof a);
     pit_status st = index_arg(idx, q->batch, q->rows, q->rows, "attention", &a.ix);
     if (st != PIT_SUCCESS) return st;
+    a.qb0 = (int32_t)qb0;
     a.q = q->ptr, a.k = k->ptr, a.v = v->ptr, a.mask = m->ptr, a.o = o->ptr;
     a.ldq = q->ld, a.ldk = k->ld, a.ldv = v->ld, a.ldo = o->ld, a.mld = m->ld;
     a.sq = q->bs, a.sk = k->bs, a.sv = v->bs, a.so = o->bs, a.ms = m->bs;
@@ -428,17 +432,20 @@ static pit_status attention_fused(pit_cuda_ctx *c, CUstream s, const pit_index *
     int param[4] = {block, (int)q->cols, (int)v->cols, mask_code(m->dt)};
     /* the query blocks with the most key blocks start first (pit_op_plan
      * mode 1), when there are more CTAs than fit at once */
-    int64_t groups = a.ix.batched ? q->batch * idx->groups_per_batch : idx->groups_per_batch;
-    int64_t ctas = cdiv(q->rows, block) * q->batch;
+    int64_t groups = a.ix.batched ? q->batch * idx->groups_per_batch : nqb;
+    int64_t ctas = nqb * q->batch;
     CUdeviceptr order = 0;
-    if (idx->capacity < 1024 && ctas > 2 * (int64_t)c->sm_count && !getenv("PIT_CUDA_NO_ORDER")) {
+    /* a chunk of a batched index has its groups apart: no order */
+    int chunk = nqb < cdiv(q->rows, block);
+    if (idx->capacity < 1024 && ctas > 2 * (int64_t)c->sm_count && !(chunk && a.ix.batched) &&
+        !getenv("PIT_CUDA_NO_ORDER")) {
         CU_CHECK(pit_cu.MemAllocAsync(&order, (size_t)groups * 4, s), "cuMemAllocAsync(attention order)");
         plan_args pl = {a.ix.counts, order, (int32_t)groups, 1, idx->capacity, 1};
         st = launch(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
         a.order = order;
     }
     if (st == PIT_SUCCESS)
-        st = launch(c, s, PIT_CUDA_OP_ATTENTION, q->dt, param, cdiv(q->rows, block), q->batch, 1,
+        st = launch(c, s, PIT_CUDA_OP_ATTENTION, q->dt, param, (unsigned)nqb, q->batch, 1,
                     (unsigned)(block / 16 * 32), &a);
     return free_scratch(s, order, st);
 }
@@ -498,32 +505,113 @@ static pit_status attention_composed(pit_cuda_ctx *c, void *stream, const pit_in
     return free_scratch(s, S, st);
 }
 
+/* Q, K, V, mask and O as checked views; *none: nothing to compute */
+static pit_status attention_views(const pit_tdesc *Q, const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask,
+                                  const pit_tdesc *O, view *q, view *k, view *v, view *m, view *o, int *none)
+{
+    pit_status st;
+    const char *op = "attention";
+    if ((st = view_of(Q, op, "Q", q)) != PIT_SUCCESS || (st = view_of(K, op, "K", k)) != PIT_SUCCESS ||
+        (st = view_of(V, op, "V", v)) != PIT_SUCCESS || (st = view_of(mask, op, "mask", m)) != PIT_SUCCESS ||
+        (st = view_of(O, op, "O", o)) != PIT_SUCCESS)
+        return st;
+    if (!is_float(q->dt) || k->dt != q->dt || v->dt != q->dt || o->dt != q->dt)
+        return err(PIT_ERR_UNSUPPORTED_DTYPE, "cuda %s: %s must share one float dtype", op, "Q, K, V and O");
+    if (k->batch != q->batch || v->batch != q->batch || o->batch != q->batch || k->rows != q->rows ||
+        v->rows != q->rows || o->rows != q->rows || k->cols != q->cols || o->cols != v->cols)
+        return err(PIT_ERR_SHAPE_MISMATCH, "cuda %s: %s do not match", op, "Q, K, V and O");
+    view sq = {0, q->dt, q->batch, q->rows, q->rows, 0, 0}; /* the score matrix, for the mask check */
+    if ((st = check_mask(m, &sq, op)) != PIT_SUCCESS) return st;
+    *none = q->rows == 0 || q->batch == 0 || v->cols == 0;
+    return PIT_SUCCESS;
+}
+
 static pit_status cuda_attention(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *Q,
                                  const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask, const pit_tdesc *O,
                                  float scale)
 {
     view q, k, v, m, o;
-    pit_status st;
-    const char *op = "attention";
-    if ((st = view_of(Q, op, "Q", &q)) != PIT_SUCCESS || (st = view_of(K, op, "K", &k)) != PIT_SUCCESS ||
-        (st = view_of(V, op, "V", &v)) != PIT_SUCCESS || (st = view_of(mask, op, "mask", &m)) != PIT_SUCCESS ||
-        (st = view_of(O, op, "O", &o)) != PIT_SUCCESS)
-        return st;
-    if (!is_float(q.dt) || k.dt != q.dt || v.dt != q.dt || o.dt != q.dt)
-        return err(PIT_ERR_UNSUPPORTED_DTYPE, "cuda %s: %s must share one float dtype", op, "Q, K, V and O");
-    if (k.batch != q.batch || v.batch != q.batch || o.batch != q.batch || k.rows != q.rows || v.rows != q.rows ||
-        o.rows != q.rows || k.cols != q.cols || o.cols != v.cols)
-        return err(PIT_ERR_SHAPE_MISMATCH, "cuda %s: %s do not match", op, "Q, K, V and O");
-    view sq = {0, q.dt, q.batch, q.rows, q.rows, 0, 0}; /* the score matrix, for the mask check */
-    if ((st = check_mask(&m, &sq, op)) != PIT_SUCCESS) return st;
-    if (q.rows == 0 || q.batch == 0 || v.cols == 0) return PIT_SUCCESS;
+    int none = 1;
+    pit_status st = attention_views(Q, K, V, mask, O, &q, &k, &v, &m, &o, &none);
+    if (st != PIT_SUCCESS || none) return st;
     pit_cuda_ctx *c = bctx;
     if (attention_fusable(c, idx, &q, &k, &v, &o))
-        WITH_CONTEXT(c, attention_fused(c, cu_stream(stream), idx, &q, &k, &v, &m, &o, scale));
+        WITH_CONTEXT(c, attention_fused(c, cu_stream(stream), idx, &q, &k, &v, &m, &o, scale, 0,
+                                        cdiv(q.rows, idx->tile.rows)));
     /* The composed kernels read entries through pit_entry_index: the "full"
      * marks core asks for (backend.h) cost them nothing. */
     WITH_CONTEXT(c, attention_composed(c, stream, idx, &q, &k, &v, &m, &o, scale));
 }
+
+/* ---- attention with its detection ------------------------------------------------ */
+/* CUDA only: the HIP plug-in, which compiles this file through its shim, has
+ * no side stream yet (core then detects and calls attention_sparse). */
+#ifndef PIT_HIP_SHIM_H
+/* Chunks of query rows for the overlap: PIT_CUDA_ATTENTION_CHUNKS=n
+ * (1..8), at most one a query block. Off (1) by default until it is
+ * measured on a GPU (docs/PERF-NOTES.md, fifth session). */
+static int attention_chunks(const pit_index *idx, const view *q)
+{
+    const char *e = getenv("PIT_CUDA_ATTENTION_CHUNKS");
+    int64_t nqb = cdiv(q->rows, idx->tile.rows), n = e ? atoi(e) : 1;
+    if (n > PIT_CUDA_SIDE_EVENTS - 1) n = PIT_CUDA_SIDE_EVENTS - 1;
+    return (int)(n < 1 ? 1 : n < nqb ? n : nqb);
+}
+
+/* Detection of chunk i + 1 of the query rows (memory bound, on the side
+ * stream) runs beside the fused kernel of chunk i (tensor cores): the
+ * kernel of a chunk waits for its detection only. */
+static pit_status attention_overlapped(pit_cuda_ctx *c, pit_cuda_stream *ps, const pit_tdesc *dv, pit_index *idx,
+                                       const view *q, const view *k, const view *v, const view *m, const view *o,
+                                       float scale, int n)
+{
+    pit_status st = pit_cuda_side_stream(ps);
+    if (st != PIT_SUCCESS) return st;
+    CUstream s = ps->s, side = ps->side;
+    const int block = idx->tile.rows;
+    const int64_t nqb = cdiv(q->rows, block), per = cdiv(nqb, n);
+    /* the side stream starts after the work queued before this call */
+    CU_CHECK(pit_cu.EventRecord(ps->ev[0], s), "cuEventRecord(attention fork)");
+    CU_CHECK(pit_cu.StreamWaitEvent(side, ps->ev[0], 0), "cuStreamWaitEvent(attention fork)");
+    st = pit_cuda_zero_index(side, idx);
+    int joined = 1;
+    for (int64_t i = 0, qb0 = 0; st == PIT_SUCCESS && qb0 < nqb; ++i, qb0 += per) {
+        const int64_t cnt = per < nqb - qb0 ? per : nqb - qb0, r1 = (qb0 + cnt) * block;
+        st = pit_cuda_detect_rows(c, side, dv, idx, qb0 * block, r1 < q->rows ? r1 : q->rows);
+        if (st != PIT_SUCCESS) break;
+        joined = 0;
+        CU_CHECK(pit_cu.EventRecord(ps->ev[1 + i], side), "cuEventRecord(attention chunk)");
+        CU_CHECK(pit_cu.StreamWaitEvent(s, ps->ev[1 + i], 0), "cuStreamWaitEvent(attention chunk)");
+        joined = 1;
+        pit_index part = *idx;
+        part.counts = (int32_t *)idx->counts + qb0;
+        part.entries = (int32_t *)idx->entries + qb0 * idx->capacity;
+        st = attention_fused(c, s, &part, q, k, v, m, o, scale, qb0, cnt);
+    }
+    if (!joined || st != PIT_SUCCESS) { /* nothing of this call left running on the side after it returns */
+        if (pit_cu.EventRecord(ps->ev[0], side) == CUDA_SUCCESS) pit_cu.StreamWaitEvent(s, ps->ev[0], 0);
+    }
+    return st;
+}
+
+static pit_status cuda_attention_detect(void *bctx, void *stream, const pit_tdesc *detect_view, pit_index *idx,
+                                        const pit_tdesc *Q, const pit_tdesc *K, const pit_tdesc *V,
+                                        const pit_tdesc *mask, const pit_tdesc *O, float scale)
+{
+    view q, k, v, m, o;
+    int none = 1, n = 1;
+    pit_cuda_ctx *c = bctx;
+    pit_status st = attention_views(Q, K, V, mask, O, &q, &k, &v, &m, &o, &none);
+    if (st != PIT_SUCCESS) return st;
+    if (!none && idx->tile.axis == PIT_AXIS_K && attention_fusable(c, idx, &q, &k, &v, &o))
+        n = attention_chunks(idx, &q);
+    if (n < 2) {
+        st = pit_cuda_detect(bctx, stream, detect_view, idx, 1);
+        return st == PIT_SUCCESS ? cuda_attention(bctx, stream, idx, Q, K, V, mask, O, scale) : st;
+    }
+    WITH_CONTEXT(c, attention_overlapped(c, stream, detect_view, idx, &q, &k, &v, &m, &o, scale, n));
+}
+#endif
 
 /* ---- MoE routing ------------------------------------------------------------------ */
 static pit_status route_run(pit_cuda_ctx *c, CUstream s, const view *ids, const pit_index *idx)
@@ -814,6 +902,9 @@ void pit_cuda_register_ops(pit_backend *be)
     be->softmax_sparse = cuda_softmax_sparse;
     be->softmax_sparse_backward = cuda_softmax_backward;
     be->attention_sparse = cuda_attention;
+#ifndef PIT_HIP_SHIM_H
+    be->attention_detect = cuda_attention_detect;
+#endif
     be->moe_route = cuda_moe_route;
     be->moe_matmul = cuda_moe_matmul;
     be->matmul_rows = cuda_matmul_rows;

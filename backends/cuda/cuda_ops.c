@@ -139,14 +139,12 @@ static int needs_dedup(const pit_microtile *t, int vec)
     return PIT_CUDA_DETECT_H % t->rows != 0 || (PIT_CUDA_DETECT_TW * vec) % t->cols != 0;
 }
 
-static pit_status zero_indexes(CUstream s, const pit_index *idx, int n)
+pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx)
 {
-    for (int i = 0; i < n; ++i) {
-        if (idx[i].groups > 0)
-            CU_CHECK(pit_cu.MemsetD32Async((CUdeviceptr)(uintptr_t)idx[i].counts, 0, (size_t)idx[i].groups, s),
-                     "cuMemsetD32Async(counts)");
-        CU_CHECK(pit_cu.MemsetD32Async((CUdeviceptr)(uintptr_t)idx[i].total, 0, 1, s), "cuMemsetD32Async(total)");
-    }
+    if (idx->groups > 0)
+        CU_CHECK(pit_cu.MemsetD32Async((CUdeviceptr)(uintptr_t)idx->counts, 0, (size_t)idx->groups, s),
+                 "cuMemsetD32Async(counts)");
+    CU_CHECK(pit_cu.MemsetD32Async((CUdeviceptr)(uintptr_t)idx->total, 0, 1, s), "cuMemsetD32Async(total)");
     return PIT_SUCCESS;
 }
 
@@ -237,9 +235,26 @@ pit_status pit_cuda_detect(void *bctx, void *stream, const pit_tdesc *X, pit_ind
         if ((st = check_index(&x, &idx[i], i)) != PIT_SUCCESS) return st;
     if ((st = pit_cuda_push(c)) != PIT_SUCCESS) return st;
     CUstream s = stream_of(stream);
-    st = zero_indexes(s, idx, n);
+    for (int i = 0; i < n && st == PIT_SUCCESS; ++i) st = pit_cuda_zero_index(s, &idx[i]);
     if (st == PIT_SUCCESS && x.rows > 0 && x.cols > 0 && x.batch > 0) st = detect_launch(c, s, X, &x, idx, n);
     pit_cuda_pop();
+    return st;
+}
+
+pit_status pit_cuda_detect_rows(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X, const pit_index *idx, int64_t r0,
+                                int64_t r1)
+{
+    pit_tdesc part = *X;
+    part.offset += (size_t)(r0 * X->strides[X->rank - 2]) * dtype_bytes(X->dtype);
+    part.shape[X->rank - 2] = r1 - r0;
+    pit_index ix = *idx;
+    int64_t g0 = r0 / idx->tile.rows;
+    ix.counts = (int32_t *)idx->counts + g0;
+    ix.entries = (int32_t *)idx->entries + g0 * idx->capacity;
+    mat x;
+    pit_status st = as_matrix(&part, "X", &x);
+    if (st == PIT_SUCCESS) st = check_index(&x, &ix, 0);
+    if (st == PIT_SUCCESS && x.rows > 0 && x.cols > 0 && x.batch > 0) st = detect_launch(c, s, &part, &x, &ix, 1);
     return st;
 }
 

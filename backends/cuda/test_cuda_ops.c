@@ -67,7 +67,13 @@ static void to_bytes(pit_dtype dt, const double *x, size_t n, void *out)
     else pit_ref_from_double(dt, x, n, out);
 }
 
-/* A device tensor; data NULL: NaN poison (all bits set). */
+/* NaN poison: all bits set */
+static void poison(const dten *t)
+{
+    CHECK(be->mem_fill32(bctx, stream, t->d.mem, 0, 0xffffffffu, (t->n * el_size(t->d.dtype) + 3) / 4 * 4));
+}
+
+/* A device tensor; data NULL: NaN poison. */
 static dten make(pit_dtype dt, int rank, const int64_t *shape, const double *data)
 {
     dten t;
@@ -89,10 +95,9 @@ static dten make(pit_dtype dt, int rank, const int64_t *shape, const double *dat
         if (dt == PIT_I32) memcpy(t.h, data, t.n * sizeof(double));
         else pit_ref_to_double(dt, raw, t.n, t.h);
         CHECK(be->mem_write(bctx, stream, t.d.mem, 0, raw, t.n * el_size(dt)));
-    } else {
-        CHECK(be->mem_fill32(bctx, stream, t.d.mem, 0, 0xffffffffu, bytes));
     }
     free(raw);
+    if (!data) poison(&t);
     return t;
 }
 
@@ -139,6 +144,22 @@ typedef struct dindex {
 } dindex;
 
 /* marks: flag_full, as core asks for the fused attention (backend.h) */
+/* The mask as detect reads it: [batch, rows, cols], a rank-2 mask with
+ * batch stride 0 (as core does), i32 scanned as f32 */
+static pit_tdesc detect_view(const dten *mask, int64_t batch)
+{
+    int64_t rows = mask->d.shape[mask->d.rank - 2], cols = mask->d.shape[mask->d.rank - 1];
+    pit_tdesc v = mask->d;
+    if (v.rank == 2 || batch == 1) {
+        v.rank = 3;
+        v.shape[0] = batch, v.shape[1] = rows, v.shape[2] = cols;
+        v.strides[0] = mask->d.rank == 3 ? mask->d.strides[0] : 0;
+        v.strides[1] = cols, v.strides[2] = 1;
+    }
+    if (v.dtype == PIT_I32) v.dtype = PIT_F32;
+    return v;
+}
+
 static dindex build_index_marked(const dten *mask, int64_t batch, int br, int bc, pit_axis axis, int marks)
 {
     dindex r;
@@ -154,15 +175,7 @@ static dindex build_index_marked(const dten *mask, int64_t batch, int br, int bc
     CHECK(be->mem_alloc(bctx, (size_t)ix->groups * 4 + 4, &ix->counts));
     CHECK(be->mem_alloc(bctx, (size_t)ix->groups * (size_t)ix->capacity * 4 + 4, &ix->entries));
     CHECK(be->mem_alloc(bctx, 4, &ix->total));
-    /* [batch, rows, cols]: a rank-2 mask has batch stride 0 (as core does) */
-    pit_tdesc v = mask->d;
-    if (v.rank == 2 || batch == 1) {
-        v.rank = 3;
-        v.shape[0] = batch, v.shape[1] = rows, v.shape[2] = cols;
-        v.strides[0] = mask->d.rank == 3 ? mask->d.strides[0] : 0;
-        v.strides[1] = cols, v.strides[2] = 1;
-    }
-    if (v.dtype == PIT_I32) v.dtype = PIT_F32;
+    pit_tdesc v = detect_view(mask, batch);
     CHECK(be->detect(bctx, stream, &v, ix, 1));
     int32_t *counts = malloc((size_t)ix->groups * 4 + 4);
     CHECK(be->mem_read(bctx, stream, ix->counts, 0, counts, (size_t)ix->groups * 4));
@@ -346,6 +359,16 @@ static void test_attention(pit_dtype dt, int64_t BH, int64_t L, int64_t D, int b
     double *ref = malloc((size_t)(BH * L * D) * sizeof *ref);
     pit_ref_attention(BH, L, D, D, Q.h, K.h, V.h, Mk.h, mask_rank == 3, scale, ref);
     compare(what, &O, ref);
+    if (marks) { /* detection inside the call, in 3 query-row chunks beside the kernel where it fuses */
+        pit_tdesc dv = detect_view(&Mk, mask_rank == 3 ? BH : 1);
+        poison(&O);
+        setenv("PIT_CUDA_ATTENTION_CHUNKS", "3", 1);
+        CHECK(be->attention_detect(bctx, stream, &dv, &ix.ix, &Q.d, &K.d, &V.d, &Mk.d, &O.d, scale));
+        unsetenv("PIT_CUDA_ATTENTION_CHUNKS");
+        char with[160];
+        snprintf(with, sizeof with, "%s, detection in the call", what);
+        compare(with, &O, ref);
+    }
     free(q), free(k), free(v), free(mv), free(ref);
     drop(&Q), drop(&K), drop(&V), drop(&O), drop(&Mk), drop_index(&ix);
 }
@@ -522,6 +545,7 @@ static double time_ms(bench_fn fn, void *user)
 typedef struct attn_bench {
     dten Q, K, V, O, M, S, KT;
     dindex ix, full;
+    pit_tdesc dv;
 } attn_bench;
 
 static void run_attention(void *u)
@@ -529,6 +553,13 @@ static void run_attention(void *u)
     attn_bench *b = u;
     CHECK(be->detect(bctx, stream, &b->M.d, &b->ix.ix, 1));
     CHECK(be->attention_sparse(bctx, stream, &b->ix.ix, &b->Q.d, &b->K.d, &b->V.d, &b->M.d, &b->O.d, 0.125f));
+}
+
+/* as core's pit_sparse_attention: detection inside the call, overlapped */
+static void run_attention_overlapped(void *u)
+{
+    attn_bench *b = u;
+    CHECK(be->attention_detect(bctx, stream, &b->dv, &b->ix.ix, &b->Q.d, &b->K.d, &b->V.d, &b->M.d, &b->O.d, 0.125f));
 }
 
 static void run_attention_only(void *u)
@@ -575,8 +606,9 @@ static void bench_attention(void)
     /* marked as core builds it for the fused kernel: every indexed block is all on */
     b.ix = build_index_marked(&b.M, 1, (int)blk, (int)blk, PIT_AXIS_K, 1);
     check_marks(&b.M, 1, &b.ix, 1, "bench mask: index marks");
-    double t_all = time_ms(run_attention, &b), t_det = time_ms(run_detect, &b);
-    double t_att = time_ms(run_attention_only, &b);
+    b.dv = detect_view(&b.M, 1);
+    double t_all = time_ms(run_attention_overlapped, &b), t_seq = time_ms(run_attention, &b);
+    double t_det = time_ms(run_detect, &b), t_att = time_ms(run_attention_only, &b);
     double flops = 0;
     {
         int32_t *counts = malloc((size_t)b.ix.ix.groups * 4);
@@ -584,9 +616,11 @@ static void bench_attention(void)
         for (int g = 0; g < b.ix.ix.groups; ++g) flops += 4.0 * blk * blk * D * counts[g] * BH;
         free(counts);
     }
+    const char *chunks = getenv("PIT_CUDA_ATTENTION_CHUNKS");
     printf("attention 1x16x8192x64 bf16, 128x128 block mask 0.9: mask->index->output %.3f ms "
-           "(detect %.3f, fused kernel %.3f ms, %.0f TFLOP/s)\n",
-           t_all, t_det, t_att, flops / t_att * 1e-9);
+           "(detection in the call, PIT_CUDA_ATTENTION_CHUNKS %s; detect then kernel %.3f ms: detect %.3f, "
+           "fused kernel %.3f ms, %.0f TFLOP/s)\n",
+           t_all, chunks ? chunks : "unset (off)", t_seq, t_det, t_att, flops / t_att * 1e-9);
     /* rough dense reference: Q.K^T and S.V with cuBLAS, softmax over all blocks */
     b.KT = make(PIT_BF16, 3, skt, NULL);
     CHECK(be->transpose(bctx, stream, &b.K.d, &b.KT.d));

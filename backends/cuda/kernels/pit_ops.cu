@@ -83,10 +83,27 @@ PIT_DEV pit_u32 pack2(float lo, float hi)
  * An entry marked PIT_ENTRY_FULL (detection found every mask element of the
  * block non-zero) skips the mask loads of its chunks: only the bounds
  * (row, key < L) decide. Other entries read the mask element by element. */
+/* On sm_90a with head dims 64 the products run on wgmma (ATT_WGMMA): a
+ * warpgroup's 64 rows at once, A (Q, then P) from the same registers as
+ * mma.sync's fragments, K and V read by the tensor cores from shared
+ * memory, where a chunk's key rows (128 bytes) sit under 128-byte swizzle:
+ * K is B K-major for S = Q.K^T, V is B N-major for O += P.V. The ldmatrix
+ * traffic of K and V (every warp read the whole chunk) is gone. */
+#if PIT_HAS_WGMMA && HD == 64 && HDV == 64
+#define ATT_WGMMA 1
+#else
+#define ATT_WGMMA 0
+#endif
 constexpr int BQ = BLOCK, KC = 64, WARPS = BQ / 16, THREADS = WARPS * 32;
-constexpr int QS = HD + 8, KS = HD + 8, VS = HDV + 8; /* padded: ldmatrix without conflicts */
+constexpr int QS = HD + 8; /* padded: ldmatrix without conflicts */
+#if ATT_WGMMA
+constexpr int KS = HD, VS = HDV, ALIGN = 1024; /* swizzle atoms start 1024-byte aligned */
+#else
+constexpr int KS = HD + 8, VS = HDV + 8, ALIGN = 0;
+#endif
 constexpr int Q_BYTES = BQ * QS * 2, K_BYTES = KC * KS * 2, V_BYTES = KC * VS * 2;
-extern "C" __device__ const int pit_smem_bytes = Q_BYTES + 2 * (K_BYTES + V_BYTES);
+extern "C" __device__ const int pit_smem_bytes = Q_BYTES + 2 * (K_BYTES + V_BYTES) + ALIGN;
+static_assert(!ATT_WGMMA || Q_BYTES % 1024 == 0, "attention: K and V stages 1024-byte aligned");
 static_assert(BLOCK % KC == 0 && HD % 16 == 0 && HDV % 16 == 0, "attention tile");
 static_assert(PIT_DTYPE != PIT_DT_F32, "tensor cores take 16-bit inputs");
 
@@ -99,7 +116,7 @@ struct attn_args {
     const int *order; /* NULL, or the groups by falling count (pit_op_plan mode 1) */
     int L, mask_pair; /* mask_pair: two mask elements load as one word */
     float scale_log2;
-    int pad;
+    int qb0; /* query block of blockIdx.x 0 (a launch may cover a chunk of rows; ix starts there) */
 };
 
 /* (batch, query block) of this CTA. With an order, the CTAs that start
@@ -124,10 +141,12 @@ PIT_DEV void attn_work(const attn_args &a, int &b, int &qb)
     }
 }
 
-/* rows [r0, r0 + ROWS) x COLS of src into shared (stride S), zeros past L */
-template <int ROWS, int COLS, int S>
+/* rows [r0, r0 + ROWS) x COLS of src into shared, zeros past L: stride S,
+ * or SW: 64-element rows, 16-byte chunk c of row r at chunk c ^ (r % 8) */
+template <int ROWS, int COLS, int S, bool SW = false>
 PIT_DEV void load_rows(T *dst, const T *src, pit_i64 ld, int r0, int L)
 {
+    static_assert(!SW || COLS == 64, "swizzled rows are 128 bytes");
     constexpr int VPR = COLS / 8, UNITS = ROWS * VPR;
 #pragma unroll
     for (int i = 0; i < (UNITS + THREADS - 1) / THREADS; ++i) {
@@ -135,7 +154,8 @@ PIT_DEV void load_rows(T *dst, const T *src, pit_i64 ld, int r0, int L)
         if (UNITS % THREADS && u >= UNITS) break;
         int r = u / VPR, c = (u % VPR) * 8;
         bool ok = r0 + r < L;
-        pit_copy16(dst + r * S + c, ok ? src + (pit_i64)(r0 + r) * ld + c : src, ok);
+        T *at = SW ? dst + r * 64 + (((c >> 3) ^ (r & 7)) << 3) : dst + r * S + c;
+        pit_copy16(at, ok ? src + (pit_i64)(r0 + r) * ld + c : src, ok);
     }
 }
 
@@ -171,14 +191,15 @@ PIT_DEV pit_u32 bounds_pair(const attn_args &a, int row, int col)
 
 PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
 {
-    extern __shared__ __align__(16) pit_u8 smem[];
+    extern __shared__ __align__(16) pit_u8 smem_raw[];
+    pit_u8 *smem = smem_raw + (ALIGN ? (ALIGN - (pit_smem_addr(smem_raw) & (ALIGN - 1))) & (ALIGN - 1) : 0);
     T *Qs = (T *)smem;
     /* stage i of K and V (computed, not an array: no local memory) */
     auto Kb = [&](int i) { return (T *)(smem + Q_BYTES + i * K_BYTES); };
     auto Vb = [&](int i) { return (T *)(smem + Q_BYTES + 2 * K_BYTES + i * V_BYTES); };
     int b, qb;
     attn_work(a, b, qb);
-    const int q0 = qb * BQ;
+    const int q0 = (a.qb0 + qb) * BQ;
     const int grp = ix_group(a.ix, b, qb);
     const int count = __ldg(a.ix.counts + grp);
     const int *ent = a.ix.entries + (pit_i64)grp * a.ix.capacity;
@@ -202,8 +223,8 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
     int e_next = nchunks > 0 ? entry_of(0) : 0;
     if (nchunks > 0) {
         int k0 = key0_of(e_next, 0);
-        load_rows<KC, HD, KS>(Kb(0), k, a.ldk, k0, a.L);
-        load_rows<KC, HDV, VS>(Vb(0), v, a.ldv, k0, a.L);
+        load_rows<KC, HD, KS, ATT_WGMMA>(Kb(0), k, a.ldk, k0, a.L);
+        load_rows<KC, HDV, VS, ATT_WGMMA>(Vb(0), v, a.ldv, k0, a.L);
     }
     pit_copy_commit();
     for (int c = 0; c < nchunks; ++c) {
@@ -213,8 +234,8 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
         if (c + 1 < nchunks) {
             e_next = entry_of(c + 1);
             int k1 = key0_of(e_next, c + 1);
-            load_rows<KC, HD, KS>(Kb((c + 1) & 1), k, a.ldk, k1, a.L);
-            load_rows<KC, HDV, VS>(Vb((c + 1) & 1), v, a.ldv, k1, a.L);
+            load_rows<KC, HD, KS, ATT_WGMMA>(Kb((c + 1) & 1), k, a.ldk, k1, a.L);
+            load_rows<KC, HDV, VS, ATT_WGMMA>(Vb((c + 1) & 1), v, a.ldv, k1, a.L);
         }
         pit_copy_commit();
         /* mask bits of this thread's 16 rows x 64 keys, loaded before the
@@ -236,8 +257,14 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
                     on |= mask_pair(a, mask, q0 + warp * 16 + g + 8 * h, key0 + j * 8 + 2 * t) << (4 * j + 2 * h);
         }
         pit_copy_wait<1>();
+#if ATT_WGMMA
+        pit_fence_async_smem();
+#endif
         __syncthreads();
-        if (c == 0) {
+        /* On wgmma Q's fragments load every chunk: kept across chunks,
+         * ptxas (CUDA 13) gave their registers to P's fragments (the A of
+         * O += P.V), and later chunks multiplied P, not Q, by K (SASS) */
+        if (ATT_WGMMA || c == 0) {
 #pragma unroll
             for (int kk = 0; kk < HD / 16; ++kk)
                 pit_ldmatrix_x4(qf[kk], Qs + (warp * 16 + (lane & 15)) * QS + kk * 16 + (lane >> 4) * 8);
@@ -246,6 +273,18 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
         float s[8][4];
 #pragma unroll
         for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#if ATT_WGMMA
+        /* B = K K-major: a k-step is 32 bytes into the swizzled rows, 8-row groups 1024 B apart */
+        float(&sd)[32] = reinterpret_cast<float(&)[32]>(s);
+        pit_wgmma_pin(sd);
+        pit_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk)
+            pit_wgmma_rs<PIT_DTYPE, 0>(sd, qf[kk], pit_wgmma_desc(pit_smem_addr(Ks) + kk * 32, 16, 1024));
+        pit_wgmma_commit();
+        pit_wgmma_wait<0>();
+        pit_wgmma_pin(sd);
+#else
 #pragma unroll
         for (int kk = 0; kk < HD / 16; ++kk)
 #pragma unroll
@@ -256,6 +295,7 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
                 pit_mma_16816<PIT_DTYPE>(s[2 * nj], qf[kk], b0);
                 pit_mma_16816<PIT_DTYPE>(s[2 * nj + 1], qf[kk], b1);
             }
+#endif
         /* mask, online softmax: element e of tile j is row g + 8(e/2), key 2t + e%2 */
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -301,6 +341,25 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
             }
         }
         /* O += P.V: P's accumulators are already the A fragments */
+#if ATT_WGMMA
+        /* B = V N-major: a k-step is 16 key rows (2048 B) on */
+        pit_u32 pa[4][4];
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+            pa[kk][0] = pack2(s[2 * kk][0], s[2 * kk][1]), pa[kk][1] = pack2(s[2 * kk][2], s[2 * kk][3]);
+            pa[kk][2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pa[kk][3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        }
+        float(&od)[32] = reinterpret_cast<float(&)[32]>(o);
+        pit_wgmma_pin(od);
+        pit_wgmma_pin(reinterpret_cast<pit_u32(&)[16]>(pa));
+        pit_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+            pit_wgmma_rs<PIT_DTYPE, 1>(od, pa[kk], pit_wgmma_desc(pit_smem_addr(Vs) + kk * 2048, KC * 128, 1024));
+        pit_wgmma_commit();
+        pit_wgmma_wait<0>();
+        pit_wgmma_pin(od);
+#else
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
             pit_u32 pa[4] = {pack2(s[2 * kk][0], s[2 * kk][1]), pack2(s[2 * kk][2], s[2 * kk][3]),
@@ -314,6 +373,7 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
                 pit_mma_16816<PIT_DTYPE>(o[2 * nj + 1], pa, b1);
             }
         }
+#endif
         __syncthreads(); /* the next iteration refills this buffer */
     }
     /* O = acc / l; rows with no allowed key (l == 0) are 0 */

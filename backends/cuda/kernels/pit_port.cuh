@@ -550,6 +550,20 @@ template <int N> PIT_DEV void pit_wgmma_wait(void)
 {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
 }
+/* Pins registers a wgmma reads or writes between volatile asm statements:
+ * the compiler may otherwise sink a register's last write below
+ * wgmma.fence (or hoist a read above wgmma.wait_group), which the fence
+ * rules make undefined. */
+template <int N> PIT_DEV void pit_wgmma_pin(float (&d)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+}
+template <int N> PIT_DEV void pit_wgmma_pin(pit_u32 (&d)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+r"(d[i]) :: "memory");
+}
 /* cp.async's writes (generic proxy) become visible to wgmma (async proxy) */
 PIT_DEV void pit_fence_async_smem(void) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
@@ -592,6 +606,26 @@ template <int DT> PIT_DEV void pit_wgmma(float (&d)[128], pit_u64 da, pit_u64 db
     else
         asm volatile(PIT_WG_ASM("m64n256k16.f32.f16.f16", PIT_WG_D128, "%128", "%129")
                      : PIT_WG_O64(d), PIT_WG_O64(d + 64) : "l"(da), "l"(db));
+}
+
+/* N = 64 with A from registers: this warp's 16 rows as mma.sync's
+ * m16n8k16 A fragment (four 32-bit registers); TB 1: B N-major. */
+#define PIT_WG_D32 \
+    "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
+    "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}"
+#define PIT_WG_RS_ASM(SHAPE) \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned." SHAPE " " PIT_WG_D32 \
+    ", {%32,%33,%34,%35}, %36, p, 1, 1, %37;\n}\n"
+template <int DT, int TB> PIT_DEV void pit_wgmma_rs(float (&d)[32], const pit_u32 (&a)[4], pit_u64 db)
+{
+    if (DT == PIT_DT_BF16)
+        asm volatile(PIT_WG_RS_ASM("m64n64k16.f32.bf16.bf16")
+                     : PIT_WG_O8(d, 0), PIT_WG_O8(d, 8), PIT_WG_O8(d, 16), PIT_WG_O8(d, 24)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB));
+    else
+        asm volatile(PIT_WG_RS_ASM("m64n64k16.f32.f16.f16")
+                     : PIT_WG_O8(d, 0), PIT_WG_O8(d, 8), PIT_WG_O8(d, 16), PIT_WG_O8(d, 24)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB));
 }
 #else
 #define PIT_HAS_WGMMA 0
