@@ -494,28 +494,12 @@ static int correctness(int quick)
 /* ---- bench ------------------------------------------------------------------- */
 typedef void (*op_fn)(void *user);
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* median of 20 timed runs after 3 warm-ups, in ms */
 static double time_op(op_fn fn, void *user)
 {
-    double t[20];
-    for (int i = 0; i < 3; ++i) fn(user);
-    for (int i = 0; i < 20; ++i) {
-        pit_event *e0, *e1;
-        CHECK(be->event_record(bctx, stream, &e0));
-        fn(user);
-        CHECK(be->event_record(bctx, stream, &e1));
-        CHECK(be->event_elapsed_ms(bctx, e0, e1, &t[i]));
-        be->event_destroy(bctx, e0);
-        be->event_destroy(bctx, e1);
-    }
-    qsort(t, 20, sizeof t[0], cmp_double);
-    return 0.5 * (t[9] + t[10]);
+    double ms;
+    CHECK(test_median_ms(be, bctx, stream, fn, user, &ms));
+    return ms;
 }
 
 typedef struct bench_ctx {

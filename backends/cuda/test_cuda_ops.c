@@ -516,30 +516,14 @@ static int correctness(void)
 }
 
 /* ---- bench --------------------------------------------------------------------------- */
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 typedef void (*bench_fn)(void *user);
 
 /* median of 20 timed runs after 3 warm-ups, device events */
 static double time_ms(bench_fn fn, void *user)
 {
-    double t[20];
-    for (int i = 0; i < 3; ++i) fn(user);
-    for (int i = 0; i < 20; ++i) {
-        pit_event *a, *b;
-        CHECK(be->event_record(bctx, stream, &a));
-        fn(user);
-        CHECK(be->event_record(bctx, stream, &b));
-        CHECK(be->event_elapsed_ms(bctx, a, b, &t[i]));
-        be->event_destroy(bctx, a);
-        be->event_destroy(bctx, b);
-    }
-    qsort(t, 20, sizeof t[0], cmp_double);
-    return 0.5 * (t[9] + t[10]);
+    double ms;
+    CHECK(test_median_ms(be, bctx, stream, fn, user, &ms));
+    return ms;
 }
 
 typedef struct attn_bench {

@@ -51,6 +51,38 @@ static const char *host_cache_dir(void)
     return dir;
 }
 
+static inline int test_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of 20 timed runs of fn(user) after 3 warm-ups, in ms, timed
+ * with the plug-in's events on stream (the benches of the direct tests). */
+static inline pit_status test_median_ms(const pit_backend *be, void *bctx, void *stream, void (*fn)(void *),
+                                        void *user, double *ms)
+{
+    double t[20];
+    for (int i = 0; i < 3; ++i) fn(user);
+    for (int i = 0; i < 20; ++i) {
+        pit_event *e0, *e1;
+        pit_status st = be->event_record(bctx, stream, &e0);
+        if (st != PIT_SUCCESS) return st;
+        fn(user);
+        if ((st = be->event_record(bctx, stream, &e1)) != PIT_SUCCESS) {
+            be->event_destroy(bctx, e0);
+            return st;
+        }
+        st = be->event_elapsed_ms(bctx, e0, e1, &t[i]);
+        be->event_destroy(bctx, e0);
+        be->event_destroy(bctx, e1);
+        if (st != PIT_SUCCESS) return st;
+    }
+    qsort(t, 20, sizeof t[0], test_cmp_double);
+    *ms = 0.5 * (t[9] + t[10]);
+    return PIT_SUCCESS;
+}
+
 /* A host whose allocations never fail on purpose. */
 static inline int host_no_fault(void)
 {
