@@ -1,7 +1,10 @@
 /*
- * tests/test_cuda_graph.c - a fixed-plan pit_matmul reads nothing back, so it
- * can be captured in a CUDA graph and replayed on new data. Opens the driver
- * with dlopen: without one (CI) the test reports itself skipped (exit 77).
+ * tests/test_cuda_graph.c - a fixed-plan pit_matmul and pit_sparse_attention
+ * without a report read nothing back, so each can be captured in a CUDA
+ * graph and replayed on new data (attention with its detection in query-row
+ * chunks on the side stream: the capture forks and joins it). Opens the
+ * driver with dlopen: without one (CI) the test reports itself skipped
+ * (exit 77).
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -108,6 +111,96 @@ static double download_error(pit_tensor *C, const double *ref)
     return err;
 }
 
+/* Attention (bf16, 2 heads x 256, d 64, 64 x 64 blocks, a mask shared by
+ * the heads) captured once and replayed on three new masks and inputs. */
+enum { AH = 2, AL = 256, AD = 64 };
+
+/* x rounded to bf16 and uploaded */
+static pit_status upload_bf16(pit_tensor *t, double *x, size_t n)
+{
+    uint16_t *h = malloc(sizeof(uint16_t) * n);
+    if (!h)
+        return PIT_ERR_OUT_OF_MEMORY;
+    pit_ref_from_double(PIT_BF16, x, n, h);
+    pit_ref_to_double(PIT_BF16, h, n, x);
+    pit_status s = pit_tensor_upload(t, NULL, h, sizeof(uint16_t) * n);
+    free(h);
+    return s;
+}
+
+static pit_status attention_inputs(pit_rng *rng, pit_tensor *const t[4], double *const h[4], double *ref)
+{
+    const size_t n[4] = {AH * AL * AD, AH * AL * AD, AH * AL * AD, AL * AL}; /* Q, K, V, mask */
+    for (int i = 0; i < 4; i++)
+        pit_ref_fill_random(rng, h[i], n[i]);
+    pit_ref_sparsify_tiles(rng, h[3], 1, AL, AL, 64, 64, 0, 0, 0.6);
+    pit_status s = PIT_SUCCESS;
+    for (int i = 0; i < 4 && s == PIT_SUCCESS; i++)
+        s = upload_bf16(t[i], h[i], n[i]);
+    pit_ref_attention(AH, AL, AD, AD, h[0], h[1], h[2], h[3], 0, 0.125, ref);
+    return s;
+}
+
+static double bf16_error(pit_tensor *O, const double *ref, size_t n)
+{
+    uint16_t *h = malloc(sizeof(uint16_t) * n);
+    double *o = malloc(sizeof(double) * n);
+    double err = INFINITY;
+    if (h && o && pit_tensor_download(O, NULL, h, sizeof(uint16_t) * n) == PIT_SUCCESS) {
+        pit_ref_to_double(PIT_BF16, h, n, o);
+        err = pit_ref_rel_error(ref, o, n);
+    }
+    free(h);
+    free(o);
+    return err;
+}
+
+static int attention_graph(const driver *d, pit_context *ctx, CUstream native, pit_stream *stream, pit_rng *rng)
+{
+    const size_t nq = AH * AL * AD;
+    int64_t sq[3] = {AH, AL, AD}, sm[2] = {AL, AL};
+    pit_tensor *t[4], *O;
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &t[0]));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &t[1]));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &t[2]));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sm, &t[3]));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &O));
+    double *h[4] = {malloc(sizeof(double) * nq), malloc(sizeof(double) * nq), malloc(sizeof(double) * nq),
+                    malloc(sizeof(double) * AL * AL)};
+    double *ref = malloc(sizeof(double) * nq);
+    setenv("PIT_CUDA_ATTENTION_CHUNKS", "2", 1); /* the side stream inside the capture */
+    /* warm-up outside the capture: index buffers, kernels, the side stream */
+    PIT_OK(attention_inputs(rng, t, h, ref));
+    PIT_OK(pit_sparse_attention(ctx, stream, t[0], t[1], t[2], t[3], O, 0.125f, 64, NULL));
+    PIT_OK(pit_synchronize(ctx, stream));
+    double err0 = bf16_error(O, ref, nq);
+    CUgraph graph;
+    CUgraphExec exec;
+    CU_OK(d->begin(native, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    pit_status cap = pit_sparse_attention(ctx, stream, t[0], t[1], t[2], t[3], O, 0.125f, 64, NULL);
+    CU_OK(d->end(native, &graph));
+    PIT_OK(cap);
+    CU_OK(d->instantiate(&exec, graph, 0));
+    int failed = !(err0 <= 2e-2);
+    for (int replay = 0; replay < 3; replay++) {
+        PIT_OK(attention_inputs(rng, t, h, ref)); /* a new mask each time */
+        CU_OK(d->launch(exec, native));
+        CU_OK(d->sync(native));
+        double err = bf16_error(O, ref, nq);
+        printf("attention replay %d: rel error %.3g\n", replay, err);
+        failed |= !(err <= 2e-2);
+    }
+    printf("attention warm-up rel error %.3g\n", err0);
+    unsetenv("PIT_CUDA_ATTENTION_CHUNKS");
+    for (int i = 0; i < 4; i++) {
+        pit_tensor_destroy(t[i]);
+        free(h[i]);
+    }
+    pit_tensor_destroy(O);
+    free(ref);
+    return failed;
+}
+
 int main(void)
 {
     driver d;
@@ -170,10 +263,13 @@ int main(void)
         CU_OK(d.launch(exec, native));
         CU_OK(d.sync(native));
         double err = download_error(C, ref);
-        printf("replay %d: rel error %.3g\n", replay, err);
+        printf("matmul replay %d: rel error %.3g\n", replay, err);
         failed |= !(err <= 1e-2);
     }
-    printf("warm-up rel error %.3g\n%d passed, %d failed\n", err0, failed ? 0 : 1, failed ? 1 : 0);
+    printf("matmul warm-up rel error %.3g\n", err0);
+    int att_failed = attention_graph(&d, ctx, native, stream, &rng);
+    printf("%d passed, %d failed\n", !failed + !att_failed, failed + att_failed);
+    failed |= att_failed;
     pit_tensor_destroy(A);
     pit_tensor_destroy(B);
     pit_tensor_destroy(C);

@@ -67,6 +67,7 @@ if [ "$mode" = kernels ]; then
     step "bench_attention_chunks_$ch" env PIT_CUDA_ATTENTION_CHUNKS=$ch $B/test_cuda_ops --bench
     grep -h "^attention" "$out/bench_attention_chunks_$ch.log" | sed "s/^/chunks $ch: /" >> "$summary"
   done
+  step cuda_graph_capture $B/test_cuda_graph
   step memcheck_attention_chunks env PIT_CUDA_ATTENTION_CHUNKS=3 PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
   step racecheck_attention_chunks env PIT_CUDA_ATTENTION_CHUNKS=3 PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op attention
   step bench_matmul env PIT_BACKEND=cuda $B/pit bench --suite matmul
