@@ -526,6 +526,17 @@ static pit_status attention_views(const pit_tdesc *Q, const pit_tdesc *K, const 
     return PIT_SUCCESS;
 }
 
+/* attention over a detected index, on checked views (context pushed) */
+static pit_status attention_indexed(pit_cuda_ctx *c, void *stream, const pit_index *idx, const view *q,
+                                    const view *k, const view *v, const view *m, const view *o, float scale)
+{
+    if (attention_fusable(c, idx, q, k, v, o))
+        return attention_fused(c, cu_stream(stream), idx, q, k, v, m, o, scale, 0, cdiv(q->rows, idx->tile.rows));
+    /* The composed kernels read entries through pit_entry_index: the "full"
+     * marks core asks for (backend.h) cost them nothing. */
+    return attention_composed(c, stream, idx, q, k, v, m, o, scale);
+}
+
 static pit_status cuda_attention(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *Q,
                                  const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask, const pit_tdesc *O,
                                  float scale)
@@ -535,12 +546,7 @@ static pit_status cuda_attention(void *bctx, void *stream, const pit_index *idx,
     pit_status st = attention_views(Q, K, V, mask, O, &q, &k, &v, &m, &o, &none);
     if (st != PIT_SUCCESS || none) return st;
     pit_cuda_ctx *c = bctx;
-    if (attention_fusable(c, idx, &q, &k, &v, &o))
-        WITH_CONTEXT(c, attention_fused(c, cu_stream(stream), idx, &q, &k, &v, &m, &o, scale, 0,
-                                        cdiv(q.rows, idx->tile.rows)));
-    /* The composed kernels read entries through pit_entry_index: the "full"
-     * marks core asks for (backend.h) cost them nothing. */
-    WITH_CONTEXT(c, attention_composed(c, stream, idx, &q, &k, &v, &m, &o, scale));
+    WITH_CONTEXT(c, attention_indexed(c, stream, idx, &q, &k, &v, &m, &o, scale));
 }
 
 /* ---- attention with its detection ------------------------------------------------ */
@@ -574,23 +580,22 @@ static pit_status attention_overlapped(pit_cuda_ctx *c, pit_cuda_stream *ps, con
     CU_CHECK(pit_cu.EventRecord(ps->ev[0], s), "cuEventRecord(attention fork)");
     CU_CHECK(pit_cu.StreamWaitEvent(side, ps->ev[0], 0), "cuStreamWaitEvent(attention fork)");
     st = pit_cuda_zero_index(side, idx);
-    int joined = 1;
     for (int64_t i = 0, qb0 = 0; st == PIT_SUCCESS && qb0 < nqb; ++i, qb0 += per) {
         const int64_t cnt = per < nqb - qb0 ? per : nqb - qb0, r1 = (qb0 + cnt) * block;
         st = pit_cuda_detect_rows(c, side, dv, idx, qb0 * block, r1 < q->rows ? r1 : q->rows);
         if (st != PIT_SUCCESS) break;
-        joined = 0;
-        CU_CHECK(pit_cu.EventRecord(ps->ev[1 + i], side), "cuEventRecord(attention chunk)");
-        CU_CHECK(pit_cu.StreamWaitEvent(s, ps->ev[1 + i], 0), "cuStreamWaitEvent(attention chunk)");
-        joined = 1;
+        CU_CHECK_GOTO(pit_cu.EventRecord(ps->ev[1 + i], side), "cuEventRecord(attention chunk)", st, join);
+        CU_CHECK_GOTO(pit_cu.StreamWaitEvent(s, ps->ev[1 + i], 0), "cuStreamWaitEvent(attention chunk)", st, join);
         pit_index part = *idx;
         part.counts = (int32_t *)idx->counts + qb0;
         part.entries = (int32_t *)idx->entries + qb0 * idx->capacity;
         st = attention_fused(c, s, &part, q, k, v, m, o, scale, qb0, cnt);
     }
-    if (!joined || st != PIT_SUCCESS) { /* nothing of this call left running on the side after it returns */
-        if (pit_cu.EventRecord(ps->ev[0], side) == CUDA_SUCCESS) pit_cu.StreamWaitEvent(s, ps->ev[0], 0);
-    }
+join:
+    /* on success the last chunk's wait joined the side stream; on a failure,
+     * nothing of this call is left running on it after the call returns */
+    if (st != PIT_SUCCESS && pit_cu.EventRecord(ps->ev[0], side) == CUDA_SUCCESS)
+        pit_cu.StreamWaitEvent(s, ps->ev[0], 0);
     return st;
 }
 
@@ -607,7 +612,8 @@ static pit_status cuda_attention_detect(void *bctx, void *stream, const pit_tdes
         n = attention_chunks(idx, &q);
     if (n < 2) {
         st = pit_cuda_detect(bctx, stream, detect_view, idx, 1);
-        return st == PIT_SUCCESS ? cuda_attention(bctx, stream, idx, Q, K, V, mask, O, scale) : st;
+        if (st != PIT_SUCCESS || none) return st;
+        WITH_CONTEXT(c, attention_indexed(c, stream, idx, &q, &k, &v, &m, &o, scale));
     }
     WITH_CONTEXT(c, attention_overlapped(c, stream, detect_view, idx, &q, &k, &v, &m, &o, scale, n));
 }

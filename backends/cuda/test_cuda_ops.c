@@ -143,7 +143,6 @@ typedef struct dindex {
     int32_t max_entries;
 } dindex;
 
-/* marks: flag_full, as core asks for the fused attention (backend.h) */
 /* The mask as detect reads it: [batch, rows, cols], a rank-2 mask with
  * batch stride 0 (as core does), i32 scanned as f32 */
 static pit_tdesc detect_view(const dten *mask, int64_t batch)
@@ -160,6 +159,7 @@ static pit_tdesc detect_view(const dten *mask, int64_t batch)
     return v;
 }
 
+/* marks: flag_full, as core asks for the fused attention (backend.h) */
 static dindex build_index_marked(const dten *mask, int64_t batch, int br, int bc, pit_axis axis, int marks)
 {
     dindex r;

@@ -141,8 +141,17 @@ PIT_DEV void attn_work(const attn_args &a, int &b, int &qb)
     }
 }
 
+/* P's A fragment of k-step kk (keys 16 kk ..): the S accumulators of
+ * column tiles 2 kk and 2 kk + 1 packed to 16 bits (the m16n8 accumulator
+ * layout is the m16n8k16 A layout, on mma.sync and on wgmma) */
+PIT_DEV void p_fragment(const float (&s)[8][4], int kk, pit_u32 (&pa)[4])
+{
+    pa[0] = pack2(s[2 * kk][0], s[2 * kk][1]), pa[1] = pack2(s[2 * kk][2], s[2 * kk][3]);
+    pa[2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pa[3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+}
+
 /* rows [r0, r0 + ROWS) x COLS of src into shared, zeros past L: stride S,
- * or SW: 64-element rows, 16-byte chunk c of row r at chunk c ^ (r % 8) */
+ * or SW: 64-element rows under 128-byte swizzle (pit_swz128) */
 template <int ROWS, int COLS, int S, bool SW = false>
 PIT_DEV void load_rows(T *dst, const T *src, pit_i64 ld, int r0, int L)
 {
@@ -154,7 +163,7 @@ PIT_DEV void load_rows(T *dst, const T *src, pit_i64 ld, int r0, int L)
         if (UNITS % THREADS && u >= UNITS) break;
         int r = u / VPR, c = (u % VPR) * 8;
         bool ok = r0 + r < L;
-        T *at = SW ? dst + r * 64 + (((c >> 3) ^ (r & 7)) << 3) : dst + r * S + c;
+        T *at = dst + (SW ? pit_swz128(r, c) : r * S + c);
         pit_copy16(at, ok ? src + (pit_i64)(r0 + r) * ld + c : src, ok);
     }
 }
@@ -345,10 +354,7 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
         /* B = V N-major: a k-step is 16 key rows (2048 B) on */
         pit_u32 pa[4][4];
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-            pa[kk][0] = pack2(s[2 * kk][0], s[2 * kk][1]), pa[kk][1] = pack2(s[2 * kk][2], s[2 * kk][3]);
-            pa[kk][2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pa[kk][3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-        }
+        for (int kk = 0; kk < 4; ++kk) p_fragment(s, kk, pa[kk]);
         float(&od)[32] = reinterpret_cast<float(&)[32]>(o);
         pit_wgmma_pin(od);
         pit_wgmma_pin(reinterpret_cast<pit_u32(&)[16]>(pa));
@@ -362,8 +368,8 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
 #else
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
-            pit_u32 pa[4] = {pack2(s[2 * kk][0], s[2 * kk][1]), pack2(s[2 * kk][2], s[2 * kk][3]),
-                             pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+            pit_u32 pa[4];
+            p_fragment(s, kk, pa);
 #pragma unroll
             for (int nj = 0; nj < HDV / 16; ++nj) {
                 pit_u32 r[4];
@@ -744,8 +750,8 @@ constexpr int KS = BK / 16;
 /* smem element offsets: A [BM][64] K-major, B [BN / 64][BK][64] N-major,
  * 16-byte chunk c of row r stored at chunk c ^ (r % 8) */
 constexpr int A_ROW = BK, B_ROW = 64;
-PIT_DEV int a_at(int r, int k) { return r * BK + (((k >> 3) ^ (r & 7)) << 3); }
-PIT_DEV int b_at(int k, int n) { return (n >> 6) * (BK * 64) + k * 64 + ((((n & 63) >> 3) ^ (k & 7)) << 3); }
+PIT_DEV int a_at(int r, int k) { return pit_swz128(r, k); }
+PIT_DEV int b_at(int k, int n) { return (n >> 6) * (BK * 64) + pit_swz128(k, n & 63); }
 constexpr int A_STAGE = BM * BK * 2, B_STAGE = BK * BN * 2, SMEM = STAGES * (A_STAGE + B_STAGE) + 1024;
 /* LAG: wgmma groups left in flight at the end of a k-step (wait_group LAG);
  * the copies run STAGES - 1 - LAG k-steps ahead. LAG 0 (one more stage

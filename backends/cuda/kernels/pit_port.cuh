@@ -265,6 +265,11 @@ PIT_DEV pit_u32 pit_smem_addr(const void *p)
 PIT_DEV pit_u32 pit_smem_addr(const void *p) { return (pit_u32)__cvta_generic_to_shared(p); }
 #endif
 
+/* Element offset of (row r, column c) in rows of 64 16-bit elements (128
+ * bytes) under 128-byte swizzle, as wgmma and TMA read them: 16-byte chunk
+ * c / 8 of row r stored at chunk (c / 8) ^ (r % 8); c a multiple of 8. */
+PIT_DEV int pit_swz128(int r, int c) { return r * 64 + (((c >> 3) ^ (r & 7)) << 3); }
+
 /* 16 bytes, or zeros when !valid (src-size 0 zero-fills). */
 PIT_DEV void pit_copy16(void *dst, const void *src, bool valid)
 {
