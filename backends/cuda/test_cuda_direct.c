@@ -498,7 +498,7 @@ typedef void (*op_fn)(void *user);
 static double time_op(op_fn fn, void *user)
 {
     double ms;
-    CHECK(test_median_ms(be, bctx, stream, fn, user, &ms));
+    CHECK(test_median_ms(be, bctx, stream, fn, user, &ms, NULL));
     return ms;
 }
 
