@@ -62,14 +62,10 @@ if [ "$mode" = kernels ]; then
   step bench_ops_no_order env PIT_CUDA_NO_ORDER=1 $B/test_cuda_ops --bench
   grep -h "^attention\|^moe" "$out/bench_ops.log" >> "$summary"
   grep -h "^attention" "$out/bench_ops_no_order.log" | sed 's/^/no order: /' >> "$summary"
-  # attention's detection beside the kernel, by query-row chunks (off by default)
-  for ch in 2 4 8; do
-    step "bench_attention_chunks_$ch" env PIT_CUDA_ATTENTION_CHUNKS=$ch $B/test_cuda_ops --bench
-    grep -h "^attention" "$out/bench_attention_chunks_$ch.log" | sed "s/^/chunks $ch: /" >> "$summary"
-  done
   step cuda_graph_capture $B/test_cuda_graph
-  step memcheck_attention_chunks env PIT_CUDA_ATTENTION_CHUNKS=3 PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
-  step racecheck_attention_chunks env PIT_CUDA_ATTENTION_CHUNKS=3 PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op attention
+  # attention with its detection inside the fused kernel (PIT_CUDA_ATTENTION_DETECT=inside, opt-in)
+  step memcheck_attention_inside env PIT_CUDA_ATTENTION_DETECT=inside PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
+  step racecheck_attention_inside env PIT_CUDA_ATTENTION_DETECT=inside PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op attention
   step bench_matmul env PIT_BACKEND=cuda $B/pit bench --suite matmul
   rm -f "$out/gpu.txt"
   echo; cat "$summary"; exit 0

@@ -182,35 +182,12 @@ static pit_status cuda_stream_wrap(void *bctx, void *native, void **stream)
     return PIT_SUCCESS;
 }
 
-pit_status pit_cuda_side_stream(pit_cuda_stream *s)
-{
-    if (s->side) return PIT_SUCCESS;
-    /* the most urgent priority (out-of-range values are clamped): its
-     * blocks take the SM slots the other stream's blocks free first */
-    CUstream side;
-    CU_CHECK(pit_cu.StreamCreateWithPriority(&side, CU_STREAM_NON_BLOCKING, -1000), "cuStreamCreateWithPriority");
-    for (int i = 0; i < PIT_CUDA_SIDE_EVENTS; ++i) {
-        CUresult r = pit_cu.EventCreate(&s->ev[i], CU_EVENT_DISABLE_TIMING);
-        if (r != CUDA_SUCCESS) {
-            while (i-- > 0) pit_cu.EventDestroy(s->ev[i]);
-            pit_cu.StreamDestroy(side);
-            return pit_cu_fail(r, "cuEventCreate(side stream)", __FILE__, __LINE__);
-        }
-    }
-    s->side = side;
-    return PIT_SUCCESS;
-}
-
 static void cuda_stream_destroy(void *bctx, void *stream)
 {
     pit_cuda_stream *s = stream;
     if (!s) return;
-    if ((s->owned || s->side) && pit_cuda_push(bctx) == PIT_SUCCESS) {
-        if (s->side) {
-            for (int i = 0; i < PIT_CUDA_SIDE_EVENTS; ++i) pit_cu.EventDestroy(s->ev[i]);
-            pit_cu.StreamDestroy(s->side);
-        }
-        if (s->owned) pit_cu.StreamDestroy(s->s);
+    if (s->owned && pit_cuda_push(bctx) == PIT_SUCCESS) {
+        pit_cu.StreamDestroy(s->s);
         pit_cuda_pop();
     }
     free(s);

@@ -52,8 +52,6 @@ pit_status pit_cuda_driver_load(void)
         SYM(StreamCreate, "cuStreamCreate"),
         SYM(StreamDestroy, "cuStreamDestroy_v2"),
         SYM(StreamSynchronize, "cuStreamSynchronize"),
-        SYM(StreamCreateWithPriority, "cuStreamCreateWithPriority"),
-        SYM(StreamWaitEvent, "cuStreamWaitEvent"),
         SYM(MemAlloc, "cuMemAlloc_v2"),
         SYM(MemFree, "cuMemFree_v2"),
         SYM(MemAllocAsync, "cuMemAllocAsync"),

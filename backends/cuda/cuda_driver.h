@@ -25,8 +25,6 @@ typedef struct pit_cu_api {
     CUresult (*StreamCreate)(CUstream *, unsigned int);
     CUresult (*StreamDestroy)(CUstream);
     CUresult (*StreamSynchronize)(CUstream);
-    CUresult (*StreamCreateWithPriority)(CUstream *, unsigned int, int);
-    CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned int);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*MemAllocAsync)(CUdeviceptr *, size_t, CUstream);

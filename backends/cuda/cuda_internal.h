@@ -31,20 +31,10 @@ typedef struct pit_cuda_ctx {
     void *sparse; /* cusparseHandle_t, created on first baseline call (cuda_baselines.c) */
 } pit_cuda_ctx;
 
-/* The side stream and its events: created on a stream's first call that
- * overlaps two kernels (attention with its detection, cuda_model_ops.c),
- * kept with the stream, which one thread uses at a time. */
-#define PIT_CUDA_SIDE_EVENTS 9
-
 typedef struct pit_cuda_stream {
     CUstream s;
     int owned;
-    CUstream side; /* high priority, non-blocking; 0 until first needed */
-    CUevent ev[PIT_CUDA_SIDE_EVENTS];
 } pit_cuda_stream;
-
-/* The stream's side stream and events, created on first use. */
-pit_status pit_cuda_side_stream(pit_cuda_stream *s);
 
 struct pit_event {
     CUevent e;
@@ -67,11 +57,6 @@ pit_status pit_cuda_launch(const pit_cuda_kernel *k, CUstream s, unsigned gx, un
 pit_status pit_cuda_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *idx, int n);
 /* Zeroes one index's counts and total (what detect does first). */
 pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx);
-/* Detection of rows [r0, r1) of X (r0 a multiple of the micro-tile's
- * rows, K axis) into the groups of those rows of idx, which the caller
- * zeroed: one index filled by chunks of rows. Context current. */
-pit_status pit_cuda_detect_rows(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X, const pit_index *idx, int64_t r0,
-                                int64_t r1);
 pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile, const pit_index *idx,
                                   int32_t max_entries, int worst_case_grid, const pit_tdesc *A,
                                   const pit_tdesc *B, const pit_tdesc *C);

@@ -50,7 +50,7 @@ typedef struct pit_cuda_variant {
     int a_vec, b_vec;     /* matmul: 16-byte vector loads allowed */
     int a_comp;           /* matmul axis K: A is pit_compact's dense copy */
     int c_vec;            /* matmul: C (or the f32 target) rows 16-byte aligned */
-    int op_param[4];      /* pit_ops.cu kernels: see cuda_model.h */
+    int op_param[5];      /* pit_ops.cu kernels: see cuda_model.h */
 } pit_cuda_variant;
 
 /* The kernel's entry point and its embedded source. */

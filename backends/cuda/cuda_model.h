@@ -5,7 +5,8 @@
  * (cuda_model_ops.c).
  *
  * op_param of a variant, per kind:
- *   OP_ATTENTION          [0] block, [1] head dim, [2] V head dim, [3] mask dtype
+ *   OP_ATTENTION          [0] block, [1] head dim, [2] V head dim, [3] mask dtype,
+ *                         [4] 1: detection inside the kernel (ATT_DETECT)
  *   OP_SDDMM, OP_SOFTMAX*                                        [3] mask dtype
  *   OP_GMM_TC   [0] accumulate (1: f32 atomics, 0: store); tile bm bn bk stages
  *   OP_GMM_CC   [0] accumulate, [1] MoE mode (0 also serves matmul_rows)

@@ -33,8 +33,8 @@ char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size)
     int op = op_number(v->kind), dt = (int)v->dtype;
     switch (v->kind) {
     case PIT_CUDA_OP_ATTENTION:
-        snprintf(buf, size, "-DPIT_OP=%d -DPIT_DTYPE=%d -DBLOCK=%d -DHD=%d -DHDV=%d -DMASK_DT=%d", op, dt, p[0], p[1],
-                 p[2], p[3]);
+        snprintf(buf, size, "-DPIT_OP=%d -DPIT_DTYPE=%d -DBLOCK=%d -DHD=%d -DHDV=%d -DMASK_DT=%d -DATT_DETECT=%d", op,
+                 dt, p[0], p[1], p[2], p[3], p[4]);
         break;
     case PIT_CUDA_OP_SDDMM:
     case PIT_CUDA_OP_SOFTMAX:
@@ -102,20 +102,22 @@ static void emit(int arch, pit_cuda_kernel_kind kind, pit_dtype dt, const int *p
 static int emit_tensor_core(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void *user)
 {
     int n = 0;
-    for (int block = 64; block <= 128; block *= 2)
-        for (int hd = 64; hd <= 128; hd *= 2) {
-            int p[4] = {block, hd, hd, 2};
+    for (int det = 0; det < 2; ++det) { /* detection apart, inside */
+        for (int block = 64; block <= 128; block *= 2)
+            for (int hd = 64; hd <= 128; hd *= 2) {
+                int p[5] = {block, hd, hd, 2, det};
+                emit(arch, PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
+                ++n;
+            }
+        for (int mdt = 0; mdt < 4; ++mdt) {
+            if (mdt == 2) continue; /* above */
+            int p[5] = {64, 64, 64, mdt, det};
             emit(arch, PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
             ++n;
         }
-    for (int mdt = 0; mdt < 4; ++mdt) {
-        if (mdt == 2) continue; /* above */
-        int p[4] = {64, 64, 64, mdt};
-        emit(arch, PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
-        ++n;
     }
     for (int acc = 0; acc < 2; ++acc) {
-        int p[4] = {acc, 0, 0, 0};
+        int p[5] = {acc, 0, 0, 0};
         emit(arch, PIT_CUDA_OP_GMM_TC, dt, p, fn, user);
         ++n;
     }
@@ -130,12 +132,12 @@ static int emit_dtype(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void *user
     int n = 0;
     for (int k = 0; k < 3; ++k)
         for (int mdt = 0; mdt < 4; ++mdt, ++n) {
-            int p[4] = {0, 0, 0, mdt};
+            int p[5] = {0, 0, 0, mdt};
             emit(arch, masked[k], dt, p, fn, user);
         }
     for (int k = 0; k < 3; ++k, ++n) emit(arch, plain[k], dt, NULL, fn, user);
     for (int k = 0; k < 6; ++k, ++n) {
-        int p[4] = {gmm_cc[k][0], gmm_cc[k][1], 0, 0};
+        int p[5] = {gmm_cc[k][0], gmm_cc[k][1], 0, 0};
         emit(arch, PIT_CUDA_OP_GMM_CC, dt, p, fn, user);
     }
     return n;

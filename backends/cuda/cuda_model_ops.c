@@ -24,7 +24,10 @@ typedef struct attn_args {
     uint64_t order;
     int32_t L, mask_pair;
     float scale_log2;
-    int32_t qb0;
+    int32_t pad0;
+    uint64_t det, total;
+    int32_t groups, parts, heads, ahead;
+    int32_t part_blocks, pad;
 } attn_args;
 
 typedef struct sddmm_args {
@@ -310,7 +313,7 @@ static pit_status sddmm_run(pit_cuda_ctx *c, CUstream s, const pit_index *idx, c
     p.br = idx->tile.rows, p.bc = idx->tile.cols;
     p.parts_c = (int32_t)cdiv(p.bc, 32);
     if ((st = zero_view(c, s, o)) != PIT_SUCCESS) return st;
-    int param[4] = {0, 0, 0, mask_code(m->dt)};
+    int param[5] = {0, 0, 0, mask_code(m->dt)};
     int64_t parts = cdiv(p.br, 32) * p.parts_c;
     return launch(c, s, PIT_CUDA_OP_SDDMM, o->dt, param, (int64_t)idx->capacity * parts, cdiv(o->rows, p.br),
                   o->batch, 256, &p);
@@ -350,7 +353,7 @@ static pit_status softmax_run(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind 
     p.M = (int32_t)o->rows, p.N = (int32_t)o->cols;
     p.br = idx->tile.rows, p.bc = idx->tile.cols;
     p.scale = scale;
-    int param[4] = {0, 0, 0, mask_code(m->dt)};
+    int param[5] = {0, 0, 0, mask_code(m->dt)};
     unsigned warps = p.br < 8 ? (unsigned)p.br : 8; /* a warp per row of the row-block */
     return launch(c, s, kind, o->dt, param, cdiv(o->rows, p.br), o->batch, 1, 32 * warps, &p);
 }
@@ -410,35 +413,40 @@ static int attention_fusable(const pit_cuda_ctx *c, const pit_index *idx, const 
            aligned16(k) && aligned16(v) && aligned16(o);
 }
 
-/* The fused kernel over query blocks [qb0, qb0 + nqb) (all of them: 0,
- * cdiv(L, block)), whose groups idx starts at (a chunk's view: counts and
- * entries moved on by qb0 groups). */
+/* The fused kernel's arguments, but for the query blocks it covers and
+ * the detection inside it */
+static pit_status attention_args(const pit_index *idx, const view *q, const view *k, const view *v, const view *m,
+                                 const view *o, float scale, attn_args *a)
+{
+    memset(a, 0, sizeof *a);
+    pit_status st = index_arg(idx, q->batch, q->rows, q->rows, "attention", &a->ix);
+    if (st != PIT_SUCCESS) return st;
+    a->q = q->ptr, a->k = k->ptr, a->v = v->ptr, a->mask = m->ptr, a->o = o->ptr;
+    a->ldq = q->ld, a->ldk = k->ld, a->ldv = v->ld, a->ldo = o->ld, a->mld = m->ld;
+    a->sq = q->bs, a->sk = k->bs, a->sv = v->bs, a->so = o->bs, a->ms = m->bs;
+    a->L = (int32_t)q->rows;
+    uint64_t pair = 2 * el_bytes(m->dt); /* two elements as one aligned load */
+    a->mask_pair = m->ptr % pair == 0 && m->ld % 2 == 0 && m->bs % 2 == 0;
+    a->scale_log2 = scale * 1.4426950408889634f;
+    return PIT_SUCCESS;
+}
+
+/* The fused kernel over a detected index. */
 static pit_status attention_fused(pit_cuda_ctx *c, CUstream s, const pit_index *idx, const view *q, const view *k,
-                                  const view *v, const view *m, const view *o, float scale, int64_t qb0, int64_t nqb)
+                                  const view *v, const view *m, const view *o, float scale)
 {
     attn_args a;
-    memset(&a, 0, sizeof a);
-    pit_status st = index_arg(idx, q->batch, q->rows, q->rows, "attention", &a.ix);
+    pit_status st = attention_args(idx, q, k, v, m, o, scale, &a);
     if (st != PIT_SUCCESS) return st;
-    a.qb0 = (int32_t)qb0;
-    a.q = q->ptr, a.k = k->ptr, a.v = v->ptr, a.mask = m->ptr, a.o = o->ptr;
-    a.ldq = q->ld, a.ldk = k->ld, a.ldv = v->ld, a.ldo = o->ld, a.mld = m->ld;
-    a.sq = q->bs, a.sk = k->bs, a.sv = v->bs, a.so = o->bs, a.ms = m->bs;
-    a.L = (int32_t)q->rows;
-    uint64_t pair = 2 * el_bytes(m->dt); /* two elements as one aligned load */
-    a.mask_pair = m->ptr % pair == 0 && m->ld % 2 == 0 && m->bs % 2 == 0;
-    a.scale_log2 = scale * 1.4426950408889634f;
     int block = idx->tile.rows;
-    int param[4] = {block, (int)q->cols, (int)v->cols, mask_code(m->dt)};
+    int param[5] = {block, (int)q->cols, (int)v->cols, mask_code(m->dt), 0};
     /* the query blocks with the most key blocks start first (pit_op_plan
      * mode 1), when there are more CTAs than fit at once */
+    const int64_t nqb = cdiv(q->rows, block);
     int64_t groups = a.ix.batched ? q->batch * idx->groups_per_batch : nqb;
     int64_t ctas = nqb * q->batch;
     CUdeviceptr order = 0;
-    /* a chunk of a batched index has its groups apart: no order */
-    int chunk = nqb < cdiv(q->rows, block);
-    if (idx->capacity < 1024 && ctas > 2 * (int64_t)c->sm_count && !(chunk && a.ix.batched) &&
-        !getenv("PIT_CUDA_NO_ORDER")) {
+    if (idx->capacity < 1024 && ctas > 2 * (int64_t)c->sm_count && !getenv("PIT_CUDA_NO_ORDER")) {
         CU_CHECK(pit_cu.MemAllocAsync(&order, (size_t)groups * 4, s), "cuMemAllocAsync(attention order)");
         plan_args pl = {a.ix.counts, order, (int32_t)groups, 1, idx->capacity, 1};
         st = launch(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
@@ -531,7 +539,7 @@ static pit_status attention_indexed(pit_cuda_ctx *c, void *stream, const pit_ind
                                     const view *k, const view *v, const view *m, const view *o, float scale)
 {
     if (attention_fusable(c, idx, q, k, v, o))
-        return attention_fused(c, cu_stream(stream), idx, q, k, v, m, o, scale, 0, cdiv(q->rows, idx->tile.rows));
+        return attention_fused(c, cu_stream(stream), idx, q, k, v, m, o, scale);
     /* The composed kernels read entries through pit_entry_index: the "full"
      * marks core asks for (backend.h) cost them nothing. */
     return attention_composed(c, stream, idx, q, k, v, m, o, scale);
@@ -550,53 +558,57 @@ static pit_status cuda_attention(void *bctx, void *stream, const pit_index *idx,
 }
 
 /* ---- attention with its detection ------------------------------------------------ */
-/* CUDA only: the HIP plug-in, which compiles this file through its shim, has
- * no side stream yet (core then detects and calls attention_sparse). */
+/* CUDA only: the HIP plug-in, which compiles this file through its shim,
+ * leaves the entry NULL (core then detects and calls attention_sparse). */
 #ifndef PIT_HIP_SHIM_H
-/* Chunks of query rows for the overlap: PIT_CUDA_ATTENTION_CHUNKS=n
- * (1..8), at most one a query block. Off (1) by default until it is
- * measured on a GPU (docs/PERF-NOTES.md, fifth session). */
-static int attention_chunks(const pit_index *idx, const view *q)
+/* Detection inside the fused kernel (pit_op_attention with ATT_DETECT),
+ * on request (PIT_CUDA_ATTENTION_DETECT=inside): it saves the detection
+ * launch and the order plan, but on the H100 the call took 0.18 ms against
+ * 0.17 ms for detection then kernel (docs/PERF-NOTES.md, sixth session).
+ * Whole blocks (L a multiple of the block), 16-byte mask rows, groups one
+ * a query block. */
+static int attention_detect_inside(const pit_index *idx, const view *q, const view *m)
 {
-    const char *e = getenv("PIT_CUDA_ATTENTION_CHUNKS");
-    int64_t nqb = cdiv(q->rows, idx->tile.rows), n = e ? atoi(e) : 1;
-    if (n > PIT_CUDA_SIDE_EVENTS - 1) n = PIT_CUDA_SIDE_EVENTS - 1;
-    return (int)(n < 1 ? 1 : n < nqb ? n : nqb);
+    const char *e = getenv("PIT_CUDA_ATTENTION_DETECT");
+    const int64_t block = idx->tile.rows, vec = 16 / (int64_t)el_bytes(m->dt), nkb = q->rows / block;
+    return e && strcmp(e, "inside") == 0 && q->rows % block == 0 && m->ptr % 16 == 0 && m->ld % vec == 0 &&
+           m->bs % vec == 0 && idx->groups_per_batch == nkb && idx->capacity >= nkb &&
+           idx->capacity < PIT_ENTRY_FULL && (idx->groups == nkb || idx->groups == q->batch * nkb);
 }
 
-/* Detection of chunk i + 1 of the query rows (memory bound, on the side
- * stream) runs beside the fused kernel of chunk i (tensor cores): the
- * kernel of a chunk waits for its detection only. */
-static pit_status attention_overlapped(pit_cuda_ctx *c, pit_cuda_stream *ps, const pit_tdesc *dv, pit_index *idx,
-                                       const view *q, const view *k, const view *v, const view *m, const view *o,
-                                       float scale, int n)
+/* Key blocks a detection part of the kernel reads (4 x 32 KB with bf16
+ * 128 x 128 blocks), and the CTAs whose items run ahead of the attention
+ * (PIT_CUDA_ATTENTION_AHEAD=n items, for sweeps): about one wave. */
+#define ATTENTION_PART_BLOCKS 4
+
+static pit_status attention_detect_fused(pit_cuda_ctx *c, CUstream s, const pit_index *idx, const view *q,
+                                         const view *k, const view *v, const view *m, const view *o, float scale)
 {
-    pit_status st = pit_cuda_side_stream(ps);
+    attn_args a;
+    pit_status st = attention_args(idx, q, k, v, m, o, scale, &a);
     if (st != PIT_SUCCESS) return st;
-    CUstream s = ps->s, side = ps->side;
     const int block = idx->tile.rows;
-    const int64_t nqb = cdiv(q->rows, block), per = cdiv(nqb, n);
-    /* the side stream starts after the work queued before this call */
-    CU_CHECK(pit_cu.EventRecord(ps->ev[0], s), "cuEventRecord(attention fork)");
-    CU_CHECK(pit_cu.StreamWaitEvent(side, ps->ev[0], 0), "cuStreamWaitEvent(attention fork)");
-    st = pit_cuda_zero_index(side, idx);
-    for (int64_t i = 0, qb0 = 0; st == PIT_SUCCESS && qb0 < nqb; ++i, qb0 += per) {
-        const int64_t cnt = per < nqb - qb0 ? per : nqb - qb0, r1 = (qb0 + cnt) * block;
-        st = pit_cuda_detect_rows(c, side, dv, idx, qb0 * block, r1 < q->rows ? r1 : q->rows);
-        if (st != PIT_SUCCESS) break;
-        CU_CHECK_GOTO(pit_cu.EventRecord(ps->ev[1 + i], side), "cuEventRecord(attention chunk)", st, join);
-        CU_CHECK_GOTO(pit_cu.StreamWaitEvent(s, ps->ev[1 + i], 0), "cuStreamWaitEvent(attention chunk)", st, join);
-        pit_index part = *idx;
-        part.counts = (int32_t *)idx->counts + qb0;
-        part.entries = (int32_t *)idx->entries + qb0 * idx->capacity;
-        st = attention_fused(c, s, &part, q, k, v, m, o, scale, qb0, cnt);
-    }
-join:
-    /* on success the last chunk's wait joined the side stream; on a failure,
-     * nothing of this call is left running on it after the call returns */
-    if (st != PIT_SUCCESS && pit_cu.EventRecord(ps->ev[0], side) == CUDA_SUCCESS)
-        pit_cu.StreamWaitEvent(s, ps->ev[0], 0);
-    return st;
+    const int64_t nkb = q->rows / block, groups = a.ix.batched ? q->batch * nkb : nkb;
+    const char *pe = getenv("PIT_CUDA_ATTENTION_PART");
+    const int part_blocks = pe && atoi(pe) > 0 && atoi(pe) <= 32 ? atoi(pe) : ATTENTION_PART_BLOCKS;
+    const int64_t parts = cdiv(nkb, part_blocks), heads = a.ix.batched ? 1 : q->batch;
+    const int64_t items = groups * (parts + heads);
+    if (items > INT32_MAX / 2)
+        return err(PIT_ERR_UNSUPPORTED, "cuda %s: %s", "attention", "too many blocks for one launch");
+    const char *e = getenv("PIT_CUDA_ATTENTION_AHEAD");
+    int64_t ahead_items = e && atoi(e) > 0 ? atoi(e) : 2 * (int64_t)c->sm_count;
+    int64_t ahead = cdiv(ahead_items, parts + heads);
+    a.groups = (int32_t)groups, a.parts = (int32_t)parts, a.heads = (int32_t)heads;
+    a.ahead = (int32_t)(ahead < 1 ? 1 : ahead > groups ? groups : ahead);
+    a.part_blocks = part_blocks;
+    a.total = (uint64_t)(uintptr_t)idx->total;
+    CUdeviceptr det = 0;
+    if ((st = pit_cuda_zero_index(s, idx)) != PIT_SUCCESS || (st = scratch_f32(s, (size_t)groups + 1, &det)) != PIT_SUCCESS)
+        return st;
+    a.det = det;
+    int param[5] = {block, (int)q->cols, (int)v->cols, mask_code(m->dt), 1};
+    st = launch(c, s, PIT_CUDA_OP_ATTENTION, q->dt, param, items, 1, 1, (unsigned)(block / 16 * 32), &a);
+    return free_scratch(s, det, st);
 }
 
 static pit_status cuda_attention_detect(void *bctx, void *stream, const pit_tdesc *detect_view, pit_index *idx,
@@ -604,18 +616,16 @@ static pit_status cuda_attention_detect(void *bctx, void *stream, const pit_tdes
                                         const pit_tdesc *mask, const pit_tdesc *O, float scale)
 {
     view q, k, v, m, o;
-    int none = 1, n = 1;
+    int none = 1;
     pit_cuda_ctx *c = bctx;
     pit_status st = attention_views(Q, K, V, mask, O, &q, &k, &v, &m, &o, &none);
     if (st != PIT_SUCCESS) return st;
-    if (!none && idx->tile.axis == PIT_AXIS_K && attention_fusable(c, idx, &q, &k, &v, &o))
-        n = attention_chunks(idx, &q);
-    if (n < 2) {
-        st = pit_cuda_detect(bctx, stream, detect_view, idx, 1);
-        if (st != PIT_SUCCESS || none) return st;
-        WITH_CONTEXT(c, attention_indexed(c, stream, idx, &q, &k, &v, &m, &o, scale));
-    }
-    WITH_CONTEXT(c, attention_overlapped(c, stream, detect_view, idx, &q, &k, &v, &m, &o, scale, n));
+    if (!none && idx->tile.axis == PIT_AXIS_K && attention_fusable(c, idx, &q, &k, &v, &o) &&
+        attention_detect_inside(idx, &q, &m))
+        WITH_CONTEXT(c, attention_detect_fused(c, cu_stream(stream), idx, &q, &k, &v, &m, &o, scale));
+    st = pit_cuda_detect(bctx, stream, detect_view, idx, 1);
+    if (st != PIT_SUCCESS || none) return st;
+    WITH_CONTEXT(c, attention_indexed(c, stream, idx, &q, &k, &v, &m, &o, scale));
 }
 #endif
 
@@ -680,7 +690,7 @@ static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, gmm_job *j)
 
 static pit_status gmm_cuda_core(pit_cuda_ctx *c, CUstream s, const gmm_job *j)
 {
-    int param[4] = {j->acc, j->mode, 0, 0};
+    int param[5] = {j->acc, j->mode, 0, 0};
     int64_t gy = j->mode == 2 ? cdiv(j->a.M, 64) : cdiv(j->max_rows, 64);
     gmm_args a = j->a;
     return launch(c, s, PIT_CUDA_OP_GMM_CC, j->dt, param, cdiv(a.N, 64), gy, j->groups, 256, &a);

@@ -241,23 +241,6 @@ pit_status pit_cuda_detect(void *bctx, void *stream, const pit_tdesc *X, pit_ind
     return st;
 }
 
-pit_status pit_cuda_detect_rows(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X, const pit_index *idx, int64_t r0,
-                                int64_t r1)
-{
-    pit_tdesc part = *X;
-    part.offset += (size_t)(r0 * X->strides[X->rank - 2]) * dtype_bytes(X->dtype);
-    part.shape[X->rank - 2] = r1 - r0;
-    pit_index ix = *idx;
-    int64_t g0 = r0 / idx->tile.rows;
-    ix.counts = (int32_t *)idx->counts + g0;
-    ix.entries = (int32_t *)idx->entries + g0 * idx->capacity;
-    mat x;
-    pit_status st = as_matrix(&part, "X", &x);
-    if (st == PIT_SUCCESS) st = check_index(&x, &ix, 0);
-    if (st == PIT_SUCCESS && x.rows > 0 && x.cols > 0 && x.batch > 0) st = detect_launch(c, s, &part, &x, &ix, 1);
-    return st;
-}
-
 /* ---- sparse matmul ----------------------------------------------------------- */
 typedef struct mm_problem {
     mat a, b, c;

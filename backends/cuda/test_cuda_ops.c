@@ -143,6 +143,16 @@ typedef struct dindex {
     int32_t max_entries;
 } dindex;
 
+/* An index's counts, entries and total poisoned: detection must write
+ * every one it leaves */
+static void poison_index(const dindex *r)
+{
+    const pit_index *ix = &r->ix;
+    CHECK(be->mem_fill32(bctx, stream, ix->counts, 0, 0xffffffffu, (size_t)ix->groups * 4));
+    CHECK(be->mem_fill32(bctx, stream, ix->entries, 0, 0xffffffffu, (size_t)ix->groups * (size_t)ix->capacity * 4));
+    CHECK(be->mem_fill32(bctx, stream, ix->total, 0, 0xffffffffu, 4));
+}
+
 /* The mask as detect reads it: [batch, rows, cols], a rank-2 mask with
  * batch stride 0 (as core does), i32 scanned as f32 */
 static pit_tdesc detect_view(const dten *mask, int64_t batch)
@@ -234,10 +244,12 @@ static void check_marks(const dten *mask, int64_t mb, const dindex *r, int marks
                 if (st && *st) *st = 3;
             }
         }
-    int ok = bad == 0 && listed == want;
+    int32_t total = -1;
+    CHECK(be->mem_read(bctx, stream, ix->total, 0, &total, 4));
+    int ok = bad == 0 && listed == want && total == listed;
     if (!ok) ++failures;
-    printf("%s %-58s %lld blocks listed (want %lld), %lld marked full (%lld full)\n", ok ? "ok  " : "FAIL", what,
-           (long long)listed, (long long)want, (long long)marked, (long long)full);
+    printf("%s %-58s %lld blocks listed (want %lld, total %d), %lld marked full (%lld full)\n", ok ? "ok  " : "FAIL",
+           what, (long long)listed, (long long)want, (int)total, (long long)marked, (long long)full);
     free(counts), free(ent), free(seen);
 }
 
@@ -359,15 +371,20 @@ static void test_attention(pit_dtype dt, int64_t BH, int64_t L, int64_t D, int b
     double *ref = malloc((size_t)(BH * L * D) * sizeof *ref);
     pit_ref_attention(BH, L, D, D, Q.h, K.h, V.h, Mk.h, mask_rank == 3, scale, ref);
     compare(what, &O, ref);
-    if (marks) { /* detection inside the call, in 3 query-row chunks beside the kernel where it fuses */
+    /* detection in the call: as a kernel of its own, then inside the fused
+     * kernel where it can be (whole blocks, aligned mask rows); the index it
+     * leaves is checked too */
+    for (int inside = 0; marks && inside < 2; ++inside) {
         pit_tdesc dv = detect_view(&Mk, mask_rank == 3 ? BH : 1);
         poison(&O);
-        setenv("PIT_CUDA_ATTENTION_CHUNKS", "3", 1);
+        poison_index(&ix);
+        if (inside) setenv("PIT_CUDA_ATTENTION_DETECT", "inside", 1);
         CHECK(be->attention_detect(bctx, stream, &dv, &ix.ix, &Q.d, &K.d, &V.d, &Mk.d, &O.d, scale));
-        unsetenv("PIT_CUDA_ATTENTION_CHUNKS");
+        unsetenv("PIT_CUDA_ATTENTION_DETECT");
         char with[160];
-        snprintf(with, sizeof with, "%s, detection in the call", what);
+        snprintf(with, sizeof with, "%s, detection in the call%s", what, inside ? " (inside)" : "");
         compare(with, &O, ref);
+        check_marks(&Mk, sm[0], &ix, 1, with);
     }
     free(q), free(k), free(v), free(mv), free(ref);
     drop(&Q), drop(&K), drop(&V), drop(&O), drop(&Mk), drop_index(&ix);
@@ -504,6 +521,10 @@ static int correctness(void)
         test_attention(dt, 2, 259, 64, 64, 3, 3, PIT_I32, 1);    /* odd L, 1-element loads */
         test_attention(dt, 2, 256, 64, 32, 3, 2, PIT_F32, 1);    /* blocks inside one detection region */
         test_attention(dt, 2, 100, 64, 64, 1, 2, PIT_BF16, 1);   /* every key masked: O = 0 */
+        test_attention(dt, 2, 256, 64, 64, 1, 2, PIT_BF16, 1);   /* the same, detection inside the kernel */
+        test_attention(dt, 3, 384, 64, 64, 3, 2, PIT_F32, 1);    /* f32 mask, detection inside */
+        test_attention(dt, 2, 256, 128, 128, 3, 3, PIT_I32, 1);  /* i32 per-head mask, detection inside */
+        test_attention(dt, 5, 1024, 64, 128, 0, 2, PIT_BF16, 1); /* more items than run at once */
         test_moe(dt, 77, 40, 72, 5, 1);
         test_moe(dt, 150, 64, 48, 7, 2);
         test_moe(dt, 33, 20, 30, 3, 1);
@@ -547,8 +568,8 @@ static void run_attention(void *u)
     CHECK(be->attention_sparse(bctx, stream, &b->ix.ix, &b->Q.d, &b->K.d, &b->V.d, &b->M.d, &b->O.d, 0.125f));
 }
 
-/* as core's pit_sparse_attention: detection inside the call, overlapped */
-static void run_attention_overlapped(void *u)
+/* as core's pit_sparse_attention: detection handed over with the kernel */
+static void run_attention_detect(void *u)
 {
     attn_bench *b = u;
     CHECK(be->attention_detect(bctx, stream, &b->dv, &b->ix.ix, &b->Q.d, &b->K.d, &b->V.d, &b->M.d, &b->O.d, 0.125f));
@@ -599,7 +620,10 @@ static void bench_attention(void)
     b.ix = build_index_marked(&b.M, 1, (int)blk, (int)blk, PIT_AXIS_K, 1);
     check_marks(&b.M, 1, &b.ix, 1, "bench mask: index marks");
     b.dv = detect_view(&b.M, 1);
-    double host_all, t_all = time_ms_host(run_attention_overlapped, &b, &host_all);
+    double host_all, t_all = time_ms_host(run_attention_detect, &b, &host_all);
+    setenv("PIT_CUDA_ATTENTION_DETECT", "inside", 1);
+    double host_in, t_in = time_ms_host(run_attention_detect, &b, &host_in);
+    unsetenv("PIT_CUDA_ATTENTION_DETECT");
     double t_seq = time_ms(run_attention, &b);
     double t_det = time_ms(run_detect, &b), t_att = time_ms(run_attention_only, &b);
     double flops = 0;
@@ -609,11 +633,10 @@ static void bench_attention(void)
         for (int g = 0; g < b.ix.ix.groups; ++g) flops += 4.0 * blk * blk * D * counts[g] * BH;
         free(counts);
     }
-    const char *chunks = getenv("PIT_CUDA_ATTENTION_CHUNKS");
     printf("attention 1x16x8192x64 bf16, 128x128 block mask 0.9: mask->index->output %.3f ms "
-           "(detection in the call, PIT_CUDA_ATTENTION_CHUNKS %s, host queueing %.3f ms a call; detect then kernel "
-           "%.3f ms: detect %.3f, fused kernel %.3f ms, %.0f TFLOP/s)\n",
-           t_all, chunks ? chunks : "unset (off)", host_all, t_seq, t_det, t_att, flops / t_att * 1e-9);
+           "(host queueing %.3f ms a call; detect %.3f, fused kernel %.3f ms, %.0f TFLOP/s; "
+           "detect then kernel, apart %.3f ms; detection inside the kernel %.3f ms, host queueing %.3f ms)\n",
+           t_all, host_all, t_det, t_att, flops / t_att * 1e-9, t_seq, t_in, host_in);
     /* rough dense reference: Q.K^T and S.V with cuBLAS, softmax over all blocks */
     b.KT = make(PIT_BF16, 3, skt, NULL);
     CHECK(be->transpose(bctx, stream, &b.K.d, &b.KT.d));

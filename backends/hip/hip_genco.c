@@ -55,7 +55,8 @@ static int builtin_variant(const pit_cuda_variant *v)
 {
     switch (v->kind) {
     case PIT_CUDA_MATMUL: return v->tile.bk == 32 && v->tile.stages == 2 && v->tile.bn == 64;
-    case PIT_CUDA_OP_ATTENTION:
+    case PIT_CUDA_OP_ATTENTION: /* detection inside the kernel is CUDA's (cuda_model_ops.c) */
+        return v->op_param[3] == (int)v->dtype && v->op_param[4] == 0;
     case PIT_CUDA_OP_SDDMM:
     case PIT_CUDA_OP_SOFTMAX:
     case PIT_CUDA_OP_SOFTMAX_BWD: return v->op_param[3] == (int)v->dtype; /* mask dtype codes = pit_dtype */

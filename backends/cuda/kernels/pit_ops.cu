@@ -116,7 +116,13 @@ struct attn_args {
     const int *order; /* NULL, or the groups by falling count (pit_op_plan mode 1) */
     int L, mask_pair; /* mask_pair: two mask elements load as one word */
     float scale_log2;
-    int qb0; /* query block of blockIdx.x 0 (a launch may cover a chunk of rows; ix starts there) */
+    int pad0;
+    /* Detection inside the kernel (det != NULL; L a multiple of BLOCK, mask
+     * rows 16-byte aligned): det[0] hands out work items in order, det[1 +
+     * g] counts the finished detection parts of group g. */
+    int *det, *total;
+    int groups, parts, heads, ahead; /* groups; detection parts and attention items a group; lookahead */
+    int part_blocks, pad;            /* key blocks a detection part */
 };
 
 /* (batch, query block) of this CTA. With an order, the CTAs that start
@@ -198,19 +204,18 @@ PIT_DEV pit_u32 bounds_pair(const attn_args &a, int row, int col)
     return col + 1 < a.L ? 3u : 1u;
 }
 
-PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
+/* Attention of batch b's query block qb over its group's entries. The
+ * index is read through L2 (pit_ldcg): with detection inside the kernel
+ * it was written during this launch. */
+PIT_DEV void attend(const attn_args &a, pit_u8 *smem, int b, int qb)
 {
-    extern __shared__ __align__(16) pit_u8 smem_raw[];
-    pit_u8 *smem = smem_raw + (ALIGN ? (ALIGN - (pit_smem_addr(smem_raw) & (ALIGN - 1))) & (ALIGN - 1) : 0);
     T *Qs = (T *)smem;
     /* stage i of K and V (computed, not an array: no local memory) */
     auto Kb = [&](int i) { return (T *)(smem + Q_BYTES + i * K_BYTES); };
     auto Vb = [&](int i) { return (T *)(smem + Q_BYTES + 2 * K_BYTES + i * V_BYTES); };
-    int b, qb;
-    attn_work(a, b, qb);
-    const int q0 = (a.qb0 + qb) * BQ;
+    const int q0 = qb * BQ;
     const int grp = ix_group(a.ix, b, qb);
-    const int count = __ldg(a.ix.counts + grp);
+    const int count = pit_ldcg(a.ix.counts + grp);
     const int *ent = a.ix.entries + (pit_i64)grp * a.ix.capacity;
     const T *q = (const T *)a.q + b * a.sq, *k = (const T *)a.k + b * a.sk, *v = (const T *)a.v + b * a.sv;
     const pit_u8 *mask = a.mask + (pit_i64)b * a.ms * (MASK_DT == 0 || MASK_DT == 3 ? 4 : 2);
@@ -228,7 +233,7 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
     }
     /* an entry: the key block, PIT_ENTRY_FULL when its mask is all on */
     auto key0_of = [&](int e, int c) { return pit_entry_index(e) * BLOCK + (c % (BLOCK / KC)) * KC; };
-    auto entry_of = [&](int c) { return __ldg(ent + c / (BLOCK / KC)); };
+    auto entry_of = [&](int c) { return pit_ldcg(ent + c / (BLOCK / KC)); };
     int e_next = nchunks > 0 ? entry_of(0) : 0;
     if (nchunks > 0) {
         int k0 = key0_of(e_next, 0);
@@ -396,6 +401,155 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
         for (int j = 0; j < HDV / 8; ++j)
             *(pit_u32 *)(out + (pit_i64)row * a.ldo + j * 8 + 2 * t) = pack2(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
     }
+}
+
+#if ATT_DETECT
+/* ---- detection inside the kernel ------------------------------------------
+ * A CTA takes one work item, in the order the CTAs start (det[0]): the
+ * detection parts of the first `ahead` groups, then for each group g the
+ * parts of group g + ahead followed by g's attention items (its heads, or
+ * one with a per-head mask). An attention item waits for its group's
+ * parts, which CTAs that started before it took, and those wait for
+ * nothing: no deadlock whatever the hardware runs at once. (One item a
+ * CTA, not a loop: attention inside a loop took 125 registers, not 106.) Memory-bound detection of later groups runs
+ * beside the tensor-core work of earlier ones. */
+constexpr int MASK_BYTES = MASK_DT == 1 || MASK_DT == 2 ? 2 : 4;
+constexpr int ROW_UNITS = BLOCK * MASK_BYTES / 16, BLOCK_UNITS = BLOCK * ROW_UNITS;
+static_assert(BLOCK_UNITS % THREADS == 0, "detection: whole 16-byte loads per thread");
+
+/* item -> (detect: part >= 0, or attend: part = -1 - item of the group),
+ * group; false past the last item */
+PIT_DEV bool work_item(const attn_args &a, int t, int &g, int &part)
+{
+    const int nd = a.parts, na = a.heads, W = a.ahead, G = a.groups;
+    if (t < W * nd) {
+        g = t / nd, part = t % nd;
+        return true;
+    }
+    t -= W * nd;
+    const int S = nd + na;
+    if (t < (G - W) * S) {
+        g = t / S;
+        const int r = t % S;
+        if (r < nd) g += W, part = r;
+        else part = -1 - (r - nd);
+        return true;
+    }
+    t -= (G - W) * S;
+    g = G - W + t / na, part = -1 - t % na;
+    return g < G;
+}
+
+/* 16 bytes of mask: bit 0 some element non-zero, bit 1 some element zero
+ * (non-zero on the bits, as detection: -0.0 is zero; an i32 mask is read
+ * as f32 words, core/op_util.c) */
+PIT_DEV pit_u32 unit_flags(uint4 u)
+{
+    const pit_u32 w[4] = {u.x, u.y, u.z, u.w};
+    bool any = false, zero = false;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#if MASK_DT == 1 || MASK_DT == 2 /* not MASK_BYTES: #if sees no constexpr */
+        const bool lo = pit_bits_nonzero16(w[i] & 0xffffu), hi = pit_bits_nonzero16(w[i] >> 16);
+        any |= lo || hi, zero |= !lo || !hi;
+#else
+        const bool nz = pit_bits_nonzero32(w[i]);
+        any |= nz, zero |= !nz;
+#endif
+    }
+    return (pit_u32)any | (pit_u32)zero << 1;
+}
+
+/* Part `part` of group g: key blocks [part * part_blocks, ...) of query
+ * block qb, appended to the index (out of order, atomics), marked full
+ * when no element is zero; then the group's count of finished parts. */
+PIT_DEV void detect_part(const attn_args &a, int g, int part)
+{
+    __shared__ pit_u32 any_bits, zero_bits;
+    const int nkb = a.L / BLOCK, kb0 = part * a.part_blocks;
+    const int nb = a.part_blocks < nkb - kb0 ? a.part_blocks : nkb - kb0;
+    const int mb = a.ix.batched ? g / a.ix.gpb : 0, qb = a.ix.batched ? g % a.ix.gpb : g;
+    const pit_u8 *rows = a.mask + ((pit_i64)mb * a.ms + (pit_i64)qb * BLOCK * a.mld) * MASK_BYTES;
+    if (threadIdx.x == 0) any_bits = 0, zero_bits = 0;
+    __syncthreads();
+    pit_u32 any = 0, zero = 0;
+    /* one block at a time: two in flight (or streaming loads, ld.cs) made
+     * the call 0.03 ms slower on the H100 (docs/PERF-NOTES.md) */
+#pragma unroll 1
+    for (int j = 0; j < nb; ++j) {
+        const pit_u8 *blk = rows + (pit_i64)(kb0 + j) * BLOCK * MASK_BYTES;
+        uint4 u[BLOCK_UNITS / THREADS];
+#pragma unroll
+        for (int i = 0; i < BLOCK_UNITS / THREADS; ++i) {
+            const int unit = threadIdx.x + i * THREADS, r = unit / ROW_UNITS, c = unit % ROW_UNITS;
+            u[i] = __ldg((const uint4 *)(blk + (pit_i64)r * a.mld * MASK_BYTES) + c);
+        }
+        pit_u32 f = 0;
+#pragma unroll
+        for (int i = 0; i < BLOCK_UNITS / THREADS; ++i) f |= unit_flags(u[i]);
+        any |= (f & 1u) << j, zero |= (f >> 1) << j;
+    }
+    /* a warp's bits, then the CTA's */
+#pragma unroll 1
+    for (int j = 0; j < nb; ++j) {
+        const pit_u32 ba = pit_ballot((any >> j) & 1u), bz = pit_ballot((zero >> j) & 1u);
+        if (pit_lane() == 0) {
+            if (ba) pit_atomic_or(&any_bits, 1u << j);
+            if (bz) pit_atomic_or(&zero_bits, 1u << j);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < PIT_WARP) {
+        const int j = threadIdx.x;
+        const bool on = j < nb && ((any_bits >> j) & 1u);
+        if (on) {
+            /* the index this launch fills (read-only to every other kernel) */
+            const int slot = pit_atomic_add(const_cast<int *>(a.ix.counts) + g, 1);
+            const int full = (zero_bits >> j) & 1u ? 0 : PIT_ENTRY_FULL;
+            const_cast<int *>(a.ix.entries)[(pit_i64)g * a.ix.capacity + slot] = (kb0 + j) | full;
+        }
+        const int n = pit_popc(pit_ballot(on));
+        if (j == 0 && n) pit_atomic_add(a.total, n);
+        pit_fence_device();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) pit_atomic_add(a.det + 1 + g, 1);
+}
+
+/* Waits (one thread, then the CTA) until group g's parts are all in. */
+PIT_DEV void wait_detected(const attn_args &a, int g)
+{
+    if (threadIdx.x == 0)
+        while (pit_ld_acquire(a.det + 1 + g) < a.parts) pit_sleep();
+    __syncthreads();
+}
+
+#endif
+
+PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const attn_args a)
+{
+    extern __shared__ __align__(16) pit_u8 smem_raw[];
+    pit_u8 *smem = smem_raw + (ALIGN ? (ALIGN - (pit_smem_addr(smem_raw) & (ALIGN - 1))) & (ALIGN - 1) : 0);
+#if !ATT_DETECT
+    int b, qb;
+    attn_work(a, b, qb);
+    attend(a, smem, b, qb);
+#else
+    /* one item a CTA, in the order the CTAs start (not blockIdx's) */
+    __shared__ int item;
+    if (threadIdx.x == 0) item = pit_atomic_add(a.det, 1);
+    __syncthreads();
+    int g, part;
+    if (!work_item(a, item, g, part)) return;
+    if (part >= 0) {
+        detect_part(a, g, part);
+        return;
+    }
+    wait_detected(a, g);
+    /* a shared index: item i of group g is head i; per head: its one item */
+    if (a.ix.batched) attend(a, smem, g / a.ix.gpb, g % a.ix.gpb);
+    else attend(a, smem, -1 - part, g);
+#endif
 }
 #endif
 

@@ -253,6 +253,34 @@ PIT_DEV void pit_fence_device(void) { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "
 PIT_DEV void pit_fence_device(void) { __threadfence(); }
 #endif
 
+/* A load through L2 only (data written during this launch by other CTAs:
+ * not the read-only path), an acquiring load (gpu scope), and a short sleep
+ * for a spinning thread. */
+#if defined(PIT_AMD)
+PIT_DEV int pit_ldcg(const int *p) { return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT); }
+PIT_DEV int pit_ld_acquire(const int *p) { return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT); }
+PIT_DEV void pit_sleep(void) { __builtin_amdgcn_s_sleep(2); }
+#else
+PIT_DEV int pit_ldcg(const int *p) { return __ldcg(p); }
+PIT_DEV int pit_ld_acquire(const int *p)
+{
+    int v;
+#if __CUDA_ARCH__ >= 700
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+#else
+    v = *(const volatile int *)p;
+    __threadfence();
+#endif
+    return v;
+}
+PIT_DEV void pit_sleep(void)
+{
+#if __CUDA_ARCH__ >= 700
+    __nanosleep(128);
+#endif
+}
+#endif
+
 /* ---- global -> shared copies. cp.async on sm_80+, a plain copy before. */
 #if defined(PIT_AMD)
 /* LDS address (32 bits): what ds_bpermute moves between lanes */
