@@ -253,11 +253,17 @@ static pit_status zero_view(pit_cuda_ctx *c, CUstream s, const view *v)
     return launch_zero(c, s, v->dt, &a, v->batch);
 }
 
-/* f32 scratch of n floats, zeroed, ordered on s */
-static pit_status scratch_f32(CUstream s, size_t n, CUdeviceptr *p)
+/* Scratch of n 4-byte words (f32 sums, int counters), zeroed, ordered on
+ * s; nothing left allocated on failure */
+static pit_status scratch_words(CUstream s, size_t n, CUdeviceptr *p)
 {
     CU_CHECK(pit_cu.MemAllocAsync(p, (n ? n : 1) * 4, s), "cuMemAllocAsync(scratch)");
-    if (n) CU_CHECK(pit_cu.MemsetD32Async(*p, 0, n, s), "cuMemsetD32Async(scratch)");
+    CUresult r = n ? pit_cu.MemsetD32Async(*p, 0, n, s) : CUDA_SUCCESS;
+    if (r != CUDA_SUCCESS) {
+        pit_cu.MemFreeAsync(*p, s);
+        *p = 0;
+        return pit_cu_fail(r, "cuMemsetD32Async(scratch)", __FILE__, __LINE__);
+    }
     return PIT_SUCCESS;
 }
 
@@ -413,8 +419,8 @@ static int attention_fusable(const pit_cuda_ctx *c, const pit_index *idx, const 
            aligned16(k) && aligned16(v) && aligned16(o);
 }
 
-/* The fused kernel's arguments, but for the query blocks it covers and
- * the detection inside it */
+/* The fused kernel's arguments that both launches share (not the order
+ * plan, nor the detection inside the kernel) */
 static pit_status attention_args(const pit_index *idx, const view *q, const view *k, const view *v, const view *m,
                                  const view *o, float scale, attn_args *a)
 {
@@ -573,12 +579,13 @@ static int attention_detect_inside(const pit_index *idx, const view *q, const vi
     const int64_t block = idx->tile.rows, vec = 16 / (int64_t)el_bytes(m->dt), nkb = q->rows / block;
     return e && strcmp(e, "inside") == 0 && q->rows % block == 0 && m->ptr % 16 == 0 && m->ld % vec == 0 &&
            m->bs % vec == 0 && idx->groups_per_batch == nkb && idx->capacity >= nkb &&
-           idx->capacity < PIT_ENTRY_FULL && (idx->groups == nkb || idx->groups == q->batch * nkb);
+           idx->capacity < PIT_ENTRY_FULL;
 }
 
 /* Key blocks a detection part of the kernel reads (4 x 32 KB with bf16
- * 128 x 128 blocks), and the CTAs whose items run ahead of the attention
- * (PIT_CUDA_ATTENTION_AHEAD=n items, for sweeps): about one wave. */
+ * 128 x 128 blocks; PIT_CUDA_ATTENTION_PART=n, 1..32, for sweeps). The items
+ * that run ahead of the attention (PIT_CUDA_ATTENTION_AHEAD=n, for sweeps)
+ * are about one wave: two CTAs an SM. */
 #define ATTENTION_PART_BLOCKS 4
 
 static pit_status attention_detect_fused(pit_cuda_ctx *c, CUstream s, const pit_index *idx, const view *q,
@@ -603,8 +610,8 @@ static pit_status attention_detect_fused(pit_cuda_ctx *c, CUstream s, const pit_
     a.part_blocks = part_blocks;
     a.total = (uint64_t)(uintptr_t)idx->total;
     CUdeviceptr det = 0;
-    if ((st = pit_cuda_zero_index(s, idx)) != PIT_SUCCESS || (st = scratch_f32(s, (size_t)groups + 1, &det)) != PIT_SUCCESS)
-        return st;
+    if ((st = pit_cuda_zero_index(s, idx)) != PIT_SUCCESS || (st = scratch_words(s, (size_t)groups + 1, &det)) != PIT_SUCCESS)
+        return st; /* det[0]: the next work item; det[1 + g]: group g's finished parts */
     a.det = det;
     int param[5] = {block, (int)q->cols, (int)v->cols, mask_code(m->dt), 1};
     st = launch(c, s, PIT_CUDA_OP_ATTENTION, q->dt, param, items, 1, 1, (unsigned)(block / 16 * 32), &a);
@@ -731,7 +738,7 @@ static pit_status gmm_scatter(pit_cuda_ctx *c, CUstream s, gmm_job *j, const vie
         j->a.ldacc = out->ld;
         j->a.sacc = j->a.sc;
     } else {
-        st = scratch_f32(s, (size_t)(out->rows * out->cols * out->batch), &scratch);
+        st = scratch_words(s, (size_t)(out->rows * out->cols * out->batch), &scratch);
         j->a.acc = scratch;
         j->a.ldacc = out->cols;
         j->a.sacc = j->a.sc ? out->rows * out->cols : 0;

@@ -106,6 +106,7 @@ extern "C" __device__ const int pit_smem_bytes = Q_BYTES + 2 * (K_BYTES + V_BYTE
 static_assert(!ATT_WGMMA || Q_BYTES % 1024 == 0, "attention: K and V stages 1024-byte aligned");
 static_assert(BLOCK % KC == 0 && HD % 16 == 0 && HDV % 16 == 0, "attention tile");
 static_assert(PIT_DTYPE != PIT_DT_F32, "tensor cores take 16-bit inputs");
+constexpr int MASK_BYTES = MASK_DT == 1 || MASK_DT == 2 ? 2 : 4;
 
 struct attn_args {
     const pit_u8 *q, *k, *v, *mask;
@@ -218,7 +219,7 @@ PIT_DEV void attend(const attn_args &a, pit_u8 *smem, int b, int qb)
     const int count = pit_ldcg(a.ix.counts + grp);
     const int *ent = a.ix.entries + (pit_i64)grp * a.ix.capacity;
     const T *q = (const T *)a.q + b * a.sq, *k = (const T *)a.k + b * a.sk, *v = (const T *)a.v + b * a.sv;
-    const pit_u8 *mask = a.mask + (pit_i64)b * a.ms * (MASK_DT == 0 || MASK_DT == 3 ? 4 : 2);
+    const pit_u8 *mask = a.mask + (pit_i64)b * a.ms * MASK_BYTES;
     const int warp = threadIdx.x / PIT_WARP, lane = pit_lane(), g = lane >> 2, t = lane & 3;
     const int nchunks = count * (BLOCK / KC);
 
@@ -410,10 +411,11 @@ PIT_DEV void attend(const attn_args &a, pit_u8 *smem, int b, int qb)
  * parts of group g + ahead followed by g's attention items (its heads, or
  * one with a per-head mask). An attention item waits for its group's
  * parts, which CTAs that started before it took, and those wait for
- * nothing: no deadlock whatever the hardware runs at once. (One item a
- * CTA, not a loop: attention inside a loop took 125 registers, not 106.) Memory-bound detection of later groups runs
- * beside the tensor-core work of earlier ones. */
-constexpr int MASK_BYTES = MASK_DT == 1 || MASK_DT == 2 ? 2 : 4;
+ * nothing: no deadlock whatever the hardware runs at once. Memory-bound
+ * detection of later groups runs beside the tensor-core work of earlier
+ * ones. One item a CTA, not a loop over items: with the loop the attention
+ * took 125 registers (116 now, 106 without detection); at 128 two CTAs no
+ * longer fit an SM. */
 constexpr int ROW_UNITS = BLOCK * MASK_BYTES / 16, BLOCK_UNITS = BLOCK * ROW_UNITS;
 static_assert(BLOCK_UNITS % THREADS == 0, "detection: whole 16-byte loads per thread");
 
