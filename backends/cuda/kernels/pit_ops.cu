@@ -311,43 +311,51 @@ PIT_DEV void attend(const attn_args &a, pit_u8 *smem, int b, int qb)
                 pit_mma_16816<PIT_DTYPE>(s[2 * nj + 1], qf[kk], b1);
             }
 #endif
-        /* mask, online softmax: element e of tile j is row g + 8(e/2), key 2t + e%2 */
+        /* mask, online softmax: element e of tile j is row g + 8(e/2), key 2t + e%2.
+         * With a positive scale (uniform) the scores stay unscaled: the max of
+         * the raw scores times the scale is the max of the scaled ones, and
+         * the scale joins the exponent's FFMA (one FMUL an element fewer).
+         * Max and sum run as two chains (e = 0, 1): half the dependent steps. */
+        const bool fold = a.scale_log2 > 0.f;
+        const float post = fold ? a.scale_log2 : 1.f;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            float mx = PIT_NEG_INF;
-            if (on == ~0u) { /* the common case, all allowed: no selects */
+            if (!fold) {
 #pragma unroll
                 for (int j = 0; j < 8; ++j)
 #pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        s[j][2 * h + e] *= a.scale_log2;
-                        mx = fmaxf(mx, s[j][2 * h + e]);
-                    }
-            } else {
-#pragma unroll
-                for (int j = 0; j < 8; ++j)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        float x = (on >> (4 * j + 2 * h + e)) & 1u ? s[j][2 * h + e] * a.scale_log2 : PIT_NEG_INF;
-                        s[j][2 * h + e] = x;
-                        mx = fmaxf(mx, x);
-                    }
+                    for (int e = 0; e < 2; ++e) s[j][2 * h + e] *= a.scale_log2;
             }
+            float mx2[2] = {PIT_NEG_INF, PIT_NEG_INF};
+            if (on != ~0u) { /* masked scores to -inf (the common case, all allowed, skips it) */
+#pragma unroll
+                for (int j = 0; j < 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        if (!((on >> (4 * j + 2 * h + e)) & 1u)) s[j][2 * h + e] = PIT_NEG_INF;
+            }
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) mx2[e] = fmaxf(mx2[e], s[j][2 * h + e]);
+            float mx = fmaxf(mx2[0], mx2[1]);
             mx = fmaxf(mx, shfl_xor_f(mx, 1));
             mx = fmaxf(mx, shfl_xor_f(mx, 2));
+            mx *= post; /* -inf stays -inf: post > 0 */
             const float m_new = fmaxf(m_run[h], mx);
             const float m_use = m_new == PIT_NEG_INF ? 0.f : m_new; /* nothing allowed yet */
-            const float alpha = exp2f(m_run[h] - m_use);
+            const float alpha = pit_exp2_ftz(m_run[h] - m_use);
             m_run[h] = m_new;
-            float rs = 0.f;
+            float rs2[2] = {0.f, 0.f};
 #pragma unroll
             for (int j = 0; j < 8; ++j)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    float p = exp2f(s[j][2 * h + e] - m_use);
+                    float p = pit_exp2_ftz(fmaf(s[j][2 * h + e], post, -m_use));
                     s[j][2 * h + e] = p;
-                    rs += p;
+                    rs2[e] += p;
                 }
+            const float rs = rs2[0] + rs2[1];
             l_run[h] = l_run[h] * alpha + rs;
 #pragma unroll
             for (int j = 0; j < HDV / 8; ++j) {

@@ -298,6 +298,20 @@ PIT_DEV pit_u32 pit_smem_addr(const void *p) { return (pit_u32)__cvta_generic_to
  * c / 8 of row r stored at chunk (c / 8) ^ (r % 8); c a multiple of 8. */
 PIT_DEV int pit_swz128(int r, int c) { return r * 64 + (((c >> 3) ^ (r & 7)) << 3); }
 
+/* 2^x, results below 2^-126 flushed to zero: one MUFU.EX2 on NVIDIA, where
+ * exp2f's ex2.approx.f32 wraps it in a denormal fix-up (three more
+ * instructions); softmax weights that small leave an f32 sum unchanged. */
+PIT_DEV float pit_exp2_ftz(float x)
+{
+#if defined(PIT_AMD)
+    return exp2f(x);
+#else
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#endif
+}
+
 /* 16 bytes, or zeros when !valid (src-size 0 zero-fills). */
 PIT_DEV void pit_copy16(void *dst, const void *src, bool valid)
 {
