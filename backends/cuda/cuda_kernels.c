@@ -210,10 +210,10 @@ static int emit_tile(pit_dtype dt, const pit_tile *t, pit_cuda_variant_fn fn, vo
 /* wide tiles for the axis-K row-blocks of 32 (BM is the micro-tile's rows,
  * so the width carries the arithmetic per load); 32x64 on 64 threads gives
  * each thread a 4x8 block: half the shared-memory reads per FFMA of the
- * menu's 128 threads (4x4), the bound of the f32 kernels */
+ * menu's 128 threads (4x4), the bound of the f32 kernels (32 deep it needs
+ * 128 registers and lost to 8 and 16 deep, docs/PERF-NOTES.md) */
 static const pit_tile wide_cc[] = {
-    {32, 256, 16, 128, 2, 0}, {32, 256, 32, 128, 2, 0}, {32, 64, 8, 64, 2, 0},
-    {32, 64, 16, 64, 2, 0},   {32, 64, 32, 64, 2, 0}};
+    {32, 256, 16, 128, 2, 0}, {32, 256, 32, 128, 2, 0}, {32, 64, 8, 64, 2, 0}, {32, 64, 16, 64, 2, 0}};
 static const pit_tile wide_tc[] = {{32, 256, 32, 128, 4, 1}, {32, 256, 32, 256, 4, 1}, {32, 256, 64, 128, 3, 1}};
 
 static int emit_dtype(pit_dtype dt, int arch, pit_cuda_variant_fn fn, void *user)
