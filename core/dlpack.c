@@ -14,6 +14,10 @@ static int backend_device_type(const char *backend)
     return kDLOpenCL;
 }
 
+/* kDLBool (DLPack 0.8+, PyTorch's torch.bool): one byte an element; named by
+ * its value so that older dlpack headers build too */
+#define PIT_DL_BOOL 6
+
 static pit_status dtype_from_dlpack(DLDataType t, pit_dtype *out)
 {
     if (t.lanes != 1)
@@ -27,9 +31,12 @@ static pit_status dtype_from_dlpack(DLDataType t, pit_dtype *out)
         *out = PIT_BF16;
     else if (t.code == kDLInt && t.bits == 32)
         *out = PIT_I32;
+    else if ((t.code == kDLUInt || t.code == PIT_DL_BOOL) && t.bits == 8)
+        *out = PIT_U8;
     else
         return pit_error(PIT_ERR_UNSUPPORTED_DTYPE, "DLPack dtype code %u, %u bits is not "
-                         "supported (f32, f16, bf16, i32)", (unsigned)t.code, (unsigned)t.bits);
+                         "supported (f32, f16, bf16, i32, u8/bool)", (unsigned)t.code,
+                         (unsigned)t.bits);
     return PIT_SUCCESS;
 }
 
@@ -43,6 +50,10 @@ static DLDataType dtype_to_dlpack(pit_dtype d)
         t.bits = 16;
     } else if (d == PIT_I32)
         t.code = kDLInt;
+    else if (d == PIT_U8) {
+        t.code = kDLUInt;
+        t.bits = 8;
+    }
     return t;
 }
 

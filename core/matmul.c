@@ -32,9 +32,9 @@ static pit_status check_matmul_operands(pit_context *ctx, const pit_tensor *A, c
     if (a->dtype != b->dtype || a->dtype != c->dtype)
         return pit_error(PIT_ERR_UNSUPPORTED_DTYPE, "pit_matmul: dtypes differ (A %s, B %s, C %s)",
                          pit_dtype_name(a->dtype), pit_dtype_name(b->dtype), pit_dtype_name(c->dtype));
-    if (a->dtype == PIT_I32)
-        return pit_error(PIT_ERR_UNSUPPORTED_DTYPE, "pit_matmul: i32 is not a matmul dtype "
-                         "(f32, f16, bf16)");
+    if (a->dtype != PIT_F32 && a->dtype != PIT_F16 && a->dtype != PIT_BF16)
+        return pit_error(PIT_ERR_UNSUPPORTED_DTYPE, "pit_matmul: %s is not a matmul dtype "
+                         "(f32, f16, bf16)", pit_dtype_name(a->dtype));
     if (a->rank != b->rank || a->rank != c->rank || a->rank < 2 || a->rank > 3)
         return pit_error(PIT_ERR_SHAPE_MISMATCH, "pit_matmul: ranks A %d, B %d, C %d; all must be 2 "
                          "or all 3", a->rank, b->rank, c->rank);

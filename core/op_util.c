@@ -157,8 +157,8 @@ pit_status ops_check_mask(pit_context *ctx, const pit_tensor *mask, const char *
 {
     PIT_TRY(ops_check_tensor(ctx, mask, fn, "mask", 2, out_rank > 2 ? out_rank : 2));
     pit_dtype dt = mask->d.dtype;
-    if (dt != PIT_F32 && dt != PIT_F16 && dt != PIT_BF16 && dt != PIT_I32)
-        return pit_error(PIT_ERR_UNSUPPORTED_DTYPE, "%s: mask dtype %s (f32, f16, bf16 or i32)", fn,
+    if (dt != PIT_F32 && dt != PIT_F16 && dt != PIT_BF16 && dt != PIT_I32 && dt != PIT_U8)
+        return pit_error(PIT_ERR_UNSUPPORTED_DTYPE, "%s: mask dtype %s (f32, f16, bf16, i32 or u8)", fn,
                          pit_dtype_name(dt));
     if (mask->d.rank == 3)
         PIT_TRY(ops_check_dim(mask, 0, batch, fn, "mask"));

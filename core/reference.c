@@ -75,6 +75,7 @@ void pit_ref_to_double(pit_dtype dtype, const void *src, size_t n, double *dst)
         case PIT_F16: dst[i] = pit_f16_to_f32(((const uint16_t *)src)[i]); break;
         case PIT_BF16: dst[i] = pit_bf16_to_f32(((const uint16_t *)src)[i]); break;
         case PIT_I32: dst[i] = ((const int32_t *)src)[i]; break;
+        case PIT_U8: dst[i] = ((const uint8_t *)src)[i]; break;
         }
     }
 }
@@ -87,6 +88,7 @@ void pit_ref_from_double(pit_dtype dtype, const double *src, size_t n, void *dst
         case PIT_F16: ((uint16_t *)dst)[i] = pit_f32_to_f16((float)src[i]); break;
         case PIT_BF16: ((uint16_t *)dst)[i] = pit_f32_to_bf16((float)src[i]); break;
         case PIT_I32: ((int32_t *)dst)[i] = (int32_t)src[i]; break;
+        case PIT_U8: ((uint8_t *)dst)[i] = src[i] != 0.0 ? 1 : 0; break;
         }
     }
 }

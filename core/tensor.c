@@ -11,6 +11,7 @@ PIT_API const char *pit_dtype_name(pit_dtype dtype)
     case PIT_F16: return "f16";
     case PIT_BF16: return "bf16";
     case PIT_I32: return "i32";
+    case PIT_U8: return "u8";
     }
     return "?";
 }
@@ -22,6 +23,7 @@ PIT_API size_t pit_dtype_size(pit_dtype dtype)
     case PIT_F16: return 2;
     case PIT_BF16: return 2;
     case PIT_I32: return 4;
+    case PIT_U8: return 1;
     }
     return 0;
 }

@@ -85,10 +85,11 @@ typedef enum pit_dtype {
     PIT_F32 = 0,
     PIT_F16 = 1,
     PIT_BF16 = 2,
-    PIT_I32 = 3 /* indices, expert ids */
+    PIT_I32 = 3, /* indices, expert ids */
+    PIT_U8 = 4   /* pattern masks only: 0/1 bytes (PyTorch's bool, numpy's uint8) */
 } pit_dtype;
 
-/* "f32", "f16", "bf16", "i32", or "?" for an invalid value. */
+/* "f32", "f16", "bf16", "i32", "u8", or "?" for an invalid value. */
 PIT_API const char *pit_dtype_name(pit_dtype dtype);
 /* Size in bytes of one element, 0 for an invalid value. */
 PIT_API size_t pit_dtype_size(pit_dtype dtype);
@@ -318,9 +319,11 @@ PIT_API pit_status pit_matmul_dense(pit_context *ctx, pit_stream *stream,
 /* ------------------------------------------------------------------------ */
 /* Operators of dynamic-sparse models                                       */
 /* ------------------------------------------------------------------------ */
-/* Pattern tensors ("mask") may be f32, f16, bf16 or i32: an element is in the
- * pattern when it is non-zero (NaN counts as non-zero), so either a 0/1 mask or
- * the values whose zeros define the pattern can be passed. A mask of rank 2
+/* Pattern tensors ("mask") may be f32, f16, bf16, i32 or u8: an element is in
+ * the pattern when it is non-zero (NaN counts as non-zero), so either a 0/1 mask
+ * or the values whose zeros define the pattern can be passed. A u8 mask (a
+ * bool tensor through DLPack) is the cheapest to detect: half the bytes of a
+ * 16-bit one. A mask of rank 2
  * applies to every batch; a mask of the operand's rank gives one per batch. */
 
 /* SDDMM (output-sparse matmul): C = (A . B^T) masked by pattern, computing only

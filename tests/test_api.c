@@ -47,6 +47,8 @@ static void test_status_strings(void)
     expect_true("unknown status", strstr(pit_status_string((pit_status)999), "UNKNOWN") != NULL);
     expect_true("version", pit_version() == PIT_VERSION);
     expect_true("dtype names", !strcmp(pit_dtype_name(PIT_BF16), "bf16") && pit_dtype_size(PIT_F16) == 2);
+    expect_true("u8 dtype", !strcmp(pit_dtype_name(PIT_U8), "u8") && pit_dtype_size(PIT_U8) == 1 &&
+                                pit_dtype_size((pit_dtype)5) == 0);
 }
 
 static void test_backend_errors(void)
@@ -203,6 +205,15 @@ static void test_dlpack(pit_context *ctx)
     bad.dl_tensor.ndim = 7;
     expect_status("dlpack rank 7", pit_tensor_from_dlpack(ctx, &bad, &u), PIT_ERR_INVALID_ARGUMENT);
     expect_true("deleter not called on failure", deleter_calls == 1);
+    /* torch.bool arrives as kDLBool (code 6), 8 bits: a u8 mask */
+    DLManagedTensor mask = *m;
+    mask.deleter = count_delete;
+    mask.dl_tensor.dtype = (DLDataType){6, 8, 1};
+    expect_status("from_dlpack bool", pit_tensor_from_dlpack(ctx, &mask, &u), PIT_SUCCESS);
+    pit_tensor_get_desc(u, &d);
+    expect_true("bool imported as u8", d.dtype == PIT_U8 && d.shape[1] == 5);
+    pit_tensor_destroy(u);
+    expect_true("bool deleter called", deleter_calls == 2);
     m->deleter(m);
     pit_tensor_destroy(t);
 }
@@ -216,6 +227,8 @@ static void test_matmul_errors(pit_context *ctx, pit_context *other)
     pit_tensor_create(ctx, PIT_F32, 2, c, &C);
     pit_tensor_create(ctx, PIT_F32, 2, wrong, &Bw);
     pit_tensor_create(ctx, PIT_I32, 2, c, &Ci);
+    pit_tensor *Cu = NULL;
+    pit_tensor_create(ctx, PIT_U8, 2, c, &Cu);
     pit_tensor_create(ctx, PIT_BF16, 2, c, &Ch);
     if (other)
         pit_tensor_create(other, PIT_F32, 2, c, &Co);
@@ -224,6 +237,7 @@ static void test_matmul_errors(pit_context *ctx, pit_context *other)
     expect_status("matmul shape", pit_matmul(ctx, NULL, A, Bw, C, NULL, NULL), PIT_ERR_SHAPE_MISMATCH);
     expect_status("matmul dtype mix", pit_matmul(ctx, NULL, A, B, Ch, NULL, NULL), PIT_ERR_UNSUPPORTED_DTYPE);
     expect_status("matmul i32", pit_matmul(ctx, NULL, A, B, Ci, NULL, NULL), PIT_ERR_UNSUPPORTED_DTYPE);
+    expect_status("matmul u8", pit_matmul(ctx, NULL, A, B, Cu, NULL, NULL), PIT_ERR_UNSUPPORTED_DTYPE);
     expect_status("matmul C aliases A", pit_matmul(ctx, NULL, A, B, A, NULL, NULL), PIT_ERR_SHAPE_MISMATCH);
     if (Co)
         expect_status("matmul other context", pit_matmul(ctx, NULL, A, B, Co, NULL, NULL),
@@ -252,7 +266,7 @@ static void test_matmul_errors(pit_context *ctx, pit_context *other)
         expect_status("sync other stream", pit_synchronize(ctx, s), PIT_ERR_CONTEXT_MISMATCH);
         pit_stream_destroy(s);
     }
-    pit_tensor *list[] = {A, B, C, Bw, Ci, Ch, Co, alias};
+    pit_tensor *list[] = {A, B, C, Bw, Ci, Cu, Ch, Co, alias};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
         pit_tensor_destroy(list[i]);
 }

@@ -228,11 +228,16 @@ static const pattern_kind sddmm_patterns[] = {PAT_DENSE, PAT_EMPTY, PAT_BLOCKS_A
 #define NSDDMM_BLOCKS (int)(sizeof sddmm_blocks / sizeof sddmm_blocks[0])
 #define NSDDMM_PATTERNS (int)(sizeof sddmm_patterns / sizeof sddmm_patterns[0])
 
-/* mask_mode 0: f32 [m,n]; 1: i32 [m,n]; 2: f32 [b,m,n] per batch. */
+/* The masks sddmm is checked with: dtype, and one per batch or shared. */
+typedef struct mask_mode { pit_dtype dtype; int per_batch; } mask_mode;
+static const mask_mode sddmm_masks[] = {
+    {PIT_F32, 0}, {PIT_I32, 0}, {PIT_F32, 1}, {PIT_U8, 0}, {PIT_U8, 1}};
+#define NSDDMM_MASKS (int)(sizeof sddmm_masks / sizeof sddmm_masks[0])
+
 static void sddmm_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
-                       const shape4 *s, pattern_kind pk, int mask_mode, pit_rng *rng)
+                       const shape4 *s, pattern_kind pk, mask_mode mm, pit_rng *rng)
 {
-    int rank = s->b > 1 ? 3 : 2, mrank = mask_mode == 2 ? rank : 2;
+    int rank = s->b > 1 ? 3 : 2, mrank = mm.per_batch ? rank : 2;
     int64_t as[3] = {s->b, s->m, s->k}, bsh[3] = {s->b, s->n, s->k}, cs[3] = {s->b, s->m, s->n};
     int off = 3 - rank, moff = 3 - mrank;
     dbuf A, B, M, C;
@@ -240,11 +245,11 @@ static void sddmm_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_
     if (st == PIT_SUCCESS)
         st = dbuf_make(ctx, dt, rank, bsh + off, &B);
     if (st == PIT_SUCCESS)
-        st = dbuf_make(ctx, mask_mode == 1 ? PIT_I32 : PIT_F32, mrank, cs + moff, &M);
+        st = dbuf_make(ctx, mm.dtype, mrank, cs + moff, &M);
     if (st == PIT_SUCCESS)
         st = dbuf_make(ctx, dt, rank, cs + off, &C);
     double *ref = ref_alloc((size_t)(s->b * s->m * s->n));
-    int64_t mb = mask_mode == 2 ? s->b : 1;
+    int64_t mb = mm.per_batch ? s->b : 1;
     if (st == PIT_SUCCESS && ref) {
         make_pattern(rng, pk, mb, s->m, s->n, M.h);
         st = dbuf_random(&A, rng);
@@ -252,14 +257,14 @@ static void sddmm_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_
             st = dbuf_random(&B, rng);
         if (st == PIT_SUCCESS)
             st = conf_upload(M.t, M.h, M.n);
-        pit_ref_sddmm(s->b, s->m, s->n, s->k, A.h, B.h, M.h, mask_mode == 2, ref);
+        pit_ref_sddmm(s->b, s->m, s->n, s->k, A.h, B.h, M.h, mm.per_batch, ref);
     }
     for (int bi = 0; bi < NSDDMM_BLOCKS && st == PIT_SUCCESS && ref; bi++) {
         char what[200];
-        snprintf(what, sizeof what, "sddmm %s %lldx%lldx%lldx%lld %s block %dx%d mask %s",
+        snprintf(what, sizeof what, "sddmm %s %lldx%lldx%lldx%lld %s block %dx%d mask %s%s",
                  pit_dtype_name(dt), (long long)s->b, (long long)s->m, (long long)s->n,
                  (long long)s->k, pattern_names[pk], sddmm_blocks[bi][0], sddmm_blocks[bi][1],
-                 mask_mode == 0 ? "f32" : mask_mode == 1 ? "i32" : "per-batch");
+                 pit_dtype_name(mm.dtype), mm.per_batch ? " per-batch" : "");
         pit_report rep;
         if (call_ok(t, what, conf_poison(C.t, C.n)) &&
             call_ok(t, what, pit_sddmm(ctx, NULL, A.t, B.t, M.t, C.t, sddmm_blocks[bi][0],
@@ -287,7 +292,7 @@ void conf_sddmm(pit_context *ctx, const conf_opts *o, conf_tally *t)
         for (int s = 0; s < nshapes; s++)
             for (int p = 0; p < NSDDMM_PATTERNS; p++)
                 sddmm_case(ctx, o, t, all_dtypes[d], &sddmm_shapes[s], sddmm_patterns[p],
-                           (s + p) % 3, &rng);
+                           sddmm_masks[(s + p) % NSDDMM_MASKS], &rng);
     }
 }
 
@@ -302,7 +307,7 @@ static const pattern_kind softmax_patterns[] = {PAT_DENSE, PAT_EMPTY, PAT_BLOCKS
 
 /* Forward (out of place, then in place) and backward of one pattern. */
 static void softmax_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
-                         const shape4 *s, pattern_kind pk, pit_rng *rng)
+                         const shape4 *s, pattern_kind pk, pit_dtype mask_dt, pit_rng *rng)
 {
     const float scale = 0.7f;
     int rank = s->b > 1 ? 3 : 2;
@@ -311,7 +316,7 @@ static void softmax_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pi
     dbuf X, M, Y, dY, dX;
     pit_status st = dbuf_make(ctx, dt, rank, shape, &X);
     if (st == PIT_SUCCESS)
-        st = dbuf_make(ctx, PIT_F32, rank, shape, &M);
+        st = dbuf_make(ctx, mask_dt, rank, shape, &M);
     if (st == PIT_SUCCESS)
         st = dbuf_make(ctx, dt, rank, shape, &Y);
     if (st == PIT_SUCCESS)
@@ -321,8 +326,9 @@ static void softmax_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pi
     size_t n = (size_t)(s->b * s->m * s->n);
     double *ref = ref_alloc(n), *dref = ref_alloc(n);
     char what[200];
-    snprintf(what, sizeof what, "softmax %s %lldx%lldx%lld %s", pit_dtype_name(dt),
-             (long long)s->b, (long long)s->m, (long long)s->n, pattern_names[pk]);
+    snprintf(what, sizeof what, "softmax %s %lldx%lldx%lld %s mask %s", pit_dtype_name(dt),
+             (long long)s->b, (long long)s->m, (long long)s->n, pattern_names[pk],
+             pit_dtype_name(mask_dt));
     if (st == PIT_SUCCESS && ref && dref) {
         make_pattern(rng, pk, s->b, s->m, s->n, M.h);
         st = conf_upload(M.t, M.h, M.n);
@@ -369,7 +375,7 @@ void conf_softmax(pit_context *ctx, const conf_opts *o, conf_tally *t)
         for (int s = 0; s < NSOFTMAX_SHAPES; s++)
             for (int p = 0; p < NSOFTMAX_PATTERNS; p++)
                 softmax_case(ctx, o, t, all_dtypes[d], &softmax_shapes[s], softmax_patterns[p],
-                             &rng);
+                             (s + p) % 2 ? PIT_U8 : PIT_F32, &rng);
     }
 }
 
@@ -387,7 +393,8 @@ static const int32_t attn_blocks[] = {0, 16, 32, 128};
 #define NATTN_BLOCKS (int)(sizeof attn_blocks / sizeof attn_blocks[0])
 
 static void attention_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
-                           const attn_shape *s, pattern_kind pk, int per_head, pit_rng *rng)
+                           const attn_shape *s, pattern_kind pk, int per_head, pit_dtype mask_dt,
+                           pit_rng *rng)
 {
     const float scale = 1.0f / sqrtf((float)s->d);
     int64_t qs[3] = {s->bh, s->l, s->d}, vs[3] = {s->bh, s->l, s->dv}, ms[3] = {s->bh, s->l, s->l};
@@ -400,7 +407,7 @@ static void attention_case(pit_context *ctx, const conf_opts *o, conf_tally *t, 
     if (st == PIT_SUCCESS)
         st = dbuf_make(ctx, dt, 3, vs, &O);
     if (st == PIT_SUCCESS)
-        st = dbuf_make(ctx, PIT_F32, per_head ? 3 : 2, per_head ? ms : ms + 1, &M);
+        st = dbuf_make(ctx, mask_dt, per_head ? 3 : 2, per_head ? ms : ms + 1, &M);
     double *ref = ref_alloc((size_t)(s->bh * s->l * s->dv));
     if (st == PIT_SUCCESS && ref) {
         make_pattern(rng, pk, per_head ? s->bh : 1, s->l, s->l, M.h);
@@ -415,10 +422,10 @@ static void attention_case(pit_context *ctx, const conf_opts *o, conf_tally *t, 
     }
     for (int b = 0; b < NATTN_BLOCKS && st == PIT_SUCCESS && ref; b++) {
         char what[200];
-        snprintf(what, sizeof what, "attention %s %lldx%lldx%lldx%lld %s%s block %d",
+        snprintf(what, sizeof what, "attention %s %lldx%lldx%lldx%lld %s%s mask %s block %d",
                  pit_dtype_name(dt), (long long)s->bh, (long long)s->l, (long long)s->d,
                  (long long)s->dv, pattern_names[pk], per_head ? " per-head" : "",
-                 attn_blocks[b]);
+                 pit_dtype_name(mask_dt), attn_blocks[b]);
         if (call_ok(t, what, conf_poison(O.t, O.n)) &&
             call_ok(t, what, pit_sparse_attention(ctx, NULL, Q.t, K.t, V.t, M.t, O.t, scale,
                                                   attn_blocks[b], NULL)))
@@ -434,6 +441,12 @@ static void attention_case(pit_context *ctx, const conf_opts *o, conf_tally *t, 
     dbuf_free(&O);
 }
 
+/* f32, u8 (a bool mask) and the data's own dtype in turn */
+static pit_dtype attn_mask_dtype(pit_dtype dt, int i)
+{
+    return i % 3 == 0 ? PIT_F32 : i % 3 == 1 ? PIT_U8 : dt;
+}
+
 void conf_attention(pit_context *ctx, const conf_opts *o, conf_tally *t)
 {
     pit_rng rng;
@@ -446,7 +459,7 @@ void conf_attention(pit_context *ctx, const conf_opts *o, conf_tally *t)
         for (int s = 0; s < NATTN_SHAPES; s++)
             for (int p = 0; p < NATTN_PATTERNS; p++)
                 attention_case(ctx, o, t, all_dtypes[d], &attn_shapes[s], attn_patterns[p],
-                               p == 1, &rng);
+                               p == 1, attn_mask_dtype(all_dtypes[d], s + p), &rng);
     }
 }
 

@@ -281,6 +281,15 @@ int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
         n += 4;
         n += emit_dtype(dtypes[d], arch, fn, user);
     }
+    pit_cuda_variant u; /* detection of u8 (bool) masks: 8-byte and 1-byte loads */
+    memset(&u, 0, sizeof u);
+    u.kind = PIT_CUDA_DETECT;
+    u.dtype = PIT_U8;
+    static const int u8_vecs[] = {1, 8};
+    for (int i = 0; i < COUNT(u8_vecs); ++i, ++n) {
+        u.vec = u8_vecs[i];
+        fn(&u, user);
+    }
     pit_cuda_variant z;
     memset(&z, 0, sizeof z);
     z.kind = PIT_CUDA_ZERO;

@@ -109,7 +109,7 @@ static int emit_tensor_core(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void
                 emit(arch, PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
                 ++n;
             }
-        for (int mdt = 0; mdt < 4; ++mdt) {
+        for (int mdt = 0; mdt <= PIT_U8; ++mdt) { /* mask dtype codes = pit_dtype */
             if (mdt == 2) continue; /* above */
             int p[5] = {64, 64, 64, mdt, det};
             emit(arch, PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
@@ -131,7 +131,7 @@ static int emit_dtype(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void *user
     static const int gmm_cc[][2] = {{0, 0}, {1, 0}, {0, 1}, {1, 1}, {0, 2}, {0, 3}}; /* acc, mode */
     int n = 0;
     for (int k = 0; k < 3; ++k)
-        for (int mdt = 0; mdt < 4; ++mdt, ++n) {
+        for (int mdt = 0; mdt <= PIT_U8; ++mdt, ++n) {
             int p[5] = {0, 0, 0, mdt};
             emit(arch, masked[k], dt, p, fn, user);
         }

@@ -102,7 +102,7 @@ static pit_status err(pit_status st, const char *fmt, const char *a, const char 
 
 static size_t el_bytes(pit_dtype d)
 {
-    return d == PIT_F16 || d == PIT_BF16 ? 2 : 4;
+    return d == PIT_F16 || d == PIT_BF16 ? 2 : d == PIT_U8 ? 1 : 4;
 }
 
 static int is_float(pit_dtype d)
@@ -156,15 +156,16 @@ static pit_status batch_stride(const view *v, int64_t batch, const char *op, con
     return PIT_SUCCESS;
 }
 
+/* MASK_DT of pit_ops.cu: the pit_dtype code */
 static int mask_code(pit_dtype d)
 {
-    return d == PIT_F32 ? 0 : d == PIT_F16 ? 1 : d == PIT_BF16 ? 2 : 3;
+    return (int)d;
 }
 
 static pit_status check_mask(const view *m, const view *out, const char *op)
 {
-    if (m->dt != PIT_F32 && m->dt != PIT_F16 && m->dt != PIT_BF16 && m->dt != PIT_I32)
-        return err(PIT_ERR_UNSUPPORTED_DTYPE, "cuda %s: %s dtype (f32, f16, bf16 or i32)", op, "mask");
+    if (m->dt != PIT_F32 && m->dt != PIT_F16 && m->dt != PIT_BF16 && m->dt != PIT_I32 && m->dt != PIT_U8)
+        return err(PIT_ERR_UNSUPPORTED_DTYPE, "cuda %s: %s dtype (f32, f16, bf16, i32 or u8)", op, "mask");
     if (m->rows != out->rows || m->cols != out->cols)
         return err(PIT_ERR_SHAPE_MISMATCH, "cuda %s: %s shape differs from the output's", op, "mask");
     int64_t s;

@@ -58,16 +58,18 @@ typedef struct mat {
 
 static size_t dtype_bytes(pit_dtype d)
 {
-    return d == PIT_F32 ? 4 : 2;
+    return d == PIT_F32 ? 4 : d == PIT_U8 ? 1 : 2;
 }
 
-static pit_status as_matrix(const pit_tdesc *t, const char *name, mat *m)
+/* The matrix view of t, whose dtype is f32, f16 or bf16, or also u8 (a
+ * pattern mask: detection only) when u8_ok. */
+static pit_status as_matrix_of(const pit_tdesc *t, const char *name, int u8_ok, mat *m)
 {
     if (t->rank != 2 && t->rank != 3)
         return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda: %s has rank %d; 2 or 3 expected", name, t->rank);
-    if (t->dtype != PIT_F32 && t->dtype != PIT_F16 && t->dtype != PIT_BF16)
-        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED_DTYPE, "cuda: %s has dtype %d; f32, f16 or bf16 expected", name,
-                                    (int)t->dtype);
+    if (t->dtype != PIT_F32 && t->dtype != PIT_F16 && t->dtype != PIT_BF16 && !(u8_ok && t->dtype == PIT_U8))
+        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED_DTYPE, "cuda: %s has dtype %d; f32, f16 or bf16%s expected",
+                                    name, (int)t->dtype, u8_ok ? " (or a u8 mask)" : "");
     int r = t->rank;
     m->ptr = (uint64_t)(uintptr_t)t->mem + t->offset;
     m->rows = t->shape[r - 2];
@@ -81,12 +83,30 @@ static pit_status as_matrix(const pit_tdesc *t, const char *name, mat *m)
     return PIT_SUCCESS;
 }
 
-/* Whole 16-byte vectors along the rows: aligned base, row and batch
+static pit_status as_matrix(const pit_tdesc *t, const char *name, mat *m)
+{
+    return as_matrix_of(t, name, 0, m);
+}
+
+/* Whole vectors of vec_bytes along the rows: aligned base, row and batch
  * strides, and a row length, all multiples of the vector. */
+static int rows_aligned_to(const mat *m, pit_dtype dt, int64_t len, int vec_bytes)
+{
+    int64_t vec = vec_bytes / (int64_t)dtype_bytes(dt);
+    return m->ptr % (uint64_t)vec_bytes == 0 && m->ld % vec == 0 && m->bstride % vec == 0 && len % vec == 0;
+}
+
 static int rows_vector_aligned(const mat *m, pit_dtype dt, int64_t len)
 {
-    int64_t vec = 16 / (int64_t)dtype_bytes(dt);
-    return m->ptr % 16 == 0 && m->ld % vec == 0 && m->bstride % vec == 0 && len % vec == 0;
+    return rows_aligned_to(m, dt, len, 16);
+}
+
+/* Elements per load of pit_detect (its VEC): 16 bytes, 8 for u8 (the
+ * kernel keeps 8 bits per row and load), 1 when rows are not aligned. */
+static int detect_vec(const mat *x, pit_dtype dt)
+{
+    int bytes = dt == PIT_U8 ? 8 : 16;
+    return rows_aligned_to(x, dt, x->cols, bytes) ? bytes / (int)dtype_bytes(dt) : 1;
 }
 
 /* Scratch (axis-K compaction, axis-M f32 accumulation) is stream-ordered
@@ -151,7 +171,7 @@ pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx)
 static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X, const mat *x, const pit_index *idx,
                                 int n)
 {
-    int vec = rows_vector_aligned(x, X->dtype, x->cols) ? (int)(16 / dtype_bytes(X->dtype)) : 1;
+    int vec = detect_vec(x, X->dtype);
     detect_args a;
     memset(&a, 0, sizeof a);
     a.x = x->ptr;
@@ -226,7 +246,7 @@ pit_status pit_cuda_detect(void *bctx, void *stream, const pit_tdesc *X, pit_ind
 {
     pit_cuda_ctx *c = bctx;
     mat x;
-    pit_status st = as_matrix(X, "X", &x);
+    pit_status st = as_matrix_of(X, "X", 1, &x);
     if (st != PIT_SUCCESS) return st;
     if (n < 1 || n > PIT_CUDA_DETECT_MAX)
         return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda detect: %d indexes; 1..%d expected", n,

@@ -45,7 +45,7 @@ static pit_rng rng;
 
 static const char *dt_name(pit_dtype d)
 {
-    return d == PIT_F32 ? "f32" : d == PIT_F16 ? "f16" : d == PIT_BF16 ? "bf16" : "i32";
+    return d == PIT_F32 ? "f32" : d == PIT_F16 ? "f16" : d == PIT_BF16 ? "bf16" : d == PIT_U8 ? "u8" : "i32";
 }
 
 /* ---- device tensors (contiguous) ------------------------------------------ */
@@ -57,7 +57,7 @@ typedef struct dten {
 
 static size_t el_size(pit_dtype d)
 {
-    return d == PIT_F16 || d == PIT_BF16 ? 2 : 4;
+    return d == PIT_F16 || d == PIT_BF16 ? 2 : d == PIT_U8 ? 1 : 4;
 }
 
 static void to_bytes(pit_dtype dt, const double *x, size_t n, void *out)
@@ -500,6 +500,7 @@ static int correctness(void)
         for (int kind = 0; kind < 3; ++kind) test_sddmm(dt, kind, kind == 0 ? 3 : 2, PIT_F32);
         test_sddmm(dt, 0, 2, PIT_I32);
         test_sddmm(dt, 0, 2, PIT_BF16);
+        test_sddmm(dt, 0, 3, PIT_U8);
         for (int kind = 0; kind < 3; ++kind) test_softmax(dt, kind, 1, 32, 2);
         test_softmax(dt, 0, 4, 16, 3);
         test_softmax(dt, 0, 16, 8, 2);
@@ -525,6 +526,10 @@ static int correctness(void)
         test_attention(dt, 3, 384, 64, 64, 3, 2, PIT_F32, 1);    /* f32 mask, detection inside */
         test_attention(dt, 2, 256, 128, 128, 3, 3, PIT_I32, 1);  /* i32 per-head mask, detection inside */
         test_attention(dt, 5, 1024, 64, 128, 0, 2, PIT_BF16, 1); /* more items than run at once */
+        /* u8 (bool) masks: 8-byte detection loads, pair loads of 2 bytes */
+        test_attention(dt, 2, 512, 64, 128, 3, 2, PIT_U8, 1);    /* full, partial, one-zero, empty */
+        test_attention(dt, 3, 259, 64, 64, 3, 3, PIT_U8, 1);     /* odd L, per head, 1-byte loads */
+        test_attention(dt, 2, 256, 64, 64, 0, 2, PIT_U8, 0);     /* unmarked */
         test_moe(dt, 77, 40, 72, 5, 1);
         test_moe(dt, 150, 64, 48, 7, 2);
         test_moe(dt, 33, 20, 30, 3, 1);
@@ -600,6 +605,26 @@ static void run_dense_softmax(void *u)
     CHECK(be->softmax_sparse(bctx, stream, &b->full.ix, &b->S.d, &b->M.d, &b->S.d, 0.125f));
 }
 
+/* mask -> index -> output with b's mask (the index built on it, marked) */
+static void bench_attention_mask(attn_bench *b, int64_t blk, int64_t D, int64_t BH)
+{
+    double host_all, t_all = time_ms_host(run_attention_detect, b, &host_all);
+    setenv("PIT_CUDA_ATTENTION_DETECT", "inside", 1);
+    double host_in, t_in = time_ms_host(run_attention_detect, b, &host_in);
+    unsetenv("PIT_CUDA_ATTENTION_DETECT");
+    double t_seq = time_ms(run_attention, b);
+    double t_det = time_ms(run_detect, b), t_att = time_ms(run_attention_only, b);
+    double flops = 0;
+    int32_t *counts = malloc((size_t)b->ix.ix.groups * 4);
+    CHECK(be->mem_read(bctx, stream, b->ix.ix.counts, 0, counts, (size_t)b->ix.ix.groups * 4));
+    for (int g = 0; g < b->ix.ix.groups; ++g) flops += 4.0 * blk * blk * D * counts[g] * BH;
+    free(counts);
+    printf("attention 1x16x8192x64 bf16, 128x128 block mask 0.9, %s mask: mask->index->output %.3f ms "
+           "(host queueing %.3f ms a call; detect %.3f, fused kernel %.3f ms, %.0f TFLOP/s; "
+           "detect then kernel, apart %.3f ms; detection inside the kernel %.3f ms, host queueing %.3f ms)\n",
+           dt_name(b->M.d.dtype), t_all, host_all, t_det, t_att, flops / t_att * 1e-9, t_seq, t_in, host_in);
+}
+
 static void bench_attention(void)
 {
     const int64_t BH = 16, L = 8192, D = 64, blk = 128;
@@ -611,32 +636,21 @@ static void bench_attention(void)
     b.Q = make(PIT_BF16, 3, sq, x), b.K = make(PIT_BF16, 3, sq, x), b.V = make(PIT_BF16, 3, sq, x);
     b.O = make(PIT_BF16, 3, sq, NULL);
     free(x);
-    /* random 128x128 block mask at sparsity 0.9, bf16, shared by the heads */
+    /* random 128x128 block mask at sparsity 0.9, shared by the heads: as
+     * bf16 (the data's dtype) and as u8 (a bool mask), the same pattern */
     double *mv = mask_values(1, L, L, (int)blk, (int)blk, 0.9, 2);
     pit_ref_sparsify_tiles(&rng, mv, 1, L, L, (int)blk, (int)blk, 0, 0, 0.9);
-    b.M = make(PIT_BF16, 2, sm, mv);
-    free(mv);
-    /* marked as core builds it for the fused kernel: every indexed block is all on */
-    b.ix = build_index_marked(&b.M, 1, (int)blk, (int)blk, PIT_AXIS_K, 1);
-    check_marks(&b.M, 1, &b.ix, 1, "bench mask: index marks");
-    b.dv = detect_view(&b.M, 1);
-    double host_all, t_all = time_ms_host(run_attention_detect, &b, &host_all);
-    setenv("PIT_CUDA_ATTENTION_DETECT", "inside", 1);
-    double host_in, t_in = time_ms_host(run_attention_detect, &b, &host_in);
-    unsetenv("PIT_CUDA_ATTENTION_DETECT");
-    double t_seq = time_ms(run_attention, &b);
-    double t_det = time_ms(run_detect, &b), t_att = time_ms(run_attention_only, &b);
-    double flops = 0;
-    {
-        int32_t *counts = malloc((size_t)b.ix.ix.groups * 4);
-        CHECK(be->mem_read(bctx, stream, b.ix.ix.counts, 0, counts, (size_t)b.ix.ix.groups * 4));
-        for (int g = 0; g < b.ix.ix.groups; ++g) flops += 4.0 * blk * blk * D * counts[g] * BH;
-        free(counts);
+    static const pit_dtype mask_dts[] = {PIT_BF16, PIT_U8};
+    for (int i = 0; i < 2; ++i) {
+        if (i) drop(&b.M), drop_index(&b.ix);
+        b.M = make(mask_dts[i], 2, sm, mv);
+        /* marked as core builds it for the fused kernel: every indexed block is all on */
+        b.ix = build_index_marked(&b.M, 1, (int)blk, (int)blk, PIT_AXIS_K, 1);
+        check_marks(&b.M, 1, &b.ix, 1, "bench mask: index marks");
+        b.dv = detect_view(&b.M, 1);
+        bench_attention_mask(&b, blk, D, BH);
     }
-    printf("attention 1x16x8192x64 bf16, 128x128 block mask 0.9: mask->index->output %.3f ms "
-           "(host queueing %.3f ms a call; detect %.3f, fused kernel %.3f ms, %.0f TFLOP/s; "
-           "detect then kernel, apart %.3f ms; detection inside the kernel %.3f ms, host queueing %.3f ms)\n",
-           t_all, host_all, t_det, t_att, flops / t_att * 1e-9, t_seq, t_in, host_in);
+    free(mv);
     /* rough dense reference: Q.K^T and S.V with cuBLAS, softmax over all blocks */
     b.KT = make(PIT_BF16, 3, skt, NULL);
     CHECK(be->transpose(bctx, stream, &b.K.d, &b.KT.d));

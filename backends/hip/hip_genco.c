@@ -48,7 +48,7 @@ typedef struct options {
 } options;
 
 /* The subset built into the plug-in: every detection, helper and model
- * kernel with its mask in the data's dtype, and the matmul variants of the
+ * kernel with its mask in the data's dtype or u8 (bool), and the matmul variants of the
  * 2-stage, bk = 32, bn = 64 tiles (this includes the dense tile of
  * hip_dense.c). Other variants go through hiprtc at run time. */
 static int builtin_variant(const pit_cuda_variant *v)
@@ -56,10 +56,11 @@ static int builtin_variant(const pit_cuda_variant *v)
     switch (v->kind) {
     case PIT_CUDA_MATMUL: return v->tile.bk == 32 && v->tile.stages == 2 && v->tile.bn == 64;
     case PIT_CUDA_OP_ATTENTION: /* detection inside the kernel is CUDA's (cuda_model_ops.c) */
-        return v->op_param[3] == (int)v->dtype && v->op_param[4] == 0;
+        return (v->op_param[3] == (int)v->dtype || v->op_param[3] == PIT_U8) && v->op_param[4] == 0;
     case PIT_CUDA_OP_SDDMM:
     case PIT_CUDA_OP_SOFTMAX:
-    case PIT_CUDA_OP_SOFTMAX_BWD: return v->op_param[3] == (int)v->dtype; /* mask dtype codes = pit_dtype */
+    case PIT_CUDA_OP_SOFTMAX_BWD: /* mask dtype codes = pit_dtype */
+        return v->op_param[3] == (int)v->dtype || v->op_param[3] == PIT_U8;
     default: return 1;
     }
 }

@@ -28,8 +28,9 @@
  * cannot count, each piece publishes its bits in the dedup / zero bitmaps
  * with atomics and fences before it counts itself in arrive[tile].)
  *
- * Defines: PIT_DTYPE, VEC (elements per load: 16/elem_size, or 1 when rows
- * are not 16-byte aligned), DETECT_H, DETECT_TW.
+ * Defines: PIT_DTYPE (a pit_dtype code: f32, f16, bf16, or 4 = u8 for bool
+ * masks), VEC (elements per load: 16/elem_size, 8 for u8, or 1 when rows
+ * are not aligned to the load), DETECT_H, DETECT_TW.
  */
 #include "pit_port.cuh"
 
@@ -58,8 +59,11 @@
 #error "pit_detect: DETECT_TW must be a multiple of the warp, DETECT_H <= 8 * (256 / DETECT_TW), VEC <= 8"
 #endif
 
+#define PIT_DT_U8 4 /* pattern masks only: bytes, non-zero = on */
 #if PIT_DTYPE == PIT_DT_F32
 #define ELEM_BYTES 4
+#elif PIT_DTYPE == PIT_DT_U8
+#define ELEM_BYTES 1
 #else
 #define ELEM_BYTES 2
 #endif
@@ -94,6 +98,12 @@ struct pit_detect_args {
 #if VEC * ELEM_BYTES == 16
 typedef uint4 vec_t;
 PIT_DEV vec_t load_vec(const pit_u8 *p) { return __ldg((const uint4 *)p); }
+#elif VEC * ELEM_BYTES == 8
+typedef uint2 vec_t;
+PIT_DEV vec_t load_vec(const pit_u8 *p) { return __ldg((const uint2 *)p); }
+#elif ELEM_BYTES == 1
+typedef pit_u32 vec_t;
+PIT_DEV vec_t load_vec(const pit_u8 *p) { return __ldg(p); }
 #elif ELEM_BYTES == 4
 typedef pit_u32 vec_t;
 PIT_DEV vec_t load_vec(const pit_u8 *p) { return __ldg((const unsigned int *)p); }
@@ -118,6 +128,16 @@ PIT_DEV pit_u32 nonzero_mask(vec_t v)
 #endif
     }
     return m;
+#elif VEC * ELEM_BYTES == 8
+    /* bytes: the high bit of each byte of nz is set when the byte is not 0 */
+    const pit_u32 nzx = (((v.x & 0x7f7f7f7fu) + 0x7f7f7f7fu) | v.x) & 0x80808080u;
+    const pit_u32 nzy = (((v.y & 0x7f7f7f7fu) + 0x7f7f7f7fu) | v.y) & 0x80808080u;
+    pit_u32 m = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) m |= ((nzx >> (8 * i + 7)) & 1u) << i | ((nzy >> (8 * i + 7)) & 1u) << (i + 4);
+    return m;
+#elif ELEM_BYTES == 1
+    return v != 0 ? 1u : 0u;
 #elif ELEM_BYTES == 4
     return pit_bits_nonzero32(v) ? 1u : 0u;
 #else

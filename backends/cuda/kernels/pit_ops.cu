@@ -46,15 +46,38 @@ PIT_DEV int ix_group(const pit_ix &ix, int batch, int g)
 }
 
 #ifdef MASK_DT
-/* Mask element "on": non-zero bits (NaN on, -0.0 off), i32 non-zero. */
+/* mask element bytes: f16/bf16 2, u8 (bool) 1, f32/i32 4 */
+#define MASK_ELEM_BYTES (MASK_DT == 1 || MASK_DT == 2 ? 2 : MASK_DT == 4 ? 1 : 4)
+constexpr int MASK_BYTES = MASK_ELEM_BYTES;
+
+/* Mask element "on": non-zero bits (NaN on, -0.0 off), i32 and u8 non-zero. */
 PIT_DEV bool mask_on(const pit_u8 *m, pit_i64 i)
 {
 #if MASK_DT == 0
     return pit_bits_nonzero32(__ldg((const pit_u32 *)m + i));
 #elif MASK_DT == 3
     return __ldg((const int *)m + i) != 0;
+#elif MASK_DT == 4
+    return __ldg(m + i) != 0;
 #else
     return pit_bits_nonzero16(__ldg((const pit_u16 *)m + i));
+#endif
+}
+
+/* One 32-bit word of mask: bit 0 some element on, bit 1 some element off
+ * (an i32 mask is read as f32 words, core/op_util.c) */
+PIT_DEV pit_u32 mask_word_flags(pit_u32 w)
+{
+#if MASK_ELEM_BYTES == 2
+    const bool lo = pit_bits_nonzero16(w & 0xffffu), hi = pit_bits_nonzero16(w >> 16);
+    return (pit_u32)(lo || hi) | (pit_u32)(!lo || !hi) << 1;
+#elif MASK_ELEM_BYTES == 1
+    /* bytes that are zero: the high bit of each byte of zb */
+    const pit_u32 zb = ~(((w & 0x7f7f7f7fu) + 0x7f7f7f7fu) | w) & 0x80808080u;
+    return (pit_u32)(zb != 0x80808080u) | (pit_u32)(zb != 0u) << 1;
+#else
+    const bool nz = pit_bits_nonzero32(w);
+    return (pit_u32)nz | (pit_u32)!nz << 1;
 #endif
 }
 #endif
@@ -106,7 +129,6 @@ extern "C" __device__ const int pit_smem_bytes = Q_BYTES + 2 * (K_BYTES + V_BYTE
 static_assert(!ATT_WGMMA || Q_BYTES % 1024 == 0, "attention: K and V stages 1024-byte aligned");
 static_assert(BLOCK % KC == 0 && HD % 16 == 0 && HDV % 16 == 0, "attention tile");
 static_assert(PIT_DTYPE != PIT_DT_F32, "tensor cores take 16-bit inputs");
-constexpr int MASK_BYTES = MASK_DT == 1 || MASK_DT == 2 ? 2 : 4;
 
 struct attn_args {
     const pit_u8 *q, *k, *v, *mask;
@@ -184,6 +206,9 @@ PIT_DEV pit_u32 mask_pair(const attn_args &a, const pit_u8 *m, int row, int col)
 #if MASK_DT == 1 || MASK_DT == 2
         pit_u32 w = __ldg((const pit_u32 *)(m + 2 * i));
         return (pit_u32)pit_bits_nonzero16(w & 0xffffu) | ((pit_u32)pit_bits_nonzero16(w >> 16) << 1);
+#elif MASK_DT == 4
+        pit_u32 w = __ldg((const pit_u16 *)(m + i));
+        return (pit_u32)((w & 0xffu) != 0) | ((pit_u32)((w >> 8) != 0) << 1);
 #else
         uint2 w = __ldg((const uint2 *)(m + 4 * i));
 #if MASK_DT == 3
@@ -451,23 +476,10 @@ PIT_DEV bool work_item(const attn_args &a, int t, int &g, int &part)
 }
 
 /* 16 bytes of mask: bit 0 some element non-zero, bit 1 some element zero
- * (non-zero on the bits, as detection: -0.0 is zero; an i32 mask is read
- * as f32 words, core/op_util.c) */
+ * (non-zero on the bits, as detection: -0.0 is zero) */
 PIT_DEV pit_u32 unit_flags(uint4 u)
 {
-    const pit_u32 w[4] = {u.x, u.y, u.z, u.w};
-    bool any = false, zero = false;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-#if MASK_DT == 1 || MASK_DT == 2 /* not MASK_BYTES: #if sees no constexpr */
-        const bool lo = pit_bits_nonzero16(w[i] & 0xffffu), hi = pit_bits_nonzero16(w[i] >> 16);
-        any |= lo || hi, zero |= !lo || !hi;
-#else
-        const bool nz = pit_bits_nonzero32(w[i]);
-        any |= nz, zero |= !nz;
-#endif
-    }
-    return (pit_u32)any | (pit_u32)zero << 1;
+    return mask_word_flags(u.x) | mask_word_flags(u.y) | mask_word_flags(u.z) | mask_word_flags(u.w);
 }
 
 /* Part `part` of group g: key blocks [part * part_blocks, ...) of query
@@ -608,7 +620,7 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_sddmm(const sddmm_args p)
                 for (int y = 0; y < 2; ++y) acc[x][y] = fmaf(As[ty * 2 + x][kk], Bs[tx * 2 + y][kk], acc[x][y]);
         __syncthreads();
     }
-    const pit_u8 *mask = p.mask + (pit_i64)batch * p.ms * (MASK_DT == 0 || MASK_DT == 3 ? 4 : 2);
+    const pit_u8 *mask = p.mask + (pit_i64)batch * p.ms * MASK_BYTES;
     T *C = (T *)p.c + batch * p.sc;
 #pragma unroll
     for (int x = 0; x < 2; ++x)
@@ -659,7 +671,7 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_softmax(const softmax_args p)
 #if PIT_OP == 4
     const T *Y = (const T *)p.y + batch * p.sy;
 #endif
-    const pit_u8 *mask = p.mask + (pit_i64)batch * p.ms * (MASK_DT == 0 || MASK_DT == 3 ? 4 : 2);
+    const pit_u8 *mask = p.mask + (pit_i64)batch * p.ms * MASK_BYTES;
     T *O = (T *)p.out + batch * p.so;
     const int lane = pit_lane(), warp = threadIdx.x / 32;
     const int rend = min((int)blockIdx.x * p.br + p.br, p.M);
