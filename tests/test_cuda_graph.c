@@ -2,7 +2,7 @@
  * tests/test_cuda_graph.c - a fixed-plan pit_matmul and pit_sparse_attention
  * without a report read nothing back, so each can be captured in a CUDA
  * graph and replayed on new data (attention with its detection as a kernel
- * of its own, and inside the fused kernel: PIT_CUDA_ATTENTION_DETECT=inside,
+ * of its own (PIT_CUDA_ATTENTION_DETECT=apart), and inside the fused kernel,
  * whose work counters are zeroed by a memset in the graph). Opens the
  * driver with dlopen: without one (CI) the test reports itself skipped
  * (exit 77).
@@ -172,7 +172,7 @@ static int attention_graph(const driver *d, pit_context *ctx, CUstream native, p
     /* detection as its own kernel, then inside the fused kernel */
     int failed = 0;
     for (int inside = 0; inside < 2; inside++) {
-        if (inside) setenv("PIT_CUDA_ATTENTION_DETECT", "inside", 1);
+        setenv("PIT_CUDA_ATTENTION_DETECT", inside ? "inside" : "apart", 1);
         /* warm-up outside the capture: index buffers, kernels */
         PIT_OK(attention_inputs(rng, t, h, ref));
         PIT_OK(pit_sparse_attention(ctx, stream, t[0], t[1], t[2], t[3], O, 0.125f, 64, NULL));

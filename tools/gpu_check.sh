@@ -4,7 +4,11 @@
 # CUDA-graph capture, compute-sanitizer, and the benches. Logs and JSON go to
 # $OUT (or ./gpu-out). Carried along: .carry/ with libclblast.so.1 and the
 # DLPack header (the GPU machine lacks both).
-#   usage: bash tools/gpu_check.sh [quick|full|model|ops|sweep|kernels]
+#   usage: bash tools/gpu_check.sh [quick|full|model|ops|sweep|kernels|anchors]
+# anchors: issue 5's points: the operator tests, conformance of the masked
+# operators, memcheck on attention, the CUDA direct benches, and
+# tools/torch_anchors.py (pit through ctypes beside SDPA, FlexAttention and
+# torch's MoE ways, on one stream, in the same run).
 # kernels: after a kernel change: direct tests, conformance, sanitizers, benches.
 # sweep: the MoE grouped-GEMM tile sweep, the matmul bench, CUDA conformance.
 # ops: the operator tests and benches, CUDA conformance, graph capture, and
@@ -51,6 +55,19 @@ if [ "$mode" = ops ]; then
   rm -f "$out/gpu.txt"
   echo; cat "$summary"; exit 0
 fi
+if [ "$mode" = anchors ]; then
+  step cuda_ops $B/test_cuda_ops
+  step conformance_masked sh -c "for op in sddmm softmax attention; do PIT_BACKEND=cuda $B/pit conformance --op \$op || exit 1; done"
+  step memcheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
+  step racecheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op attention
+  step conformance_apart env PIT_CUDA_ATTENTION_DETECT=apart PIT_BACKEND=cuda $B/pit conformance --op attention
+  step bench_ops $B/test_cuda_ops --bench
+  grep -h "^attention\|^moe" "$out/bench_ops.log" >> "$summary"
+  step torch_anchors env PYTHONUNBUFFERED=1 python3 tools/torch_anchors.py --lib build-gpu/lib/libpit.so
+  cat "$out/torch_anchors.log" >> "$summary"
+  rm -f "$out/gpu.txt"
+  echo; cat "$summary"; exit 0
+fi
 if [ "$mode" = kernels ]; then
   # after a kernel change: correctness first, then the benches it moves
   step cuda_direct $B/test_cuda_direct
@@ -63,9 +80,9 @@ if [ "$mode" = kernels ]; then
   grep -h "^attention\|^moe" "$out/bench_ops.log" >> "$summary"
   grep -h "^attention" "$out/bench_ops_no_order.log" | sed 's/^/no order: /' >> "$summary"
   step cuda_graph_capture $B/test_cuda_graph
-  # attention with its detection inside the fused kernel (PIT_CUDA_ATTENTION_DETECT=inside, opt-in)
-  step memcheck_attention_inside env PIT_CUDA_ATTENTION_DETECT=inside PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
-  step racecheck_attention_inside env PIT_CUDA_ATTENTION_DETECT=inside PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op attention
+  # attention with its detection a kernel of its own (PIT_CUDA_ATTENTION_DETECT=apart, opt-in)
+  step memcheck_attention_apart env PIT_CUDA_ATTENTION_DETECT=apart PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
+  step racecheck_attention_apart env PIT_CUDA_ATTENTION_DETECT=apart PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op attention
   step bench_matmul env PIT_BACKEND=cuda $B/pit bench --suite matmul
   rm -f "$out/gpu.txt"
   echo; cat "$summary"; exit 0

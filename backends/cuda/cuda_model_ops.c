@@ -568,17 +568,19 @@ static pit_status cuda_attention(void *bctx, void *stream, const pit_index *idx,
 /* CUDA only: the HIP plug-in, which compiles this file through its shim,
  * leaves the entry NULL (core then detects and calls attention_sparse). */
 #ifndef PIT_HIP_SHIM_H
-/* Detection inside the fused kernel (pit_op_attention with ATT_DETECT),
- * on request (PIT_CUDA_ATTENTION_DETECT=inside): it saves the detection
- * launch and the order plan, but on the H100 the call took 0.18 ms against
- * 0.17 ms for detection then kernel (docs/PERF-NOTES.md, sixth session).
- * Whole blocks (L a multiple of the block), 16-byte mask rows, groups one
- * a query block. */
+/* Detection inside the fused kernel (pit_op_attention with ATT_DETECT) by
+ * default: it saves the detection launch and the order plan. On the H100,
+ * since the ex2 softmax, the call takes 0.155 ms against 0.161 ms for
+ * detection then kernel with a bf16 mask and 0.141 against 0.145 ms with a
+ * u8 one (three runs, docs/PERF-NOTES.md, eighth session; in the sixth it
+ * lost, 0.18 against 0.17 ms). PIT_CUDA_ATTENTION_DETECT=apart keeps the
+ * detection a kernel of its own. Whole blocks (L a multiple of the block),
+ * 16-byte mask rows, groups one a query block. */
 static int attention_detect_inside(const pit_index *idx, const view *q, const view *m)
 {
     const char *e = getenv("PIT_CUDA_ATTENTION_DETECT");
     const int64_t block = idx->tile.rows, vec = 16 / (int64_t)el_bytes(m->dt), nkb = q->rows / block;
-    return e && strcmp(e, "inside") == 0 && q->rows % block == 0 && m->ptr % 16 == 0 && m->ld % vec == 0 &&
+    return !(e && strcmp(e, "apart") == 0) && q->rows % block == 0 && m->ptr % 16 == 0 && m->ld % vec == 0 &&
            m->bs % vec == 0 && idx->groups_per_batch == nkb && idx->capacity >= nkb &&
            idx->capacity < PIT_ENTRY_FULL;
 }

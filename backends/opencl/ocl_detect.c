@@ -133,9 +133,10 @@ static pit_status check_detect_args(const pit_tdesc *X, const pit_index *idx, in
     if (X->rank != 2 && X->rank != 3)
         return ocl_host->error(PIT_ERR_INVALID_ARGUMENT,
                                "opencl detect: rank %d operand (2 or 3 allowed)", X->rank);
-    if (ocl_dtype_code(X->dtype) < 0)
+    if (ocl_pattern_bytes(X->dtype) == 0)
         return ocl_host->error(PIT_ERR_UNSUPPORTED_DTYPE,
-                               "opencl detect: dtype %d (f32, f16, bf16 allowed)", X->dtype);
+                               "opencl detect: dtype %d (" OCL_PATTERN_DTYPES " allowed)",
+                               (int)X->dtype);
     for (int i = 0; i < n; ++i) {
         const pit_microtile *t = &idx[i].tile;
         if (t->rows < 1 || t->cols < 1 || t->axis < PIT_AXIS_K || t->axis > PIT_AXIS_N)
@@ -162,13 +163,16 @@ static pit_status run_pass(ocl_ctx *c, cl_command_queue q, const pit_tdesc *X,
     const int r = X->rank;
     const int64_t rows = X->shape[r - 2], cols = X->shape[r - 1];
     const int64_t batch = r == 3 ? X->shape[0] : 1;
-    const size_t esize = X->dtype == PIT_F32 ? 4 : 2;
+    const int esize = ocl_pattern_bytes(X->dtype);
     const int dwg = (int)(c->max_wg < 256 ? c->max_wg : 256);
 
+    /* Detection only tests elements for zero: the program depends on their
+     * width (MW), not on the storage dtype, so f16 and bf16 share one and DT
+     * is a fixed placeholder that pit_common.cl requires. */
     char defines[1024];
     int len = snprintf(defines, sizeof defines,
-                       "-DDT=%d -DNCAND=%d -DRR=%d -DCW=%d -DNFLAGS=%d -DDWG=%d",
-                       ocl_dtype_code(X->dtype), p->n, p->rr, p->cw, p->nflags, dwg);
+                       "-DDT=0 -DMW=%d -DNCAND=%d -DRR=%d -DCW=%d -DNFLAGS=%d -DDWG=%d",
+                       esize, p->n, p->rr, p->cw, p->nflags, dwg);
     for (int i = 0; i < MAX_CANDS; ++i) {
         const pit_microtile *t = &idx[p->cand[i < p->n ? i : 0]].tile;
         len += snprintf(defines + len, sizeof defines - (size_t)len,
@@ -192,7 +196,7 @@ static pit_status run_pass(ocl_ctx *c, cl_command_queue q, const pit_tdesc *X,
     ocl_args a;
     ocl_args_begin(&a, k, "pit_detect");
     ocl_arg_mem(&a, (cl_mem)X->mem);
-    ocl_arg_long(&a, (cl_long)(X->offset / esize));
+    ocl_arg_long(&a, (cl_long)(X->offset / (size_t)esize));
     ocl_arg_long(&a, (cl_long)X->strides[r - 2]);
     ocl_arg_long(&a, r == 3 ? (cl_long)X->strides[0] : 0);
     ocl_arg_int(&a, (cl_int)rows);

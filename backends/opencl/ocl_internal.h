@@ -90,10 +90,27 @@ static inline int ocl_dtype_code(pit_dtype t)
     return t == PIT_F32 ? 0 : t == PIT_F16 ? 1 : t == PIT_BF16 ? 2 : -1;
 }
 
-/* Bytes of one stored element (f16 and bf16 are 16-bit words). */
+/* Bytes of one stored element (f16 and bf16 are 16-bit words, a u8 mask's
+ * elements bytes, f32 and i32 32-bit words). */
 static inline size_t ocl_dtype_bytes(pit_dtype t)
 {
-    return t == PIT_F16 || t == PIT_BF16 ? 2 : 4;
+    return t == PIT_U8 ? 1 : t == PIT_F16 || t == PIT_BF16 ? 2 : 4;
+}
+
+/* The -DMW code of a pattern (a mask, or an operand detection scans): bytes
+ * of one element as mask_on() in pit_common.cl reads it; 0 for a dtype that
+ * cannot be a pattern. An i32 mask is read as f32 words, as core does. */
+#define OCL_PATTERN_DTYPES "f32, f16, bf16, i32 or u8"
+static inline int ocl_pattern_bytes(pit_dtype t)
+{
+    switch (t) {
+    case PIT_F32:
+    case PIT_I32: return 4;
+    case PIT_F16:
+    case PIT_BF16: return 2;
+    case PIT_U8: return 1;
+    default: return 0;
+    }
 }
 
 /* Kernel objects through one process-wide lock (a PoCL 3.1 race). */

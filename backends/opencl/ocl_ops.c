@@ -23,7 +23,7 @@
 /* A configuration of pit_ops.cl: storage dtype, mask word, tile, work-group. */
 typedef struct ops_config {
     pit_dtype dtype;
-    int mask_word; /* 4 or 2 bytes */
+    int mask_word; /* bytes of a mask element: 4, 2 or 1 (-DMW) */
     int bm, bn, bk;
     size_t wg;
 } ops_config;
@@ -122,9 +122,16 @@ static int64_t batch_of(const pit_tdesc *t)
     return t->rank == 3 ? t->shape[0] : 1;
 }
 
-static int mask_word(const pit_tdesc *mask)
+/* The mask's -DMW code; a dtype that cannot be a mask is refused here, as
+ * core does (a plug-in must not trust it), so no kernel reads it wrongly. */
+static pit_status mask_word(const pit_tdesc *mask, const char *op, int *out)
 {
-    return mask->dtype == PIT_F16 || mask->dtype == PIT_BF16 ? 2 : 4;
+    *out = ocl_pattern_bytes(mask->dtype);
+    if (*out == 0)
+        return ocl_host->error(PIT_ERR_UNSUPPORTED_DTYPE,
+                               "opencl %s: mask dtype %d (" OCL_PATTERN_DTYPES ")", op,
+                               (int)mask->dtype);
+    return PIT_SUCCESS;
 }
 
 /* ---- elementwise --------------------------------------------------------------------- */
@@ -252,7 +259,8 @@ static pit_status ocl_sddmm(void *bctx, void *stream, const pit_index *idx, cons
     ocl_ctx *c = bctx;
     ocl_stream *s = stream;
     OCL_TRY(check_block(idx, "sddmm"));
-    ops_config k = {A->dtype, mask_word(mask), idx->tile.rows, idx->tile.cols, OPS_BK, 0};
+    ops_config k = {A->dtype, 0, idx->tile.rows, idx->tile.cols, OPS_BK, 0};
+    OCL_TRY(mask_word(mask, "sddmm", &k.mask_word));
     /* Every work-item owns at least one output of the block. */
     size_t outputs = (size_t)k.bm * (size_t)k.bn;
     k.wg = pow2_at_most(outputs < 128 ? outputs : 128);
@@ -287,12 +295,15 @@ static pit_status ocl_sddmm(void *bctx, void *stream, const pit_index *idx, cons
 
 /* ---- sparse softmax ------------------------------------------------------------------- */
 
-static ops_config row_config(const pit_tdesc *X, const pit_tdesc *mask, const ocl_ctx *c)
+static pit_status row_config(const pit_tdesc *X, const pit_tdesc *mask, const ocl_ctx *c,
+                             const char *op, ops_config *k)
 {
-    ops_config k = {X->dtype, mask_word(mask), 1, 1, 1, OPS_ROW_WG};
-    while (k.wg > c->max_wg)
-        k.wg /= 2;
-    return k;
+    ops_config r = {X->dtype, 0, 1, 1, 1, OPS_ROW_WG};
+    OCL_TRY(mask_word(mask, op, &r.mask_word));
+    while (r.wg > c->max_wg)
+        r.wg /= 2;
+    *k = r;
+    return PIT_SUCCESS;
 }
 
 static void arg_row_index(ocl_args *a, const pit_index *idx)
@@ -308,7 +319,8 @@ static pit_status ocl_softmax_sparse(void *bctx, void *stream, const pit_index *
 {
     ocl_ctx *c = bctx;
     ocl_stream *s = stream;
-    ops_config k = row_config(X, mask, c);
+    ops_config k;
+    OCL_TRY(row_config(X, mask, c, "softmax_sparse", &k));
     cl_kernel kern;
     OCL_TRY(ops_kernel(c, &k, "pit_ops_softmax", k.wg, &kern));
     mat_view x = mat_of(X), m = mat_of(mask), y = mat_of(Y);
@@ -332,7 +344,8 @@ static pit_status ocl_softmax_sparse_backward(void *bctx, void *stream, const pi
 {
     ocl_ctx *c = bctx;
     ocl_stream *s = stream;
-    ops_config k = row_config(Y, mask, c);
+    ops_config k;
+    OCL_TRY(row_config(Y, mask, c, "softmax_sparse_backward", &k));
     cl_kernel kern;
     OCL_TRY(ops_kernel(c, &k, "pit_ops_softmax_backward", k.wg, &kern));
     mat_view y = mat_of(Y), dy = mat_of(dY), m = mat_of(mask), dx = mat_of(dX);

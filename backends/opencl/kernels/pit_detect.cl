@@ -2,11 +2,13 @@
  * pit_detect.cl - online sparsity detection and out-of-order index building
  * for up to 8 micro-tile candidates in one pass over X.
  *
- * Defines: DT; NCAND (1..8); for each candidate i < 8: TM_i, TK_i (micro-tile
- * rows x cols), AX_i (1 K, 2 M, 3 N), FOFF_i (offset of its flags in local
- * memory); RR x CW, the region one work-group scans (multiples of every TM_i
- * and TK_i, so a micro-tile never straddles two work-groups and is recorded
- * exactly once); NFLAGS (sum of the candidates' flags); DWG (work-group size).
+ * Defines: MW (bytes of one element of X: 4 f32, 2 f16/bf16, 1 u8; read
+ * through mask_on() of pit_common.cl; DT is unused); NCAND (1..8); for each
+ * candidate i < 8: TM_i, TK_i (micro-tile rows x cols), AX_i (1 K, 2 M, 3 N),
+ * FOFF_i (offset of its flags in local memory); RR x CW, the region one
+ * work-group scans (multiples of every TM_i and TK_i, so a micro-tile never
+ * straddles two work-groups and is recorded exactly once); NFLAGS (sum of the
+ * candidates' flags); DWG (work-group size).
  *
  * Grid: (ceil(cols / CW) * DWG, ceil(rows / RR), batch).
  */
@@ -47,7 +49,7 @@
     , __global int *counts##i, __global int *entries##i, __global int *total##i
 
 __kernel __attribute__((reqd_work_group_size(DWG, 1, 1)))
-void pit_detect(__global const bits_t *X, long x_off, long ldx, long x_bs,
+void pit_detect(__global const mword_t *X, long x_off, long ldx, long x_bs,
                 int rows, int cols, int8 gpb, int8 cap, int8 ngroups
                 INDEX_ARGS(0) INDEX_ARGS(1) INDEX_ARGS(2) INDEX_ARGS(3)
                 INDEX_ARGS(4) INDEX_ARGS(5) INDEX_ARGS(6) INDEX_ARGS(7))
@@ -66,10 +68,14 @@ void pit_detect(__global const bits_t *X, long x_off, long ldx, long x_bs,
     barrier(CLK_LOCAL_MEM_FENCE);
 
     X += x_off + (long)b * x_bs;
+    /* One element per step whatever MW is, u8 included: each element marks
+     * its own micro-tiles (sides as small as 1, and 3 or 5), rows may start
+     * at any element, and neighbouring work-items already read neighbouring
+     * elements, so wider loads would save no traffic, only add edge cases. */
     for (int e = lid; e < RR * CW; e += DWG) {
         const int r = e / CW, c = e % CW;
         if (r0 + r < rows && c0 + c < cols &&
-            (X[(long)(r0 + r) * ldx + (c0 + c)] & NZ_MASK) != 0) {
+            mask_on(X, (long)(r0 + r) * ldx + (c0 + c))) {
             MARK(0) MARK(1) MARK(2) MARK(3) MARK(4) MARK(5) MARK(6) MARK(7)
         }
     }

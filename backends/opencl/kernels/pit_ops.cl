@@ -5,7 +5,8 @@
  *
  * Defines (one program per set; elementwise kernels use none of the tile ones):
  *   DT          storage dtype of the tensors (pit_common.cl)
- *   MW          bytes of one mask word: 4 (f32, i32) or 2 (f16, bf16)
+ *   MW          bytes of one mask element: 4 (f32, i32), 2 (f16, bf16) or 1 (u8);
+ *               the masks are read through mask_on() (pit_common.cl)
  *   BM, BN, BK  dense computation tile: BM x BN outputs, BK-deep slabs
  *   WG          work-items per work-group (a power of two for the softmax)
  * Work-item lid owns outputs o = lid + r * WG (r < RPT) of the BM x BN tile,
@@ -24,21 +25,7 @@
 #ifndef WG
 #define WG 64
 #endif
-#ifndef MW
-#define MW 4
-#endif
 #define RPT ((BM * BN + WG - 1) / WG)
-
-/* A pattern element is "on" when any bit but the sign is set: -0 is off,
- * NaN is on. i32 masks are read as 32-bit words like f32 ones, exactly as
- * detection reads them, so both always agree on which blocks matter. */
-#if MW == 4
-typedef uint mword_t;
-#define MASK_ON(p, i) (((p)[(i)] & 0x7fffffffu) != 0u)
-#else
-typedef ushort mword_t;
-#define MASK_ON(p, i) (((p)[(i)] & (ushort)0x7fffu) != (ushort)0u)
-#endif
 
 /* ---- the dense tile ------------------------------------------------------------ */
 
@@ -181,7 +168,7 @@ void pit_ops_sddmm(__global const st_t *A, long a_off, long lda, long a_bs,
     for (int r = 0; r < RPT; ++r) {
         const int o = lid + r * WG;
         const int m = m0 + o / BN, n = n0 + o % BN;
-        if (active && o < BM * BN && m < M && n < N && MASK_ON(Mk, (long)m * ldm + n))
+        if (active && o < BM * BN && m < M && n < N && mask_on(Mk, (long)m * ldm + n))
             STORE(C, (long)m * ldc + n, acc[r]);
     }
 }
@@ -208,7 +195,7 @@ inline int listed_column(__global const int *ent, int i, int tc, int N,
                          __global const mword_t *mrow)
 {
     const int n = ent[i / tc] * tc + i % tc;
-    return (n < N && MASK_ON(mrow, n)) ? n : -1;
+    return (n < N && mask_on(mrow, n)) ? n : -1;
 }
 
 /* One work-group per row (grid WG x M x batch); tr x tc is the index's
@@ -249,7 +236,7 @@ void pit_ops_softmax(__global const st_t *X, long x_off, long ldx, long x_bs,
     sum = wg_reduce(red, lid, sum, 0);
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
     for (int n = lid; n < N; n += WG) {
-        const float y = MASK_ON(mrow, n) ? exp(scale * LOAD(xrow, n) - mx) * inv : 0.0f;
+        const float y = mask_on(mrow, n) ? exp(scale * LOAD(xrow, n) - mx) * inv : 0.0f;
         STORE(yrow, n, y);
     }
 }
@@ -284,7 +271,7 @@ void pit_ops_softmax_backward(__global const st_t *Yv, long y_off, long ldy, lon
     }
     dot = wg_reduce(red, lid, dot, 0);
     for (int n = lid; n < N; n += WG) {
-        const float dx = MASK_ON(mrow, n) ? scale * LOAD(yrow, n) * (LOAD(dyrow, n) - dot) : 0.0f;
+        const float dx = mask_on(mrow, n) ? scale * LOAD(yrow, n) * (LOAD(dyrow, n) - dot) : 0.0f;
         STORE(dxrow, n, dx);
     }
 }
