@@ -94,6 +94,16 @@ static inline void ex_upload(pit_tensor *t, double *x, size_t n)
     free(f);
 }
 
+/* Uploads a 0/1 pattern as a u8 mask (what a framework's bool tensor is). */
+static inline void ex_upload_mask(pit_tensor *t, const double *x, size_t n)
+{
+    unsigned char *b = ex_alloc(n, 1);
+    for (size_t i = 0; i < n; i++)
+        b[i] = x[i] != 0.0;
+    EX_CHECK(pit_tensor_upload(t, NULL, b, n));
+    free(b);
+}
+
 static inline void ex_download(const pit_tensor *t, double *x, size_t n)
 {
     float *f = ex_alloc(n, sizeof(float));

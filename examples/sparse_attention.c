@@ -51,7 +51,7 @@ static pit_status new_mask(void *u)
         }
     }
     free(global);
-    ex_upload(r->M, r->mask, (size_t)(BATCH * HEADS * L * L));
+    ex_upload_mask(r->M, r->mask, (size_t)(BATCH * HEADS * L * L));
     return PIT_SUCCESS;
 }
 
@@ -93,7 +93,7 @@ int main(int argc, char **argv)
     r.K = ex_tensor(ctx, PIT_F32, 3, qshape);
     r.V = ex_tensor(ctx, PIT_F32, 3, qshape);
     r.O = ex_tensor(ctx, PIT_F32, 3, qshape);
-    r.M = ex_tensor(ctx, PIT_F32, 3, sshape);
+    r.M = ex_tensor(ctx, PIT_U8, 3, sshape); /* a bool mask: 1 byte an element */
     ex_upload(r.Q, q, nq);
     ex_upload(r.K, k, nq);
     ex_upload(r.V, v, nq);

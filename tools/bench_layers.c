@@ -289,8 +289,8 @@ static pit_status bench_attention(pit_context *ctx, const bench_opts *o, pit_dty
     pit_status st = PIT_SUCCESS;
     r->layer = "attention";
     r->dt = dt;
-    snprintf(r->shape, sizeof r->shape, "BH%lld L%lld d%lld blk%d", (long long)BH, (long long)L, (long long)D,
-             blk);
+    snprintf(r->shape, sizeof r->shape, "BH%lld L%lld d%lld blk%d u8 mask", (long long)BH, (long long)L,
+             (long long)D, blk);
     r->sparsity_what = "mask zeros";
     size_t nq = (size_t)(BH * L * D), nm = (size_t)(L * L);
     double *q = dalloc(nq), *k = dalloc(nq), *v = dalloc(nq), *m0 = dalloc(nm), *m = dalloc(nm);
@@ -309,22 +309,23 @@ static pit_status bench_attention(pit_context *ctx, const bench_opts *o, pit_dty
     TRY(bench_upload(b.Q, dt, q, nq));
     TRY(bench_upload(b.K, dt, k, nq));
     TRY(bench_upload(b.V, dt, v, nq));
-    /* A new random block mask per input set (shared by the heads); set 0's kept in m0. */
+    /* A new random block mask per input set (shared by the heads), as a
+     * framework passes it: u8 (torch.bool through DLPack); set 0's kept in m0. */
     double zeros = 0;
     for (int s = 0; s < b.sets; s++) {
         double *mm = s == 0 ? m0 : m;
         for (size_t i = 0; i < nm; i++)
             mm[i] = 1.0;
         zeros += pit_ref_sparsify_tiles(&rng, mm, 1, L, L, blk, blk, 0, 0, sparsity) / b.sets;
-        TRY(pit_tensor_create(ctx, dt, 2, (int64_t[]){L, L}, &b.M[s]));
-        TRY(bench_upload(b.M[s], dt, mm, nm));
+        TRY(pit_tensor_create(ctx, PIT_U8, 2, (int64_t[]){L, L}, &b.M[s]));
+        TRY(bench_upload(b.M[s], PIT_U8, mm, nm));
     }
     r->sparsity = zeros;
     /* The dense way's buffers; K^T made once, outside the timing; the all-ones mask. */
     for (size_t i = 0; i < nm; i++)
         m[i] = 1.0;
-    TRY(pit_tensor_create(ctx, dt, 2, (int64_t[]){L, L}, &b.Full));
-    TRY(bench_upload(b.Full, dt, m, nm));
+    TRY(pit_tensor_create(ctx, PIT_U8, 2, (int64_t[]){L, L}, &b.Full));
+    TRY(bench_upload(b.Full, PIT_U8, m, nm));
     TRY(pit_tensor_create(ctx, dt, 3, (int64_t[]){BH, D, L}, &b.Kt));
     TRY(pit_tensor_create(ctx, dt, 3, sshape, &b.S));
     TRY(pit_tensor_create(ctx, dt, 3, sshape, &b.P));
