@@ -93,6 +93,7 @@ pit_status pit_cuda_driver_load(void)
                                         symbols[i].name);
         }
     }
+    *(void **)&pit_cu.TensorMapEncodeTiled = dlsym(driver_lib, "cuTensorMapEncodeTiled");
     CUresult r = pit_cu.Init(0);
     if (r != CUDA_SUCCESS) {
         const char *name = "?";

@@ -49,6 +49,11 @@ typedef struct pit_cu_api {
     CUresult (*LaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
                              unsigned int, unsigned int, unsigned int, CUstream, void **, void **);
     CUresult (*GetErrorName)(CUresult, const char **);
+    /* optional (drivers of CUDA 12+): NULL when the driver lacks it */
+    CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                     const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
+                                     CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                     CUtensorMapFloatOOBfill);
 } pit_cu_api;
 
 extern pit_cu_api pit_cu;

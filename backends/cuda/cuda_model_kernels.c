@@ -42,8 +42,8 @@ char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size)
         snprintf(buf, size, "-DPIT_OP=%d -DPIT_DTYPE=%d -DMASK_DT=%d", op, dt, p[3]);
         break;
     case PIT_CUDA_OP_GMM_TC:
-        snprintf(buf, size, "-DPIT_OP=%d -DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DSTAGES=%d -DACC=%d", op, dt,
-                 v->tile.bm, v->tile.bn, v->tile.bk, v->tile.stages, p[0]);
+        snprintf(buf, size, "-DPIT_OP=%d -DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DSTAGES=%d -DACC=%d -DTMA_B=%d", op,
+                 dt, v->tile.bm, v->tile.bn, v->tile.bk, v->tile.stages, p[0], p[1]);
         break;
     case PIT_CUDA_OP_GMM_CC:
         snprintf(buf, size, "-DPIT_OP=%d -DPIT_DTYPE=%d -DACC=%d -DMODE=%d", op, dt, p[0], p[1]);
@@ -116,11 +116,12 @@ static int emit_tensor_core(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void
             ++n;
         }
     }
-    for (int acc = 0; acc < 2; ++acc) {
-        int p[5] = {acc, 0, 0, 0};
-        emit(arch, PIT_CUDA_OP_GMM_TC, dt, p, fn, user);
-        ++n;
-    }
+    for (int acc = 0; acc < 2; ++acc)
+        for (int tma = 0; tma <= (pit_cuda_gmm_wgmma(arch, pit_cuda_gmm_tile(arch)) ? 1 : 0); ++tma) {
+            int p[5] = {acc, tma, 0, 0};
+            emit(arch, PIT_CUDA_OP_GMM_TC, dt, p, fn, user);
+            ++n;
+        }
     return n;
 }
 

@@ -60,6 +60,7 @@ typedef struct plan_args {
 } plan_args;
 
 typedef struct gmm_args {
+    _Alignas(64) uint8_t map_b[128]; /* a CUtensorMap of B (TMA_B variants) */
     uint64_t a, b, d, c, acc, gates, counts, entries, list;
     int64_t lda, ldb, ldc, ldd, ldacc, ldg;
     int64_t sa, sb, sc, sacc;
@@ -676,6 +677,32 @@ typedef struct gmm_job {
 } gmm_job;
 
 /* Tensor cores: work list on the device (no read-back), persistent CTAs. */
+/* The wgmma GEMM's B stages through the tensor copy engine: where the
+ * driver encodes tensor maps, unless PIT_CUDA_GMM_TMA=0. B is [groups, K,
+ * N] (one group when sb = 0: shared), boxes of 64 x bk under 128-byte
+ * swizzle, the layout the kernel's wgmma's read; the strides (16-byte
+ * multiples) are what the tensor-core path already requires. */
+static int gmm_tma_b(pit_cuda_ctx *c, const gmm_job *j, pit_tile t, gmm_args *a)
+{
+#ifdef PIT_HIP_SHIM_H /* no copy engine through the HIP shim */
+    (void)c, (void)j, (void)t, (void)a;
+    return 0;
+#else
+    const char *e = getenv("PIT_CUDA_GMM_TMA");
+    if ((e && strcmp(e, "0") == 0) || !pit_cu.TensorMapEncodeTiled || !pit_cuda_gmm_wgmma(c->arch, t)) return 0;
+    const uint64_t es = 2, groups = a->sb ? (uint64_t)j->groups : 1;
+    cuuint64_t dims[3] = {(cuuint64_t)a->N, (cuuint64_t)a->K, groups};
+    cuuint64_t strides[2] = {(cuuint64_t)a->ldb * es, (cuuint64_t)(a->sb ? a->sb : a->ldb * a->K) * es};
+    cuuint32_t box[3] = {64, (cuuint32_t)t.bk, 1}, step[3] = {1, 1, 1};
+    CUtensorMapDataType dt = j->dt == PIT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    if (a->b % 16 || strides[0] % 16 || strides[1] % 16) return 0;
+    return pit_cu.TensorMapEncodeTiled((CUtensorMap *)a->map_b, dt, 3, (void *)(uintptr_t)a->b, dims, strides, box,
+                                       step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+#endif
+}
+
 static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, gmm_job *j)
 {
     const pit_tile t = pit_cuda_gmm_tile(c->arch);
@@ -694,6 +721,7 @@ static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, gmm_job *j)
     v.dtype = j->dt;
     v.tile = t; /* the one tile the list and the grid were sized for */
     v.op_param[0] = j->acc;
+    v.op_param[1] = gmm_tma_b(c, j, t, &j->a);
     if (st == PIT_SUCCESS) st = launch_variant(c, s, &v, work < ctas ? work : ctas, 1, 1, 256, &j->a);
     return free_scratch(s, list, st);
 }

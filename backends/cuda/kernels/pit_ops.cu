@@ -879,7 +879,13 @@ PIT_KERNEL void __launch_bounds__(1024) pit_op_plan(const plan_args a)
  * listed slots s (rows of the output), out[s / kdiv] (+)= gate(s) *
  * A[s / kdiv] . B[g]. SRead gathers A's rows, SWrite scatters with the gate.
  * ACC 0: plain store of T; ACC 1: atomicAdd into the f32 target acc. */
+/* a CUtensorMap: 128 opaque bytes, 64-byte aligned (also in parameter space) */
+struct alignas(64) pit_tensor_map {
+    pit_u64 w[16];
+};
+
 struct gmm_args {
+    pit_tensor_map map_b; /* TMA_B: B as [groups, K, N] (or [1, K, N] when sb = 0) */
     const pit_u8 *a, *b, *d; /* d: MoE mode 2/3 second operand dY */
     pit_u8 *c;
     float *acc;
@@ -920,6 +926,13 @@ PIT_DEV float gate_of(const gmm_args &p, int slot)
 #else
 #define GMM_WGMMA 0
 #endif
+/* TMA_B (wgmma only): B's stages come through the tensor copy engine, one
+ * thread's BN / 64 box loads a stage completing on the stage's mbarrier,
+ * instead of 16-byte cp.async copies from every thread */
+#if !defined(TMA_B) || !GMM_WGMMA
+#undef TMA_B
+#define TMA_B 0
+#endif
 constexpr int THREADS = 256, WM = 2, WN = 4, WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
 constexpr int KS = BK / 16;
 #if GMM_WGMMA
@@ -928,7 +941,9 @@ constexpr int KS = BK / 16;
 constexpr int A_ROW = BK, B_ROW = 64;
 PIT_DEV int a_at(int r, int k) { return pit_swz128(r, k); }
 PIT_DEV int b_at(int k, int n) { return (n >> 6) * (BK * 64) + pit_swz128(k, n & 63); }
-constexpr int A_STAGE = BM * BK * 2, B_STAGE = BK * BN * 2, SMEM = STAGES * (A_STAGE + B_STAGE) + 1024;
+constexpr int A_STAGE = BM * BK * 2, B_STAGE = BK * BN * 2, STAGE_BYTES = STAGES * (A_STAGE + B_STAGE);
+/* after the stages: TMA_B's barriers, one a stage (8 bytes each) */
+constexpr int SMEM = STAGE_BYTES + 1024 + (TMA_B ? 8 * STAGES : 0);
 /* LAG: wgmma groups left in flight at the end of a k-step (wait_group LAG);
  * the copies run STAGES - 1 - LAG k-steps ahead. LAG 0 (one more stage
  * ahead, the tensor cores idle across each barrier) measured the same on
@@ -988,6 +1003,19 @@ PIT_DEV void gmm_issue(const gmm_args &p, const gmm_tile &w, const int (&tok)[A_
         const bool ok = live && tok[i] >= 0 && kq < kleft;
         pit_copy16(As + a_at(r, kq) + di * A_ROW, ok ? A + (pit_i64)tok[i] * p.lda + c * BK + kq : A, ok);
     }
+#if TMA_B
+    /* b_at's layout is the copy engine's 128-byte swizzle of 64 x BK boxes
+     * (the swizzle follows the 1024-byte aligned shared address); rows past
+     * K and columns past N arrive as zeros */
+    (void)B;
+    if (t == 0 && live) {
+        const pit_u32 bar = pit_smem_addr(smem + STAGE_BYTES) + 8 * s, dst = pit_smem_addr(Bs);
+        pit_mbar_expect_tx(bar, B_STAGE);
+#pragma unroll
+        for (int j = 0; j < BN / 64; ++j)
+            pit_tma_load_3d(dst + j * BK * 128, &p.map_b, bar, w.n0 + j * 64, c * BK, p.sb ? w.grp : 0);
+    }
+#else
 #pragma unroll
     for (int i = 0; i < B_UNITS / THREADS; ++i) {
         const int u = BE ? t : t + i * THREADS, di = BE ? i * (THREADS / BU) : 0;
@@ -995,6 +1023,7 @@ PIT_DEV void gmm_issue(const gmm_args &p, const gmm_tile &w, const int (&tok)[A_
         const bool ok = live && kk + di < kleft && w.n0 + nn < p.N;
         pit_copy16(Bs + b_at(kk, nn) + di * B_ROW, ok ? B + ((pit_i64)kk * p.ldb + nn) + (pit_i64)di * p.ldb : B, ok);
     }
+#endif
 }
 
 /* The tile of work item `tile` (none past total: no rows). */
@@ -1130,7 +1159,12 @@ PIT_DEV void gmm_feed_next(const gmm_args &p, gmm_feed &f, pit_u8 *smem, int s, 
  * barrier comes after every thread waited for the wgmma's of step
  * q - 1 - LAG (wait_group LAG of step q - 1), so that slot takes step
  * q + AHEAD. */
-PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(const gmm_args p)
+#if TMA_B
+#define GMM_PARAM const __grid_constant__ gmm_args p /* the tensor map's address is taken */
+#else
+#define GMM_PARAM const gmm_args p
+#endif
+PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(GMM_PARAM)
 {
     extern __shared__ __align__(16) pit_u8 smem_raw[];
     /* 128-byte swizzle repeats every 1024 bytes: the stages start aligned */
@@ -1138,6 +1172,14 @@ PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(const gmm_args p)
     const pit_u32 sbase = pit_smem_addr(smem);
     const int total = __ldg(p.list) * p.ntn, nk = (p.K + BK - 1) / BK;
     const int wg = threadIdx.x / 128, wm0 = wg * 64 + (threadIdx.x / 32 % 4) * 16;
+#if TMA_B
+    const pit_u32 bars = sbase + STAGE_BYTES;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) pit_mbar_init(bars + 8 * s, 1);
+        pit_fence_mbar_init();
+    }
+    __syncthreads();
+#endif
     gmm_feed f;
     gmm_feed_start(p, f, total);
 #pragma unroll
@@ -1163,6 +1205,9 @@ PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(const gmm_args p)
         for (int ni = 0; ni < BN / 8; ++ni) acc[0][ni][0] = acc[0][ni][1] = acc[0][ni][2] = acc[0][ni][3] = 0.f;
         for (int c = 0; c < nk; ++c, ++q) {
             pit_copy_wait<AHEAD - 1>();
+#if TMA_B
+            pit_mbar_wait(bars + 8 * (q % STAGES), (pit_u32)(q / STAGES) & 1u);
+#endif
             pit_fence_async_smem();
             __syncthreads();
             gmm_feed_next(p, f, smem, (q + AHEAD) % STAGES, total, nk);

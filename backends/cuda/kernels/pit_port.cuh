@@ -614,6 +614,42 @@ template <int N> PIT_DEV void pit_wgmma_pin(pit_u32 (&d)[N])
 /* cp.async's writes (generic proxy) become visible to wgmma (async proxy) */
 PIT_DEV void pit_fence_async_smem(void) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+/* ---- the tensor copy engine (TMA) and its shared-memory barriers: a
+ * barrier at shared address `bar` counts one arrival (the thread that
+ * announces the bytes) and the bytes the copies deliver; a waiter spins on
+ * the phase parity of its use (use k of a barrier: parity k & 1). */
+PIT_DEV void pit_mbar_init(pit_u32 bar, int arrivals)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(arrivals) : "memory");
+}
+/* barrier inits visible to the async proxy (the copy engine) */
+PIT_DEV void pit_fence_mbar_init(void) { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+PIT_DEV void pit_mbar_expect_tx(pit_u32 bar, pit_u32 bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+PIT_DEV void pit_mbar_wait(pit_u32 bar, pit_u32 parity)
+{
+    asm volatile("{\n"
+                 ".reg .pred done;\n"
+                 "WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra WAIT;\n"
+                 "}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+/* One box of a 3-D tensor map (a __grid_constant__ parameter) at element
+ * coordinates (x, y, z) into shared address dst; completes on bar. Parts of
+ * the box outside the tensor arrive as zeros and count as delivered bytes. */
+PIT_DEV void pit_tma_load_3d(pit_u32 dst, const void *map, pit_u32 bar, int x, int y, int z)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+                 "l"(map), "r"(bar), "r"(x), "r"(y), "r"(z)
+                 : "memory");
+}
+
 #define PIT_WG_D64 \
     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
     "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31," \
