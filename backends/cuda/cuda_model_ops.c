@@ -681,7 +681,8 @@ typedef struct gmm_job {
  * driver encodes tensor maps, unless PIT_CUDA_GMM_TMA=0. B is [groups, K,
  * N] (one group when sb = 0: shared), boxes of 64 x bk under 128-byte
  * swizzle, the layout the kernel's wgmma's read; the strides (16-byte
- * multiples) are what the tensor-core path already requires. */
+ * multiples) are what the tensor-core path already requires, and a map the
+ * driver refuses keeps cp.async. */
 static int gmm_tma_b(pit_cuda_ctx *c, const gmm_job *j, pit_tile t, gmm_args *a)
 {
 #ifdef PIT_HIP_SHIM_H /* no copy engine through the HIP shim */
@@ -695,7 +696,6 @@ static int gmm_tma_b(pit_cuda_ctx *c, const gmm_job *j, pit_tile t, gmm_args *a)
     cuuint64_t strides[2] = {(cuuint64_t)a->ldb * es, (cuuint64_t)(a->sb ? a->sb : a->ldb * a->K) * es};
     cuuint32_t box[3] = {64, (cuuint32_t)t.bk, 1}, step[3] = {1, 1, 1};
     CUtensorMapDataType dt = j->dt == PIT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-    if (a->b % 16 || strides[0] % 16 || strides[1] % 16) return 0;
     return pit_cu.TensorMapEncodeTiled((CUtensorMap *)a->map_b, dt, 3, (void *)(uintptr_t)a->b, dims, strides, box,
                                        step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B,

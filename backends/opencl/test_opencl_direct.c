@@ -25,6 +25,7 @@
 
 #include "backend.h"
 #include "ocl_internal.h" /* white-box checks: program cache, native queues */
+#include "reference.h"    /* core's double-precision references (u8 mask cases) */
 
 const pit_backend *pit_backend_register(const pit_host *host);
 
@@ -636,43 +637,16 @@ typedef struct mask_refs {
     double *a, *bt, *x, *dy, *c, *y, *dx;
 } mask_refs;
 
-static void ref_sddmm(mask_refs *r, const dtensor *Mk, int64_t batch, int64_t M, int64_t K,
-                      int64_t D)
-{
-    for (int64_t b = 0; b < batch; ++b)
-        for (int64_t m = 0; m < M; ++m)
-            for (int64_t n = 0; n < K; ++n) {
-                double acc = 0;
-                for (int64_t d = 0; mask_on_host(Mk, b, m, n) && d < D; ++d)
-                    acc += r->a[(b * M + m) * D + d] * r->bt[(b * K + n) * D + d];
-                r->c[(b * M + m) * K + n] = acc;
-            }
-}
 
-/* Softmax of scale * x over the row's on elements (0 elsewhere, and on a row
- * with none on), then its backward with dy. */
-static void ref_softmax(mask_refs *r, const dtensor *Mk, int64_t batch, int64_t M, int64_t K)
+/* The mask as core's references take it: 0/1, mbatch x M x K. */
+static double *mask_dense(const dtensor *Mk, int64_t mbatch, int64_t M, int64_t K)
 {
-    for (int64_t b = 0; b < batch; ++b)
-        for (int64_t m = 0; m < M; ++m) {
-            const size_t row = (size_t)((b * M + m) * K);
-            double mx = -INFINITY, sum = 0, dot = 0;
-            for (int64_t n = 0; n < K; ++n)
-                if (mask_on_host(Mk, b, m, n))
-                    mx = fmax(mx, MASK_SCALE * r->x[row + n]);
-            for (int64_t n = 0; n < K; ++n)
-                if (mask_on_host(Mk, b, m, n))
-                    sum += exp(MASK_SCALE * r->x[row + n] - mx);
-            for (int64_t n = 0; n < K; ++n) {
-                int on = mask_on_host(Mk, b, m, n);
-                r->y[row + n] = on ? exp(MASK_SCALE * r->x[row + n] - mx) / sum : 0.0;
-                dot += r->y[row + n] * r->dy[row + n];
-            }
-            for (int64_t n = 0; n < K; ++n)
-                r->dx[row + n] = mask_on_host(Mk, b, m, n)
-                                     ? MASK_SCALE * r->y[row + n] * (r->dy[row + n] - dot)
-                                     : 0.0;
-        }
+    double *m = calloc((size_t)(mbatch * M * K) + 1, sizeof(double));
+    for (int64_t b = 0; b < mbatch; ++b)
+        for (int64_t r = 0; r < M; ++r)
+            for (int64_t c = 0; c < K; ++c)
+                m[(b * M + r) * K + c] = mask_on_host(Mk, b, r, c);
+    return m;
 }
 
 /* The operands of the mask operators, f32, with the case's padding and offset. */
@@ -768,10 +742,14 @@ static void run_mask_case(const shape *s, int pat, int shared)
     mask_operands o;
     mask_refs r;
     mask_operands_make(&o, &r, s, seed);
-    ref_sddmm(&r, &Mk, batch, M, K, s->N);
-    ref_softmax(&r, &Mk, batch, M, K);
+    /* core's double-precision references; the backward from y as the
+     * device reads it (rounded to f32) */
+    double *md = mask_dense(&Mk, mbatch, M, K);
+    pit_ref_sddmm(batch, M, K, s->N, r.a, r.bt, md, mbatch > 1, r.c);
+    pit_ref_softmax(batch, M, K, r.x, md, mbatch > 1, MASK_SCALE, r.y);
     mask_forward_upload(&o, &r, s);
-    ref_softmax(&r, &Mk, batch, M, K); /* dx again, from the rounded y */
+    pit_ref_softmax_backward(batch, M, K, r.y, r.dy, md, mbatch > 1, MASK_SCALE, r.dx);
+    free(md);
 
     host_index idx[NCANDS];
     detect_candidates(idx, &Mk.d, mbatch, M, K);

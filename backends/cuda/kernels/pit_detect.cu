@@ -59,7 +59,6 @@
 #error "pit_detect: DETECT_TW must be a multiple of the warp, DETECT_H <= 8 * (256 / DETECT_TW), VEC <= 8"
 #endif
 
-#define PIT_DT_U8 4 /* pattern masks only: bytes, non-zero = on */
 #if PIT_DTYPE == PIT_DT_F32
 #define ELEM_BYTES 4
 #elif PIT_DTYPE == PIT_DT_U8
@@ -129,9 +128,7 @@ PIT_DEV pit_u32 nonzero_mask(vec_t v)
     }
     return m;
 #elif VEC * ELEM_BYTES == 8
-    /* bytes: the high bit of each byte of nz is set when the byte is not 0 */
-    const pit_u32 nzx = (((v.x & 0x7f7f7f7fu) + 0x7f7f7f7fu) | v.x) & 0x80808080u;
-    const pit_u32 nzy = (((v.y & 0x7f7f7f7fu) + 0x7f7f7f7fu) | v.y) & 0x80808080u;
+    const pit_u32 nzx = pit_bytes_nonzero(v.x), nzy = pit_bytes_nonzero(v.y);
     pit_u32 m = 0;
 #pragma unroll
     for (int i = 0; i < 4; ++i) m |= ((nzx >> (8 * i + 7)) & 1u) << i | ((nzy >> (8 * i + 7)) & 1u) << (i + 4);

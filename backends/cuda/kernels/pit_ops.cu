@@ -46,18 +46,17 @@ PIT_DEV int ix_group(const pit_ix &ix, int batch, int g)
 }
 
 #ifdef MASK_DT
-/* mask element bytes: f16/bf16 2, u8 (bool) 1, f32/i32 4 */
-#define MASK_ELEM_BYTES (MASK_DT == 1 || MASK_DT == 2 ? 2 : MASK_DT == 4 ? 1 : 4)
-constexpr int MASK_BYTES = MASK_ELEM_BYTES;
+/* mask element bytes: f16/bf16 2, u8 (bool) 1, f32/i32 4 (a macro: #if reads it) */
+#define MASK_BYTES (MASK_DT == PIT_DT_F16 || MASK_DT == PIT_DT_BF16 ? 2 : MASK_DT == PIT_DT_U8 ? 1 : 4)
 
 /* Mask element "on": non-zero bits (NaN on, -0.0 off), i32 and u8 non-zero. */
 PIT_DEV bool mask_on(const pit_u8 *m, pit_i64 i)
 {
 #if MASK_DT == 0
     return pit_bits_nonzero32(__ldg((const pit_u32 *)m + i));
-#elif MASK_DT == 3
+#elif MASK_DT == PIT_DT_I32
     return __ldg((const int *)m + i) != 0;
-#elif MASK_DT == 4
+#elif MASK_DT == PIT_DT_U8
     return __ldg(m + i) != 0;
 #else
     return pit_bits_nonzero16(__ldg((const pit_u16 *)m + i));
@@ -68,13 +67,12 @@ PIT_DEV bool mask_on(const pit_u8 *m, pit_i64 i)
  * (an i32 mask is read as f32 words, core/op_util.c) */
 PIT_DEV pit_u32 mask_word_flags(pit_u32 w)
 {
-#if MASK_ELEM_BYTES == 2
+#if MASK_BYTES == 2
     const bool lo = pit_bits_nonzero16(w & 0xffffu), hi = pit_bits_nonzero16(w >> 16);
     return (pit_u32)(lo || hi) | (pit_u32)(!lo || !hi) << 1;
-#elif MASK_ELEM_BYTES == 1
-    /* bytes that are zero: the high bit of each byte of zb */
-    const pit_u32 zb = ~(((w & 0x7f7f7f7fu) + 0x7f7f7f7fu) | w) & 0x80808080u;
-    return (pit_u32)(zb != 0x80808080u) | (pit_u32)(zb != 0u) << 1;
+#elif MASK_BYTES == 1
+    const pit_u32 on = pit_bytes_nonzero(w);
+    return (pit_u32)(on != 0u) | (pit_u32)(on != 0x80808080u) << 1;
 #else
     const bool nz = pit_bits_nonzero32(w);
     return (pit_u32)nz | (pit_u32)!nz << 1;
@@ -203,15 +201,15 @@ PIT_DEV pit_u32 mask_pair(const attn_args &a, const pit_u8 *m, int row, int col)
     if (row >= a.L || col >= a.L) return 0;
     pit_i64 i = (pit_i64)row * a.mld + col;
     if (a.mask_pair && col + 1 < a.L) {
-#if MASK_DT == 1 || MASK_DT == 2
+#if MASK_BYTES == 2
         pit_u32 w = __ldg((const pit_u32 *)(m + 2 * i));
         return (pit_u32)pit_bits_nonzero16(w & 0xffffu) | ((pit_u32)pit_bits_nonzero16(w >> 16) << 1);
-#elif MASK_DT == 4
+#elif MASK_DT == PIT_DT_U8
         pit_u32 w = __ldg((const pit_u16 *)(m + i));
         return (pit_u32)((w & 0xffu) != 0) | ((pit_u32)((w >> 8) != 0) << 1);
 #else
         uint2 w = __ldg((const uint2 *)(m + 4 * i));
-#if MASK_DT == 3
+#if MASK_DT == PIT_DT_I32
         return (pit_u32)(w.x != 0) | ((pit_u32)(w.y != 0) << 1);
 #else
         return (pit_u32)pit_bits_nonzero32(w.x) | ((pit_u32)pit_bits_nonzero32(w.y) << 1);
@@ -944,6 +942,7 @@ PIT_DEV int b_at(int k, int n) { return (n >> 6) * (BK * 64) + pit_swz128(k, n &
 constexpr int A_STAGE = BM * BK * 2, B_STAGE = BK * BN * 2, STAGE_BYTES = STAGES * (A_STAGE + B_STAGE);
 /* after the stages: TMA_B's barriers, one a stage (8 bytes each) */
 constexpr int SMEM = STAGE_BYTES + 1024 + (TMA_B ? 8 * STAGES : 0);
+PIT_DEV pit_u32 gmm_stage_bar(pit_u32 stages_addr, int s) { return stages_addr + STAGE_BYTES + 8 * s; }
 /* LAG: wgmma groups left in flight at the end of a k-step (wait_group LAG);
  * the copies run STAGES - 1 - LAG k-steps ahead. LAG 0 (one more stage
  * ahead, the tensor cores idle across each barrier) measured the same on
@@ -1009,7 +1008,7 @@ PIT_DEV void gmm_issue(const gmm_args &p, const gmm_tile &w, const int (&tok)[A_
      * K and columns past N arrive as zeros */
     (void)B;
     if (t == 0 && live) {
-        const pit_u32 bar = pit_smem_addr(smem + STAGE_BYTES) + 8 * s, dst = pit_smem_addr(Bs);
+        const pit_u32 bar = gmm_stage_bar(pit_smem_addr(smem), s), dst = pit_smem_addr(Bs);
         pit_mbar_expect_tx(bar, B_STAGE);
 #pragma unroll
         for (int j = 0; j < BN / 64; ++j)
@@ -1173,9 +1172,8 @@ PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(GMM_PARAM)
     const int total = __ldg(p.list) * p.ntn, nk = (p.K + BK - 1) / BK;
     const int wg = threadIdx.x / 128, wm0 = wg * 64 + (threadIdx.x / 32 % 4) * 16;
 #if TMA_B
-    const pit_u32 bars = sbase + STAGE_BYTES;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) pit_mbar_init(bars + 8 * s, 1);
+        for (int s = 0; s < STAGES; ++s) pit_mbar_init(gmm_stage_bar(sbase, s), 1);
         pit_fence_mbar_init();
     }
     __syncthreads();
@@ -1206,7 +1204,7 @@ PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(GMM_PARAM)
         for (int c = 0; c < nk; ++c, ++q) {
             pit_copy_wait<AHEAD - 1>();
 #if TMA_B
-            pit_mbar_wait(bars + 8 * (q % STAGES), (pit_u32)(q / STAGES) & 1u);
+            pit_mbar_wait(gmm_stage_bar(sbase, q % STAGES), (pit_u32)(q / STAGES) & 1u);
 #endif
             pit_fence_async_smem();
             __syncthreads();

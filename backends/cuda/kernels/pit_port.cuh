@@ -138,10 +138,12 @@ PIT_BARE unsigned atomicOr(unsigned *p, unsigned v)
 #define PIT_ENTRY_FULL 0x40000000
 #define pit_entry_index(e) ((e) & ~PIT_ENTRY_FULL)
 
-/* dtype codes, as -DPIT_DTYPE=... */
+/* dtype codes (pit_dtype's), as -DPIT_DTYPE=... and -DMASK_DT=... */
 #define PIT_DT_F32 0
 #define PIT_DT_F16 1
 #define PIT_DT_BF16 2
+#define PIT_DT_I32 3
+#define PIT_DT_U8 4 /* pattern masks only: bytes, non-zero = on */
 
 /* ---- 16-bit float types: raw bits, converted with explicit instructions */
 struct pit_half { pit_u16 bits; };
@@ -194,6 +196,8 @@ template <> PIT_DEV pit_bf16 pit_from_float<pit_bf16>(float f)
  * non-zero: mask away the sign bit. */
 PIT_DEV bool pit_bits_nonzero32(pit_u32 w) { return (w & 0x7fffffffu) != 0; }
 PIT_DEV bool pit_bits_nonzero16(pit_u32 h) { return (h & 0x7fffu) != 0; }
+/* The high bit of each byte of w that is not 0 (u8 masks, 4 elements a word). */
+PIT_DEV pit_u32 pit_bytes_nonzero(pit_u32 w) { return (((w & 0x7f7f7f7fu) + 0x7f7f7f7fu) | w) & 0x80808080u; }
 
 /* ---- warp primitives */
 #if defined(PIT_AMD)
