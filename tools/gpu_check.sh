@@ -75,7 +75,15 @@ if [ "$mode" = kernels ]; then
   step conformance_cuda env PIT_BACKEND=cuda $B/pit conformance
   step memcheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
   step racecheck_moe env PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op moe
+  step memcheck_moe env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op moe
+  # the opt-in paths of the grouped GEMM: CTA pairs sharing B, and no warp specialisation
+  step conformance_moe_pair env PIT_CUDA_GMM_PAIR=1 PIT_BACKEND=cuda $B/pit conformance --op moe
+  step conformance_moe_plain env PIT_CUDA_GMM_WS=0 PIT_BACKEND=cuda $B/pit conformance --op moe
   step bench_ops $B/test_cuda_ops --bench
+  step bench_moe_ways sh -c "for l in one even; do $B/test_cuda_ops --bench moe \$l; done;
+      PIT_CUDA_GMM_PAIR=1 $B/test_cuda_ops --bench moe | sed 's/^moe/moe [PIT_CUDA_GMM_PAIR=1]/';
+      PIT_CUDA_GMM_WS=0 $B/test_cuda_ops --bench moe | sed 's/^moe/moe [PIT_CUDA_GMM_WS=0]/'"
+  grep -h "^moe" "$out/bench_moe_ways.log" | sed 's/^/moe ways: /' >> "$summary"
   step bench_ops_no_order env PIT_CUDA_NO_ORDER=1 $B/test_cuda_ops --bench
   grep -h "^attention\|^moe" "$out/bench_ops.log" >> "$summary"
   grep -h "^attention" "$out/bench_ops_no_order.log" | sed 's/^/no order: /' >> "$summary"

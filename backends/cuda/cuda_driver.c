@@ -94,6 +94,8 @@ pit_status pit_cuda_driver_load(void)
         }
     }
     *(void **)&pit_cu.TensorMapEncodeTiled = dlsym(driver_lib, "cuTensorMapEncodeTiled");
+    *(void **)&pit_cu.LaunchKernelEx = dlsym(driver_lib, "cuLaunchKernelEx");
+    *(void **)&pit_cu.OccupancyMaxActiveClusters = dlsym(driver_lib, "cuOccupancyMaxActiveClusters");
     CUresult r = pit_cu.Init(0);
     if (r != CUDA_SUCCESS) {
         const char *name = "?";

@@ -53,6 +53,13 @@ void pit_cuda_free_kernels(pit_cuda_ctx *c);
 pit_status pit_cuda_launch(const pit_cuda_kernel *k, CUstream s, unsigned gx, unsigned gy, unsigned gz,
                            unsigned threads, void *args, const char *what);
 
+/* Clusters of `size` CTAs of k (`threads` each) the device holds at once;
+ * 0 where the driver cannot launch clusters. */
+int pit_cuda_cluster_capacity(const pit_cuda_kernel *k, unsigned size, unsigned threads);
+/* Launches clusters of `size` CTAs along x (gx a multiple of size). */
+pit_status pit_cuda_launch_clusters(const pit_cuda_kernel *k, CUstream s, unsigned gx, unsigned size,
+                                    unsigned threads, void *args, const char *what);
+
 /* ---- operations (cuda_ops.c) */
 pit_status pit_cuda_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *idx, int n);
 /* Zeroes one index's counts and total (what detect does first). */

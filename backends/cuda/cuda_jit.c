@@ -174,3 +174,48 @@ pit_status pit_cuda_launch(const pit_cuda_kernel *k, CUstream s, unsigned gx, un
              what);
     return PIT_SUCCESS;
 }
+
+/* gx CTAs in clusters of `size` along x; attr is the one attribute */
+static CUlaunchConfig cluster_config(const pit_cuda_kernel *k, CUstream s, unsigned gx, unsigned size,
+                                     unsigned threads, CUlaunchAttribute *attr)
+{
+    memset(attr, 0, sizeof *attr);
+    attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr->value.clusterDim.x = size;
+    attr->value.clusterDim.y = 1;
+    attr->value.clusterDim.z = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = gx;
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = threads;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = (unsigned)k->smem_bytes;
+    cfg.hStream = s;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
+int pit_cuda_cluster_capacity(const pit_cuda_kernel *k, unsigned size, unsigned threads)
+{
+    if (!pit_cu.LaunchKernelEx || !pit_cu.OccupancyMaxActiveClusters) return 0;
+    CUlaunchAttribute attr;
+    CUlaunchConfig cfg = cluster_config(k, NULL, size, size, threads, &attr);
+    int n = 0;
+    return pit_cu.OccupancyMaxActiveClusters(&n, k->fn, &cfg) == CUDA_SUCCESS ? n : 0;
+}
+
+pit_status pit_cuda_launch_clusters(const pit_cuda_kernel *k, CUstream s, unsigned gx, unsigned size,
+                                    unsigned threads, void *args, const char *what)
+{
+    if (gx == 0) return PIT_SUCCESS;
+    if (!pit_cu.LaunchKernelEx || size == 0 || gx % size)
+        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, "%s: no launch of %u CTAs in clusters of %u", what, gx,
+                                    size);
+    CUlaunchAttribute attr;
+    CUlaunchConfig cfg = cluster_config(k, s, gx, size, threads, &attr);
+    void *params[] = {args};
+    CU_CHECK(pit_cu.LaunchKernelEx(&cfg, k->fn, params, NULL), what);
+    return PIT_SUCCESS;
+}

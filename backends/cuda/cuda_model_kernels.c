@@ -42,8 +42,9 @@ char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size)
         snprintf(buf, size, "-DPIT_OP=%d -DPIT_DTYPE=%d -DMASK_DT=%d", op, dt, p[3]);
         break;
     case PIT_CUDA_OP_GMM_TC:
-        snprintf(buf, size, "-DPIT_OP=%d -DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DSTAGES=%d -DACC=%d -DTMA_B=%d", op,
-                 dt, v->tile.bm, v->tile.bn, v->tile.bk, v->tile.stages, p[0], p[1]);
+        snprintf(buf, size,
+                 "-DPIT_OP=%d -DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DSTAGES=%d -DACC=%d -DTMA_B=%d -DWS=%d -DPAIR=%d",
+                 op, dt, v->tile.bm, v->tile.bn, v->tile.bk, v->tile.stages, p[0], p[1], p[2], p[3]);
         break;
     case PIT_CUDA_OP_GMM_CC:
         snprintf(buf, size, "-DPIT_OP=%d -DPIT_DTYPE=%d -DACC=%d -DMODE=%d", op, dt, p[0], p[1]);
@@ -60,18 +61,22 @@ int pit_cuda_gmm_wgmma(int arch, pit_tile t)
     return arch == 90 && t.bm == 128 && t.bk == 64 && (t.bn == 128 || t.bn == 256);
 }
 
-long pit_cuda_gmm_smem(int arch, pit_tile t)
+long pit_cuda_gmm_smem(int arch, pit_tile t, int ws)
 {
-    if (pit_cuda_gmm_wgmma(arch, t)) return (long)t.stages * (t.bm * t.bk + t.bk * t.bn) * 2 + 1024;
+    /* wgmma: the stages and their barriers; warp-specialised, the output
+     * tile's staging rows too */
+    if (pit_cuda_gmm_wgmma(arch, t))
+        return (long)t.stages * ((t.bm * t.bk + t.bk * t.bn) * 2 + 16) + (ws ? (long)t.bm * (t.bn * 2 + 16) : 0) +
+               1024;
     return (long)t.stages * (t.bm * (t.bk + 8) + t.bk * (t.bn + 8)) * 2;
 }
 
-pit_tile pit_cuda_gmm_tile(int arch)
+pit_tile pit_cuda_gmm_tile(int arch, int ws)
 {
     pit_tile t = {PIT_CUDA_GMM_BM, PIT_CUDA_GMM_BN, PIT_CUDA_GMM_BK, 256, PIT_CUDA_GMM_STAGES, 1};
     if (arch == 90) {
         t.bk = PIT_CUDA_GMM_WGMMA_BK;
-        t.stages = PIT_CUDA_GMM_WGMMA_STAGES;
+        t.stages = ws ? PIT_CUDA_GMM_WS_STAGES : PIT_CUDA_GMM_WGMMA_STAGES;
     }
     const char *e = getenv("PIT_CUDA_GMM_TILE");
     pit_tile u = t;
@@ -79,7 +84,7 @@ pit_tile pit_cuda_gmm_tile(int arch)
     /* pit_op_gmm_tc: 2 x 4 warps of (bm/2) x (bn/4), whole 16-byte loads per
      * thread; wgmma: a stage is copied two ahead */
     if (u.bm < 32 || u.bm % 32 || u.bn < 64 || u.bn % 64 || u.bk < 16 || u.bk % 16 || (u.bm * u.bk / 8) % 256 ||
-        (u.bk * u.bn / 8) % 256 || u.stages < 2 || u.stages > 8 || pit_cuda_gmm_smem(arch, u) > 227 * 1024 ||
+        (u.bk * u.bn / 8) % 256 || u.stages < 2 || u.stages > 8 || pit_cuda_gmm_smem(arch, u, ws) > 227 * 1024 ||
         (pit_cuda_gmm_wgmma(arch, u) && u.stages < 3))
         return t;
     return u;
@@ -94,7 +99,7 @@ static void emit(int arch, pit_cuda_kernel_kind kind, pit_dtype dt, const int *p
     v.dtype = dt;
     if (param) memcpy(v.op_param, param, sizeof v.op_param);
     if (kind == PIT_CUDA_OP_GMM_TC)
-        v.tile = pit_cuda_gmm_tile(arch);
+        v.tile = pit_cuda_gmm_tile(arch, v.op_param[2]);
     fn(&v, user);
 }
 
@@ -116,9 +121,12 @@ static int emit_tensor_core(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void
             ++n;
         }
     }
+    /* feed 0: cp.async, 1: B by TMA, 2: B by TMA, warp-specialised, 3: and
+     * CTA pairs sharing B */
+    const int feeds = pit_cuda_gmm_wgmma(arch, pit_cuda_gmm_tile(arch, 0)) ? 4 : 1;
     for (int acc = 0; acc < 2; ++acc)
-        for (int tma = 0; tma <= (pit_cuda_gmm_wgmma(arch, pit_cuda_gmm_tile(arch)) ? 1 : 0); ++tma) {
-            int p[5] = {acc, tma, 0, 0};
+        for (int feed = 0; feed < feeds; ++feed) {
+            int p[5] = {acc, feed > 0, feed > 1, feed > 2};
             emit(arch, PIT_CUDA_OP_GMM_TC, dt, p, fn, user);
             ++n;
         }

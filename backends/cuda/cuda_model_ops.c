@@ -65,6 +65,7 @@ typedef struct gmm_args {
     int64_t lda, ldb, ldc, ldd, ldacc, ldg;
     int64_t sa, sb, sc, sacc;
     int32_t M, N, K, kdiv, capacity, ntn;
+    int32_t pf; /* B by TMA: k-steps ahead of its copies that B is prefetched into L2 */
 } gmm_args;
 
 typedef struct ew_args {
@@ -703,26 +704,89 @@ static int gmm_tma_b(pit_cuda_ctx *c, const gmm_job *j, pit_tile t, gmm_args *a)
 #endif
 }
 
+/* The TMA variant with a copying warpgroup beside the two multiplying
+ * ones, unless PIT_CUDA_GMM_WS=0; its CTAs in cluster pairs sharing B
+ * (PAIR) where PIT_CUDA_GMM_PAIR=1 (half the weights' L2 traffic, but no
+ * faster on the H100: docs/PERF-NOTES.md). */
+static int gmm_opted_out(const char *name)
+{
+    const char *e = getenv(name);
+    return e && strcmp(e, "0") == 0;
+}
+static int gmm_opted_in(const char *name)
+{
+    const char *e = getenv(name);
+    return e && strcmp(e, "1") == 0;
+}
+
+/* k-steps ahead of its copies that the TMA variants prefetch B into L2
+ * (PIT_CUDA_GMM_PREFETCH, 0 to 16) */
+static int gmm_prefetch_steps(void)
+{
+    const char *e = getenv("PIT_CUDA_GMM_PREFETCH");
+    const int n = e ? atoi(e) : PIT_CUDA_GMM_PREFETCH;
+    return n < 0 ? 0 : n > 16 ? 16 : n;
+}
+
+/* CTAs of the persistent grid: the SMs' worth (per_sm each), or the pairs
+ * the device holds at once (0: none, launch unpaired) */
+static int64_t gmm_pairs(pit_cuda_ctx *c, const pit_cuda_variant *v)
+{
+#ifdef PIT_HIP_SHIM_H
+    (void)c, (void)v;
+    return 0;
+#else
+    pit_cuda_kernel *k;
+    if (pit_cuda_get_kernel(c, v, &k) != PIT_SUCCESS) return 0;
+    return pit_cuda_cluster_capacity(k, 2, 384);
+#endif
+}
+
+static pit_status gmm_launch(pit_cuda_ctx *c, CUstream s, const pit_cuda_variant *v, int64_t work,
+                             int64_t ctas, gmm_args *a)
+{
+    const unsigned threads = v->op_param[2] ? 384 : 256;
+    if (!v->op_param[3]) return launch_variant(c, s, v, work < ctas ? work : ctas, 1, 1, threads, a);
+#ifdef PIT_HIP_SHIM_H
+    return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, "hip: no CTA clusters");
+#else
+    pit_cuda_kernel *k;
+    pit_status st = pit_cuda_get_kernel(c, v, &k);
+    if (st != PIT_SUCCESS) return st;
+    const int64_t pairs = work < ctas ? work : ctas;
+    return pit_cuda_launch_clusters(k, s, (unsigned)(2 * pairs), 2, threads, a, "cuLaunchKernelEx(pit_op_gmm_tc)");
+#endif
+}
+
 static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, gmm_job *j)
 {
-    const pit_tile t = pit_cuda_gmm_tile(c->arch);
-    int64_t bound = j->listed_max / t.bm + j->groups + 1; /* tiles along M, at most */
-    CUdeviceptr list = 0;
-    CU_CHECK(pit_cu.MemAllocAsync(&list, (size_t)(1 + 3 * bound) * 4, s), "cuMemAllocAsync(gmm work list)");
-    plan_args pl = {j->a.counts, list, (int32_t)j->groups, t.bm, j->a.capacity, 2}; /* mixed order */
-    pit_status st = launch(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
-    j->a.list = list;
-    j->a.ntn = (int32_t)cdiv(j->a.N, t.bn);
-    const int per_sm = pit_cuda_gmm_smem(c->arch, t) > 113 * 1024 ? 1 : 2; /* CTAs that fit an SM */
-    int64_t work = bound * j->a.ntn, ctas = per_sm * (int64_t)c->sm_count;
     pit_cuda_variant v;
     memset(&v, 0, sizeof v);
     v.kind = PIT_CUDA_OP_GMM_TC;
     v.dtype = j->dt;
-    v.tile = t; /* the one tile the list and the grid were sized for */
     v.op_param[0] = j->acc;
-    v.op_param[1] = gmm_tma_b(c, j, t, &j->a);
-    if (st == PIT_SUCCESS) st = launch_variant(c, s, &v, work < ctas ? work : ctas, 1, 1, 256, &j->a);
+    v.op_param[1] = gmm_tma_b(c, j, pit_cuda_gmm_tile(c->arch, 0), &j->a);
+    j->a.pf = v.op_param[1] ? gmm_prefetch_steps() : 0;
+    v.op_param[2] = v.op_param[1] && !gmm_opted_out("PIT_CUDA_GMM_WS");
+    v.op_param[3] = v.op_param[2] && gmm_opted_in("PIT_CUDA_GMM_PAIR");
+    const pit_tile t = pit_cuda_gmm_tile(c->arch, v.op_param[2]);
+    v.tile = t; /* the one tile the list and the grid were sized for */
+    const int per_sm = pit_cuda_gmm_smem(c->arch, t, v.op_param[2]) > 113 * 1024 ? 1 : 2; /* CTAs that fit an SM */
+    int64_t ctas = per_sm * (int64_t)c->sm_count;
+    if (v.op_param[3]) {
+        ctas = gmm_pairs(c, &v); /* a work item a pair */
+        v.op_param[3] = ctas > 0;
+        if (!ctas) ctas = per_sm * (int64_t)c->sm_count;
+    }
+    const int item_rows = t.bm * (v.op_param[3] ? 2 : 1);
+    int64_t bound = j->listed_max / item_rows + j->groups + 1; /* items along M, at most */
+    CUdeviceptr list = 0;
+    CU_CHECK(pit_cu.MemAllocAsync(&list, (size_t)(1 + 3 * bound) * 4, s), "cuMemAllocAsync(gmm work list)");
+    plan_args pl = {j->a.counts, list, (int32_t)j->groups, item_rows, j->a.capacity, 2}; /* mixed order */
+    pit_status st = launch(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
+    j->a.list = list;
+    j->a.ntn = (int32_t)cdiv(j->a.N, t.bn);
+    if (st == PIT_SUCCESS) st = gmm_launch(c, s, &v, bound * j->a.ntn, ctas, &j->a);
     return free_scratch(s, list, st);
 }
 

@@ -7,8 +7,10 @@
  * error). Exit 77 (skipped) when there is no CUDA driver or device.
  *
  *   test_cuda_ops            correctness (odd shapes, empty and full patterns)
- *   test_cuda_ops --bench    issue 5's attention and MoE points, timed with
- *                            events (warm-up, median of 20) next to cuBLAS
+ *   test_cuda_ops --bench [attention|moe [skewed|even|one]]
+ *                            issue 5's attention and MoE points (or one of
+ *                            them), timed with events (warm-up, median of
+ *                            20) next to cuBLAS
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -703,7 +705,16 @@ static void skewed_counts(int64_t T, int E, int32_t *c)
     }
 }
 
-static void bench_moe(void)
+/* expert loads of the MoE bench: "skewed" (the issue's), "even" (T / E
+ * each) or "one" (every token to expert 0: one gathered dense GEMM) */
+static void moe_loads(const char *kind, int64_t T, int E, int32_t *c)
+{
+    const int even = !strcmp(kind, "even"), one = !strcmp(kind, "one");
+    for (int e = 0; e < E; ++e) c[e] = even ? (int32_t)(T / E) : one && e == 0 ? (int32_t)T : 0;
+    if (!even && !one) skewed_counts(T, E, c);
+}
+
+static void bench_moe(const char *loads)
 {
     const int64_t T = 16384, H = 1024, N = 4096, E = 64;
     moe_bench b;
@@ -715,7 +726,7 @@ static void bench_moe(void)
     b.G = make(PIT_F32, 2, sg, x);
     free(x);
     int32_t counts[64];
-    skewed_counts(T, (int)E, counts);
+    moe_loads(loads, T, (int)E, counts);
     double *ids = malloc((size_t)T * sizeof *ids);
     int64_t at = 0;
     for (int e = 0; e < E; ++e)
@@ -736,9 +747,9 @@ static void bench_moe(void)
     CHECK(be->mem_alloc(bctx, 4, &b.ix.total));
     double host_moe, t_moe = time_ms_host(run_moe, &b, &host_moe), t_dense = time_ms(run_moe_dense, &b);
     double flops = 2.0 * T * H * N;
-    printf("moe 16384 tokens 1024->4096, 64 experts top-1 skewed (4..1130), bf16: routing->output %.3f ms "
+    printf("moe 16384 tokens 1024->4096, 64 experts top-1 %s, bf16: routing->output %.3f ms "
            "(%.0f TFLOP/s, host queueing %.3f ms a call); dense GEMM of all tokens (cuBLAS) %.3f ms (%.0f TFLOP/s); ratio %.2f\n",
-           t_moe, flops / t_moe * 1e-9, host_moe, t_dense, flops / t_dense * 1e-9, t_moe / t_dense);
+           strcmp(loads, "even") && strcmp(loads, "one") ? "skewed (4..1130)" : loads, t_moe, flops / t_moe * 1e-9, host_moe, t_dense, flops / t_dense * 1e-9, t_moe / t_dense);
     drop(&b.X), drop(&b.W), drop(&b.W0), drop(&b.G), drop(&b.I), drop(&b.Y);
     be->mem_free(bctx, b.ix.counts), be->mem_free(bctx, b.ix.entries), be->mem_free(bctx, b.ix.total);
 }
@@ -754,8 +765,9 @@ int main(int argc, char **argv)
     pit_rng_seed(&rng, 5);
     int rc = 0;
     if (argc > 1 && !strcmp(argv[1], "--bench")) {
-        bench_attention();
-        bench_moe();
+        const char *only = argc > 2 ? argv[2] : "";
+        if (strcmp(only, "moe")) bench_attention();
+        if (strcmp(only, "attention")) bench_moe(argc > 3 ? argv[3] : "skewed");
     } else {
         rc = correctness();
     }

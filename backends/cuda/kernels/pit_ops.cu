@@ -892,6 +892,7 @@ struct gmm_args {
     pit_i64 lda, ldb, ldc, ldd, ldacc, ldg;
     pit_i64 sa, sb, sc, sacc; /* per-group strides (elements) */
     int M, N, K, kdiv, capacity, ntn; /* M: rows of dW (H) in MoE mode 2 */
+    int pf; /* TMA_B: k-steps ahead of its copies that B is prefetched into L2 (0: none) */
 };
 
 PIT_DEV float gate_of(const gmm_args &p, int slot)
@@ -931,7 +932,29 @@ PIT_DEV float gate_of(const gmm_args &p, int slot)
 #undef TMA_B
 #define TMA_B 0
 #endif
+/* WS (with TMA_B): warp-specialised. Warpgroup 0 only copies (A's gathered
+ * rows by cp.async, B by TMA) up to STAGES k-steps ahead, warpgroups 1 and
+ * 2 only multiply, 64 rows each: a full and an empty barrier a stage
+ * instead of a CTA barrier a k-step, and the copies' address math off the
+ * wgmma warps. */
+#if !defined(WS) || !TMA_B
+#undef WS
+#define WS 0
+#endif
+/* PAIR (with WS): the two CTAs of a cluster take the halves of a 256-row
+ * work item (128 rows each; 64 where it has 128 or fewer) at the same
+ * n-tile, and each copies half of B's boxes into both (TMA multicast): B
+ * crosses from L2 once for up to 256 rows, which halves the bytes the
+ * weights put on L2, the bound of the unpaired kernel. A stage goes back
+ * to the copiers once the multiplying warps of both CTAs are done with it. */
+#if !defined(PAIR) || !WS
+#undef PAIR
+#define PAIR 0
+#endif
+constexpr int CTAS_AN_ITEM = PAIR ? 2 : 1;
 constexpr int THREADS = 256, WM = 2, WN = 4, WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
+/* CT: the threads that copy (all of them, or warpgroup 0 under WS) */
+constexpr int CT = WS ? 128 : THREADS;
 constexpr int KS = BK / 16;
 #if GMM_WGMMA
 /* smem element offsets: A [BM][64] K-major, B [BN / 64][BK][64] N-major,
@@ -940,9 +963,20 @@ constexpr int A_ROW = BK, B_ROW = 64;
 PIT_DEV int a_at(int r, int k) { return pit_swz128(r, k); }
 PIT_DEV int b_at(int k, int n) { return (n >> 6) * (BK * 64) + pit_swz128(k, n & 63); }
 constexpr int A_STAGE = BM * BK * 2, B_STAGE = BK * BN * 2, STAGE_BYTES = STAGES * (A_STAGE + B_STAGE);
-/* after the stages: TMA_B's barriers, one a stage (8 bytes each) */
-constexpr int SMEM = STAGE_BYTES + 1024 + (TMA_B ? 8 * STAGES : 0);
+/* after the stages: TMA_B's barriers, one a stage (8 bytes each), then
+ * under WS with stores (EPI_BULK) the output tile's staging rows, padded
+ * 16 bytes so the 8 rows of a warp's store hit different banks */
+#if WS && !ACC
+#define EPI_BULK 1
+#else
+#define EPI_BULK 0
+#endif
+constexpr int C_ROW = BN * 2 + 16, C_AT = STAGE_BYTES + (TMA_B ? 8 * STAGES : 0) + (WS ? 8 * STAGES : 0);
+constexpr int SMEM = C_AT + (EPI_BULK ? BM * C_ROW : 0) + 1024;
+/* a stage's "full" barrier (its copies landed) and, under WS, its "empty"
+ * one (its wgmma's are done) */
 PIT_DEV pit_u32 gmm_stage_bar(pit_u32 stages_addr, int s) { return stages_addr + STAGE_BYTES + 8 * s; }
+PIT_DEV pit_u32 gmm_empty_bar(pit_u32 stages_addr, int s) { return stages_addr + STAGE_BYTES + 8 * (STAGES + s); }
 /* LAG: wgmma groups left in flight at the end of a k-step (wait_group LAG);
  * the copies run STAGES - 1 - LAG k-steps ahead. LAG 0 (one more stage
  * ahead, the tensor cores idle across each barrier) measured the same on
@@ -959,7 +993,7 @@ extern "C" __device__ const int pit_smem_bytes = SMEM;
 static_assert(PIT_DTYPE != PIT_DT_F32 && WTM % 16 == 0 && WTN % 16 == 0 && BK % 16 == 0, "gmm tile");
 static_assert(sizeof(T) == 2, "gmm element");
 constexpr int A_UNITS = BM * BK / 8, B_UNITS = BK * BN / 8;
-static_assert(A_UNITS % THREADS == 0 && B_UNITS % THREADS == 0, "gmm loads");
+static_assert(A_UNITS % CT == 0 && B_UNITS % CT == 0, "gmm loads");
 
 /* CTAs an SM should hold, so the registers stay within their share: 2 up
  * to 64 accumulators a thread (the default 128 x 128 tile: <= 128
@@ -969,6 +1003,8 @@ constexpr bool GMM_SMALL = MI * NI <= 8 && MI * 4 + NI * 2 <= 16 && 3 * (SMEM + 
 constexpr int GMM_MINB = GMM_WGMMA ? (2 * SMEM <= 227 * 1024 ? 2 : 1) : GMM_SMALL ? 3 : MI * NI <= 16 ? 2 : 1;
 #if defined(PIT_AMD)
 #define GMM_BOUNDS __launch_bounds__(THREADS)
+#elif WS
+#define GMM_BOUNDS __launch_bounds__(384, 1)
 #else
 #define GMM_BOUNDS __launch_bounds__(THREADS, GMM_MINB)
 #endif
@@ -983,22 +1019,22 @@ struct gmm_tile {
  * unit 0 moved di = i * THREADS / (row's units) rows down (a multiple of 8,
  * so the swizzle of its row is unit 0's), and its address math is unit 0's
  * plus a constant. */
-constexpr int A_PER = A_UNITS / THREADS; /* A units (rows) a thread copies */
+constexpr int A_PER = A_UNITS / CT; /* A units (rows) a thread copies */
 
 PIT_DEV void gmm_issue(const gmm_args &p, const gmm_tile &w, const int (&tok)[A_PER], pit_u8 *smem, int s, int c,
                        bool live)
 {
     constexpr int AU = BK / 8, BU = BN / 8;
-    constexpr bool BE = THREADS % BU == 0;
-    static_assert(THREADS % AU == 0, "gmm: a thread's A units share their k");
-    static_assert(!GMM_WGMMA || (BE && (THREADS / AU) % 8 == 0 && (THREADS / BU) % 8 == 0), "gmm swizzle");
+    constexpr bool BE = CT % BU == 0;
+    static_assert(CT % AU == 0, "gmm: a thread's A units share their k");
+    static_assert(!GMM_WGMMA || ((CT / AU) % 8 == 0 && (TMA_B || (BE && (CT / BU) % 8 == 0))), "gmm swizzle");
     T *As = (T *)(smem + s * A_STAGE), *Bs = (T *)(smem + STAGES * A_STAGE + s * B_STAGE);
     const T *A = (const T *)p.a + w.grp * p.sa;
     const T *B = (const T *)p.b + w.grp * p.sb + (pit_i64)(c * BK) * p.ldb + w.n0;
     const int t = threadIdx.x, kleft = p.K - c * BK;
 #pragma unroll
     for (int i = 0; i < A_PER; ++i) {
-        const int di = i * (THREADS / AU), r = t / AU, kq = (t % AU) * 8;
+        const int di = i * (CT / AU), r = t / AU, kq = (t % AU) * 8;
         const bool ok = live && tok[i] >= 0 && kq < kleft;
         pit_copy16(As + a_at(r, kq) + di * A_ROW, ok ? A + (pit_i64)tok[i] * p.lda + c * BK + kq : A, ok);
     }
@@ -1009,15 +1045,25 @@ PIT_DEV void gmm_issue(const gmm_args &p, const gmm_tile &w, const int (&tok)[A_
     (void)B;
     if (t == 0 && live) {
         const pit_u32 bar = gmm_stage_bar(pit_smem_addr(smem), s), dst = pit_smem_addr(Bs);
-        pit_mbar_expect_tx(bar, B_STAGE);
+        pit_mbar_expect_tx(bar, B_STAGE); /* under PAIR half of it comes from the peer's copies */
+        const int z = p.sb ? w.grp : 0, nk = (p.K + BK - 1) / BK;
 #pragma unroll
-        for (int j = 0; j < BN / 64; ++j)
-            pit_tma_load_3d(dst + j * BK * 128, &p.map_b, bar, w.n0 + j * 64, c * BK, p.sb ? w.grp : 0);
+        for (int j = PAIR ? (int)pit_cluster_rank() : 0; j < BN / 64; j += PAIR ? 2 : 1) {
+            const pit_u32 to = dst + j * BK * 128;
+            if (PAIR)
+                pit_tma_load_3d_multicast(to, &p.map_b, bar, w.n0 + j * 64, c * BK, z, 3);
+            else
+                pit_tma_load_3d(to, &p.map_b, bar, w.n0 + j * 64, c * BK, z);
+            /* the weights mostly come from DRAM: their boxes pf k-steps ahead
+             * go to L2 first, so a stage waits for L2, not DRAM */
+            for (int f = c == 0 ? 1 : p.pf; f >= 1 && f <= p.pf && c + f < nk; ++f)
+                pit_tma_prefetch_3d(&p.map_b, w.n0 + j * 64, (c + f) * BK, z);
+        }
     }
 #else
 #pragma unroll
-    for (int i = 0; i < B_UNITS / THREADS; ++i) {
-        const int u = BE ? t : t + i * THREADS, di = BE ? i * (THREADS / BU) : 0;
+    for (int i = 0; i < B_UNITS / CT; ++i) {
+        const int u = BE ? t : t + i * CT, di = BE ? i * (CT / BU) : 0;
         const int kk = u / BU, nn = (u % BU) * 8;
         const bool ok = live && kk + di < kleft && w.n0 + nn < p.N;
         pit_copy16(Bs + b_at(kk, nn) + di * B_ROW, ok ? B + ((pit_i64)kk * p.ldb + nn) + (pit_i64)di * p.ldb : B, ok);
@@ -1050,7 +1096,7 @@ PIT_DEV void gmm_tokens(const gmm_args &p, const gmm_tile &w, int (&tok)[A_PER])
 {
 #pragma unroll
     for (int i = 0; i < A_PER; ++i) {
-        const int slot = gmm_slot(p, w, threadIdx.x / (BK / 8) + i * (THREADS / (BK / 8)));
+        const int slot = gmm_slot(p, w, threadIdx.x / (BK / 8) + i * (CT / (BK / 8)));
         tok[i] = slot < 0 ? -1 : slot / p.kdiv;
     }
 }
@@ -1152,6 +1198,179 @@ PIT_DEV void gmm_feed_next(const gmm_args &p, gmm_feed &f, pit_u8 *smem, int s, 
     f.next = gmm_tile_of(p, f.tile + gridDim.x, total);
 }
 
+#if WS
+/* Registers a thread: the copying warpgroup gives most of its share to the
+ * multiplying ones (128 x 56 + 256 x 224 = 64512 of 65536; the copiers
+ * spill below 56) */
+constexpr int WS_COPY_REGS = 56, WS_MMA_REGS = 224, WS_MMA_WARPS = 8;
+
+/* The CTA's work items: item, item + step, ... (a pair walks them together,
+ * each CTA with its half of the rows) */
+PIT_DEV int gmm_ws_first(void) { return blockIdx.x / CTAS_AN_ITEM; }
+PIT_DEV int gmm_ws_step(void) { return gridDim.x / CTAS_AN_ITEM; }
+PIT_DEV gmm_tile gmm_ws_tile(const gmm_args &p, int item, int total)
+{
+    gmm_tile w = gmm_tile_of(p, item, total);
+#if PAIR
+    const int half = w.count - w.row0 > 128 ? 128 : 64;
+    w.row0 += (int)pit_cluster_rank() * half;
+    w.count = min(w.count, w.row0 + half);
+#endif
+    return w;
+}
+
+/* A multiplying warp hands slot s back to the copiers (of both CTAs under
+ * PAIR: each copies into both) */
+PIT_DEV void gmm_ws_release(pit_u32 sbase, int s)
+{
+#if PAIR
+    pit_mbar_arrive_at(gmm_empty_bar(sbase, s), 0);
+    pit_mbar_arrive_at(gmm_empty_bar(sbase, s), 1);
+#else
+    pit_mbar_arrive(gmm_empty_bar(sbase, s));
+#endif
+}
+
+/* Warpgroup 0: the copies of every k-step of the CTA's tiles into the
+ * stages in turn, each stage once the wgmma's of its last use are done
+ * (its empty barrier). A thread's A copies arrive on the stage's full
+ * barrier when they land; B's TMA bytes complete on it too. */
+PIT_DEV void gmm_ws_copy(const gmm_args &p, pit_u8 *smem, pit_u32 sbase, int total, int nk)
+{
+    int q = 0; /* k-step, counted over the CTA's tiles: stage q % STAGES */
+    for (int item = gmm_ws_first(); item < total; item += gmm_ws_step()) {
+        const gmm_tile w = gmm_ws_tile(p, item, total);
+        int tok[A_PER];
+        gmm_tokens(p, w, tok);
+        for (int c = 0; c < nk; ++c, ++q) {
+            const int s = q % STAGES;
+            if (q >= STAGES) pit_mbar_wait(gmm_empty_bar(sbase, s), (pit_u32)(q / STAGES - 1) & 1u);
+            gmm_issue(p, w, tok, smem, s, c, true);
+            pit_copy_arrive(gmm_stage_bar(sbase, s));
+        }
+    }
+}
+
+/* A multiplying warpgroup's k-steps of one tile (MUL false: a warpgroup
+ * past the tile's rows, whose wgmma's would multiply zeros, only keeps the
+ * barriers' count). A stage goes back to the copiers once the wgmma's of
+ * the next one are issued and its own are done (wait_group 1). Two loops,
+ * not a branch among the wgmma's, which would serialise them. */
+template <bool MUL>
+PIT_DEV void gmm_ws_ksteps(float (&acc)[1][BN / 8][4], pit_u32 sbase, int &q, int nk, int cw, bool first_lane)
+{
+    for (int c = 0; c < nk; ++c, ++q) {
+        pit_mbar_wait(gmm_stage_bar(sbase, q % STAGES), (pit_u32)(q / STAGES) & 1u);
+        if (MUL) {
+            pit_fence_async_smem(); /* the copies' writes, seen through the barrier, before wgmma reads them */
+            pit_wgmma_fence();
+            gmm_wgmma_stage(acc, sbase, q % STAGES, cw);
+            pit_wgmma_commit();
+            pit_wgmma_wait<1>();
+        }
+        if (c > 0 && first_lane) gmm_ws_release(sbase, (q - 1) % STAGES);
+    }
+    if (MUL) pit_wgmma_wait<0>();
+    if (nk > 0 && first_lane) gmm_ws_release(sbase, (q - 1) % STAGES);
+}
+
+#if EPI_BULK
+/* SWrite through shared memory: the warp's 16 rows, gated and packed, go to
+ * its part of the staging tile at shared address part, then each row leaves
+ * as one bulk copy (its BN outputs are contiguous in the token's row) while
+ * the next tile's k-steps run. The part is written again once the warp's
+ * previous copies have read it. */
+PIT_DEV void gmm_swrite_bulk(const gmm_args &p, const gmm_tile &w, const gmm_rows<1> &rows, pit_u32 part,
+                             const float (&acc)[1][BN / 8][4])
+{
+    const int lane = pit_lane();
+    pit_bulk_wait<true>();
+    __syncwarp();
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const pit_u32 row = part + ((lane >> 2) + 8 * h) * C_ROW + (lane & 3) * 4;
+        const float gt = rows.gate[0][h];
+#pragma unroll
+        for (int ni = 0; ni < BN / 8; ++ni)
+            pit_st_shared_u32(row + ni * 16, pack2(gt * acc[0][ni][2 * h], gt * acc[0][ni][2 * h + 1]));
+    }
+    pit_fence_async_smem(); /* the rows, written by this warp, before the copy engine reads them */
+    __syncwarp();
+    /* row `lane` (< 16) of the warp: its slot is held by lane 4 (lane % 8) */
+    const int s0 = __shfl_sync(0xffffffffu, rows.slot[0][0], 4 * (lane & 7));
+    const int s1 = __shfl_sync(0xffffffffu, rows.slot[0][1], 4 * (lane & 7));
+    const int slot = lane < 8 ? s0 : s1;
+    if (lane < 16 && slot >= 0) {
+        T *dst = (T *)p.c + w.grp * p.sc + (pit_i64)(slot / p.kdiv) * p.ldc + w.n0;
+        pit_bulk_store(dst, part + lane * C_ROW, (pit_u32)min(BN, p.N - w.n0) * 2);
+    }
+    pit_bulk_commit();
+}
+#endif
+
+/* Warpgroup 1 + cw: rows 64 cw .. 64 cw + 63 of every tile; the tile's
+ * rows and gates load a tile early. */
+PIT_DEV void gmm_ws_multiply(const gmm_args &p, pit_u32 sbase, int total, int nk, int cw)
+{
+    const int wm0 = cw * 64 + (threadIdx.x / 32 % 4) * 16;
+    const bool first_lane = pit_lane() == 0;
+    int q = 0;
+    gmm_tile next = gmm_ws_tile(p, gmm_ws_first(), total);
+    gmm_rows<1> rows_next;
+    gmm_rows_slots(p, next, wm0, rows_next);
+    gmm_rows_gates(p, rows_next);
+    for (int item = gmm_ws_first(); item < total; item += gmm_ws_step()) {
+        const gmm_tile w = next;
+        next = gmm_ws_tile(p, item + gmm_ws_step(), total);
+        const gmm_rows<1> rows = rows_next;
+        gmm_rows_slots(p, next, wm0, rows_next);
+        float acc[1][BN / 8][4];
+#pragma unroll
+        for (int ni = 0; ni < BN / 8; ++ni) acc[0][ni][0] = acc[0][ni][1] = acc[0][ni][2] = acc[0][ni][3] = 0.f;
+        if (w.row0 + cw * 64 < w.count)
+            gmm_ws_ksteps<true>(acc, sbase, q, nk, cw, first_lane);
+        else
+            gmm_ws_ksteps<false>(acc, sbase, q, nk, cw, first_lane);
+        gmm_rows_gates(p, rows_next); /* its slots arrived during this tile */
+#if EPI_BULK
+        gmm_swrite_bulk(p, w, rows, sbase + C_AT + wm0 * C_ROW, acc);
+#else
+        gmm_swrite<1, BN / 8>(p, w, rows, 0, acc);
+#endif
+    }
+    if (EPI_BULK) pit_bulk_wait<false>();
+}
+
+PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(const __grid_constant__ gmm_args p)
+{
+    extern __shared__ __align__(16) pit_u8 smem_raw[];
+    pit_u8 *smem = smem_raw + ((1024 - (pit_smem_addr(smem_raw) & 1023)) & 1023);
+    const pit_u32 sbase = pit_smem_addr(smem);
+    const int total = __ldg(p.list) * p.ntn, nk = (p.K + BK - 1) / BK;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            pit_mbar_init(gmm_stage_bar(sbase, s), CT + 1); /* the copiers, and B's bytes announced */
+            pit_mbar_init(gmm_empty_bar(sbase, s), WS_MMA_WARPS * CTAS_AN_ITEM);
+        }
+        pit_fence_mbar_init();
+    }
+#if PAIR
+    pit_cluster_sync(); /* the peer's barriers are set up before copies or arrivals reach them */
+#else
+    __syncthreads();
+#endif
+    if (threadIdx.x < CT) {
+        pit_regs_dec<WS_COPY_REGS>();
+        gmm_ws_copy(p, smem, sbase, total, nk);
+    } else {
+        pit_regs_inc<WS_MMA_REGS>();
+        gmm_ws_multiply(p, sbase, total, nk, threadIdx.x / 128 - 1);
+    }
+#if PAIR
+    pit_cluster_sync(); /* no CTA leaves while its peer may still copy into it or arrive on its barriers */
+#endif
+}
+#else
 /* The copies run AHEAD k-steps ahead of the wgmma's, across tiles: the
  * next tile's first stages land during this one's last k-steps and SWrite.
  * K-step q (counted over all of the CTA's tiles) is in slot q % STAGES. Its
@@ -1221,6 +1440,7 @@ PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(GMM_PARAM)
     }
     pit_copy_wait<0>();
 }
+#endif /* WS */
 #else
 /* A warp's operands of one 16-wide k-step. */
 struct gmm_frag {

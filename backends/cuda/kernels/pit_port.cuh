@@ -632,6 +632,17 @@ PIT_DEV void pit_mbar_expect_tx(pit_u32 bar, pit_u32 bytes)
 {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
+/* An arrival on bar once this thread's cp.async copies so far have landed
+ * (noinc: it counts as one of the arrivals the barrier expects) */
+PIT_DEV void pit_copy_arrive(pit_u32 bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+/* one plain arrival (a consumer handing a stage back to its producer) */
+PIT_DEV void pit_mbar_arrive(pit_u32 bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
 PIT_DEV void pit_mbar_wait(pit_u32 bar, pit_u32 parity)
 {
     asm volatile("{\n"
@@ -653,6 +664,77 @@ PIT_DEV void pit_tma_load_3d(pit_u32 dst, const void *map, pit_u32 bar, int x, i
                  "l"(map), "r"(bar), "r"(x), "r"(y), "r"(z)
                  : "memory");
 }
+
+/* The box at (x, y, z) into L2 only */
+PIT_DEV void pit_tma_prefetch_3d(const void *map, int x, int y, int z)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"(map), "r"(x), "r"(y),
+                 "r"(z)
+                 : "memory");
+}
+/* The same box copied into shared address dst of every CTA of the cluster
+ * in `ctas` (a bit a CTA rank), each completing on its barrier at bar. */
+PIT_DEV void pit_tma_load_3d_multicast(pit_u32 dst, const void *map, pit_u32 bar, int x, int y, int z,
+                                       unsigned short ctas)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
+                 "l"(map), "r"(bar), "r"(x), "r"(y), "r"(z), "h"(ctas)
+                 : "memory");
+}
+
+PIT_DEV void pit_st_shared_u32(pit_u32 addr, pit_u32 v)
+{
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+/* bytes (a multiple of 16) from shared address src to global dst, both
+ * 16-byte aligned, in this thread's bulk group */
+PIT_DEV void pit_bulk_store(void *dst, pit_u32 src, pit_u32 bytes)
+{
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(bytes)
+                 : "memory");
+}
+PIT_DEV void pit_bulk_commit(void) { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+/* this thread's bulk stores have read their shared memory (READ) or are done */
+template <bool READ> PIT_DEV void pit_bulk_wait(void)
+{
+    if (READ)
+        asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+    else
+        asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
+/* ---- thread-block clusters (sm_90) */
+PIT_DEV unsigned pit_cluster_rank(void)
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+/* every thread of the cluster's CTAs: writes before it seen after it */
+PIT_DEV void pit_cluster_sync(void)
+{
+    asm volatile("barrier.cluster.arrive.release;\n"
+                 "barrier.cluster.wait.acquire;\n" ::: "memory");
+}
+/* one arrival on the barrier at shared offset bar of the cluster's CTA
+ * `rank`; release at CTA scope (the default), as a release at cluster scope
+ * is a full memory barrier each time, which halved the paired GEMM's speed */
+PIT_DEV void pit_mbar_arrive_at(pit_u32 bar, unsigned rank)
+{
+    asm volatile("{\n"
+                 ".reg .b32 remote;\n"
+                 "mapa.shared::cluster.u32 remote, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+                 "}\n" ::"r"(bar),
+                 "r"(rank)
+                 : "memory");
+}
+
+/* A warpgroup's registers a thread, moved between warpgroups of a
+ * warp-specialised kernel (all four warps execute it) */
+template <int N> PIT_DEV void pit_regs_dec(void) { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N)); }
+template <int N> PIT_DEV void pit_regs_inc(void) { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }
 
 #define PIT_WG_D64 \
     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
