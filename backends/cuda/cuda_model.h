@@ -28,8 +28,6 @@
 #define PIT_CUDA_GMM_WGMMA_BK 64
 #define PIT_CUDA_GMM_WGMMA_STAGES 4
 #define PIT_CUDA_GMM_WS_STAGES 3 /* warp-specialised: the output tile is staged too */
-/* k-steps ahead of its copies that B (by TMA) is prefetched into L2 */
-#define PIT_CUDA_GMM_PREFETCH 0
 
 /* The gmm tile for arch (major * 10 + minor) and the plain or the
  * warp-specialised (ws) kernel: the one above, or

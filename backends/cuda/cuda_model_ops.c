@@ -65,7 +65,6 @@ typedef struct gmm_args {
     int64_t lda, ldb, ldc, ldd, ldacc, ldg;
     int64_t sa, sb, sc, sacc;
     int32_t M, N, K, kdiv, capacity, ntn;
-    int32_t pf; /* B by TMA: k-steps ahead of its copies that B is prefetched into L2 */
 } gmm_args;
 
 typedef struct ew_args {
@@ -719,15 +718,6 @@ static int gmm_opted_in(const char *name)
     return e && strcmp(e, "1") == 0;
 }
 
-/* k-steps ahead of its copies that the TMA variants prefetch B into L2
- * (PIT_CUDA_GMM_PREFETCH, 0 to 16) */
-static int gmm_prefetch_steps(void)
-{
-    const char *e = getenv("PIT_CUDA_GMM_PREFETCH");
-    const int n = e ? atoi(e) : PIT_CUDA_GMM_PREFETCH;
-    return n < 0 ? 0 : n > 16 ? 16 : n;
-}
-
 /* CTAs of the persistent grid: the SMs' worth (per_sm each), or the pairs
  * the device holds at once (0: none, launch unpaired) */
 static int64_t gmm_pairs(pit_cuda_ctx *c, const pit_cuda_variant *v)
@@ -766,7 +756,6 @@ static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, gmm_job *j)
     v.dtype = j->dt;
     v.op_param[0] = j->acc;
     v.op_param[1] = gmm_tma_b(c, j, pit_cuda_gmm_tile(c->arch, 0), &j->a);
-    j->a.pf = v.op_param[1] ? gmm_prefetch_steps() : 0;
     v.op_param[2] = v.op_param[1] && !gmm_opted_out("PIT_CUDA_GMM_WS");
     v.op_param[3] = v.op_param[2] && gmm_opted_in("PIT_CUDA_GMM_PAIR");
     const pit_tile t = pit_cuda_gmm_tile(c->arch, v.op_param[2]);

@@ -892,7 +892,6 @@ struct gmm_args {
     pit_i64 lda, ldb, ldc, ldd, ldacc, ldg;
     pit_i64 sa, sb, sc, sacc; /* per-group strides (elements) */
     int M, N, K, kdiv, capacity, ntn; /* M: rows of dW (H) in MoE mode 2 */
-    int pf; /* TMA_B: k-steps ahead of its copies that B is prefetched into L2 (0: none) */
 };
 
 PIT_DEV float gate_of(const gmm_args &p, int slot)
@@ -1046,7 +1045,7 @@ PIT_DEV void gmm_issue(const gmm_args &p, const gmm_tile &w, const int (&tok)[A_
     if (t == 0 && live) {
         const pit_u32 bar = gmm_stage_bar(pit_smem_addr(smem), s), dst = pit_smem_addr(Bs);
         pit_mbar_expect_tx(bar, B_STAGE); /* under PAIR half of it comes from the peer's copies */
-        const int z = p.sb ? w.grp : 0, nk = (p.K + BK - 1) / BK;
+        const int z = p.sb ? w.grp : 0;
 #pragma unroll
         for (int j = PAIR ? (int)pit_cluster_rank() : 0; j < BN / 64; j += PAIR ? 2 : 1) {
             const pit_u32 to = dst + j * BK * 128;
@@ -1054,10 +1053,6 @@ PIT_DEV void gmm_issue(const gmm_args &p, const gmm_tile &w, const int (&tok)[A_
                 pit_tma_load_3d_multicast(to, &p.map_b, bar, w.n0 + j * 64, c * BK, z, 3);
             else
                 pit_tma_load_3d(to, &p.map_b, bar, w.n0 + j * 64, c * BK, z);
-            /* the weights mostly come from DRAM: their boxes pf k-steps ahead
-             * go to L2 first, so a stage waits for L2, not DRAM */
-            for (int f = c == 0 ? 1 : p.pf; f >= 1 && f <= p.pf && c + f < nk; ++f)
-                pit_tma_prefetch_3d(&p.map_b, w.n0 + j * 64, (c + f) * BK, z);
         }
     }
 #else

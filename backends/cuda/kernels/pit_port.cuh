@@ -665,13 +665,6 @@ PIT_DEV void pit_tma_load_3d(pit_u32 dst, const void *map, pit_u32 bar, int x, i
                  : "memory");
 }
 
-/* The box at (x, y, z) into L2 only */
-PIT_DEV void pit_tma_prefetch_3d(const void *map, int x, int y, int z)
-{
-    asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n" ::"l"(map), "r"(x), "r"(y),
-                 "r"(z)
-                 : "memory");
-}
 /* The same box copied into shared address dst of every CTA of the cluster
  * in `ctas` (a bit a CTA rank), each completing on its barrier at bar. */
 PIT_DEV void pit_tma_load_3d_multicast(pit_u32 dst, const void *map, pit_u32 bar, int x, int y, int z,
