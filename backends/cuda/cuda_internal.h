@@ -16,6 +16,7 @@ typedef struct pit_cuda_kernel {
     CUmodule module;
     CUfunction fn;
     int smem_bytes; /* dynamic shared memory the kernel needs */
+    int pairs_held; /* clusters of 2 CTAs the device holds at once (0: not asked yet, -1: none) */
 } pit_cuda_kernel;
 
 typedef struct pit_cuda_ctx {
@@ -53,9 +54,9 @@ void pit_cuda_free_kernels(pit_cuda_ctx *c);
 pit_status pit_cuda_launch(const pit_cuda_kernel *k, CUstream s, unsigned gx, unsigned gy, unsigned gz,
                            unsigned threads, void *args, const char *what);
 
-/* Clusters of `size` CTAs of k (`threads` each) the device holds at once;
- * 0 where the driver cannot launch clusters. */
-int pit_cuda_cluster_capacity(const pit_cuda_kernel *k, unsigned size, unsigned threads);
+/* Clusters of 2 CTAs of k (`threads` each) the device holds at once; 0
+ * where the driver cannot launch clusters. */
+int pit_cuda_pair_capacity(pit_cuda_kernel *k, unsigned threads);
 /* Launches clusters of `size` CTAs along x (gx a multiple of size). */
 pit_status pit_cuda_launch_clusters(const pit_cuda_kernel *k, CUstream s, unsigned gx, unsigned size,
                                     unsigned threads, void *args, const char *what);

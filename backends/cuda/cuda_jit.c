@@ -197,13 +197,18 @@ static CUlaunchConfig cluster_config(const pit_cuda_kernel *k, CUstream s, unsig
     return cfg;
 }
 
-int pit_cuda_cluster_capacity(const pit_cuda_kernel *k, unsigned size, unsigned threads)
+int pit_cuda_pair_capacity(pit_cuda_kernel *k, unsigned threads)
 {
-    if (!pit_cu.LaunchKernelEx || !pit_cu.OccupancyMaxActiveClusters) return 0;
-    CUlaunchAttribute attr;
-    CUlaunchConfig cfg = cluster_config(k, NULL, size, size, threads, &attr);
-    int n = 0;
-    return pit_cu.OccupancyMaxActiveClusters(&n, k->fn, &cfg) == CUDA_SUCCESS ? n : 0;
+    if (k->pairs_held == 0) { /* asked once a kernel, not every launch */
+        int n = 0;
+        if (pit_cu.LaunchKernelEx && pit_cu.OccupancyMaxActiveClusters) {
+            CUlaunchAttribute attr;
+            CUlaunchConfig cfg = cluster_config(k, NULL, 2, 2, threads, &attr);
+            if (pit_cu.OccupancyMaxActiveClusters(&n, k->fn, &cfg) != CUDA_SUCCESS) n = 0;
+        }
+        k->pairs_held = n > 0 ? n : -1;
+    }
+    return k->pairs_held > 0 ? k->pairs_held : 0;
 }
 
 pit_status pit_cuda_launch_clusters(const pit_cuda_kernel *k, CUstream s, unsigned gx, unsigned size,

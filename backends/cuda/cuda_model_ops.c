@@ -205,6 +205,14 @@ static CUstream cu_stream(void *stream)
 }
 
 /* ---- launching ------------------------------------------------------------- */
+/* 1 where the environment sets name to value (the opt-ins and opt-outs of
+ * this file's kernels) */
+static int env_is(const char *name, const char *value)
+{
+    const char *e = getenv(name);
+    return e && strcmp(e, value) == 0;
+}
+
 /* The kernel of variant v (compiled or cached) on grid gx x gy x gz. */
 static pit_status launch_variant(pit_cuda_ctx *c, CUstream s, const pit_cuda_variant *v, int64_t gx, int64_t gy,
                                  int64_t gz, unsigned threads, void *args)
@@ -579,9 +587,8 @@ static pit_status cuda_attention(void *bctx, void *stream, const pit_index *idx,
  * 16-byte mask rows, groups one a query block. */
 static int attention_detect_inside(const pit_index *idx, const view *q, const view *m)
 {
-    const char *e = getenv("PIT_CUDA_ATTENTION_DETECT");
     const int64_t block = idx->tile.rows, vec = 16 / (int64_t)el_bytes(m->dt), nkb = q->rows / block;
-    return !(e && strcmp(e, "apart") == 0) && q->rows % block == 0 && m->ptr % 16 == 0 && m->ld % vec == 0 &&
+    return !env_is("PIT_CUDA_ATTENTION_DETECT", "apart") && q->rows % block == 0 && m->ptr % 16 == 0 && m->ld % vec == 0 &&
            m->bs % vec == 0 && idx->groups_per_batch == nkb && idx->capacity >= nkb &&
            idx->capacity < PIT_ENTRY_FULL;
 }
@@ -689,8 +696,7 @@ static int gmm_tma_b(pit_cuda_ctx *c, const gmm_job *j, pit_tile t, gmm_args *a)
     (void)c, (void)j, (void)t, (void)a;
     return 0;
 #else
-    const char *e = getenv("PIT_CUDA_GMM_TMA");
-    if ((e && strcmp(e, "0") == 0) || !pit_cu.TensorMapEncodeTiled || !pit_cuda_gmm_wgmma(c->arch, t)) return 0;
+    if (env_is("PIT_CUDA_GMM_TMA", "0") || !pit_cu.TensorMapEncodeTiled || !pit_cuda_gmm_wgmma(c->arch, t)) return 0;
     const uint64_t es = 2, groups = a->sb ? (uint64_t)j->groups : 1;
     cuuint64_t dims[3] = {(cuuint64_t)a->N, (cuuint64_t)a->K, groups};
     cuuint64_t strides[2] = {(cuuint64_t)a->ldb * es, (cuuint64_t)(a->sb ? a->sb : a->ldb * a->K) * es};
@@ -703,48 +709,35 @@ static int gmm_tma_b(pit_cuda_ctx *c, const gmm_job *j, pit_tile t, gmm_args *a)
 #endif
 }
 
-/* The TMA variant with a copying warpgroup beside the two multiplying
- * ones, unless PIT_CUDA_GMM_WS=0; its CTAs in cluster pairs sharing B
- * (PAIR) where PIT_CUDA_GMM_PAIR=1 (half the weights' L2 traffic, but no
- * faster on the H100: docs/PERF-NOTES.md). */
-static int gmm_opted_out(const char *name)
-{
-    const char *e = getenv(name);
-    return e && strcmp(e, "0") == 0;
-}
-static int gmm_opted_in(const char *name)
-{
-    const char *e = getenv(name);
-    return e && strcmp(e, "1") == 0;
-}
+/* The TMA variant is warp-specialised (a copying warpgroup beside the two
+ * multiplying ones: 384 threads) unless PIT_CUDA_GMM_WS=0; its CTAs go in
+ * cluster pairs sharing B (PAIR) where PIT_CUDA_GMM_PAIR=1 (half the
+ * weights' L2 traffic, but no faster on the H100: docs/PERF-NOTES.md). */
+static unsigned gmm_threads(const pit_cuda_variant *v) { return v->op_param[2] ? 384 : 256; }
 
-/* CTAs of the persistent grid: the SMs' worth (per_sm each), or the pairs
- * the device holds at once (0: none, launch unpaired) */
-static int64_t gmm_pairs(pit_cuda_ctx *c, const pit_cuda_variant *v)
+/* The paired kernel of v and the pairs the device holds at once; 0 (launch
+ * unpaired) where clusters cannot be launched */
+static int64_t gmm_pairs(pit_cuda_ctx *c, const pit_cuda_variant *v, pit_cuda_kernel **k)
 {
 #ifdef PIT_HIP_SHIM_H
-    (void)c, (void)v;
+    (void)c, (void)v, (void)k;
     return 0;
 #else
-    pit_cuda_kernel *k;
-    if (pit_cuda_get_kernel(c, v, &k) != PIT_SUCCESS) return 0;
-    return pit_cuda_cluster_capacity(k, 2, 384);
+    if (pit_cuda_get_kernel(c, v, k) != PIT_SUCCESS) return 0;
+    return pit_cuda_pair_capacity(*k, gmm_threads(v));
 #endif
 }
 
-static pit_status gmm_launch(pit_cuda_ctx *c, CUstream s, const pit_cuda_variant *v, int64_t work,
-                             int64_t ctas, gmm_args *a)
+/* grid work items on the paired kernel k of v, two CTAs an item */
+static pit_status gmm_launch_pairs(pit_cuda_kernel *k, CUstream s, const pit_cuda_variant *v, int64_t grid,
+                                   gmm_args *a)
 {
-    const unsigned threads = v->op_param[2] ? 384 : 256;
-    if (!v->op_param[3]) return launch_variant(c, s, v, work < ctas ? work : ctas, 1, 1, threads, a);
 #ifdef PIT_HIP_SHIM_H
+    (void)k, (void)s, (void)v, (void)grid, (void)a;
     return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, "hip: no CTA clusters");
 #else
-    pit_cuda_kernel *k;
-    pit_status st = pit_cuda_get_kernel(c, v, &k);
-    if (st != PIT_SUCCESS) return st;
-    const int64_t pairs = work < ctas ? work : ctas;
-    return pit_cuda_launch_clusters(k, s, (unsigned)(2 * pairs), 2, threads, a, "cuLaunchKernelEx(pit_op_gmm_tc)");
+    return pit_cuda_launch_clusters(k, s, (unsigned)(2 * grid), 2, gmm_threads(v), a,
+                                    "cuLaunchKernelEx(pit_op_gmm_tc)");
 #endif
 }
 
@@ -756,16 +749,17 @@ static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, gmm_job *j)
     v.dtype = j->dt;
     v.op_param[0] = j->acc;
     v.op_param[1] = gmm_tma_b(c, j, pit_cuda_gmm_tile(c->arch, 0), &j->a);
-    v.op_param[2] = v.op_param[1] && !gmm_opted_out("PIT_CUDA_GMM_WS");
-    v.op_param[3] = v.op_param[2] && gmm_opted_in("PIT_CUDA_GMM_PAIR");
+    v.op_param[2] = v.op_param[1] && !env_is("PIT_CUDA_GMM_WS", "0");
+    v.op_param[3] = v.op_param[2] && env_is("PIT_CUDA_GMM_PAIR", "1");
     const pit_tile t = pit_cuda_gmm_tile(c->arch, v.op_param[2]);
     v.tile = t; /* the one tile the list and the grid were sized for */
     const int per_sm = pit_cuda_gmm_smem(c->arch, t, v.op_param[2]) > 113 * 1024 ? 1 : 2; /* CTAs that fit an SM */
     int64_t ctas = per_sm * (int64_t)c->sm_count;
+    pit_cuda_kernel *paired = NULL;
     if (v.op_param[3]) {
-        ctas = gmm_pairs(c, &v); /* a work item a pair */
-        v.op_param[3] = ctas > 0;
-        if (!ctas) ctas = per_sm * (int64_t)c->sm_count;
+        const int64_t pairs = gmm_pairs(c, &v, &paired); /* a work item a pair */
+        v.op_param[3] = pairs > 0;
+        if (pairs > 0) ctas = pairs;
     }
     const int item_rows = t.bm * (v.op_param[3] ? 2 : 1);
     int64_t bound = j->listed_max / item_rows + j->groups + 1; /* items along M, at most */
@@ -775,7 +769,11 @@ static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, gmm_job *j)
     pit_status st = launch(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
     j->a.list = list;
     j->a.ntn = (int32_t)cdiv(j->a.N, t.bn);
-    if (st == PIT_SUCCESS) st = gmm_launch(c, s, &v, bound * j->a.ntn, ctas, &j->a);
+    const int64_t work = bound * j->a.ntn, grid = work < ctas ? work : ctas;
+    if (st == PIT_SUCCESS && v.op_param[3])
+        st = gmm_launch_pairs(paired, s, &v, grid, &j->a);
+    else if (st == PIT_SUCCESS)
+        st = launch_variant(c, s, &v, grid, 1, 1, gmm_threads(&v), &j->a);
     return free_scratch(s, list, st);
 }
 

@@ -1013,9 +1013,9 @@ struct gmm_tile {
 };
 
 /* The copies of stage c into slot s (live false: zeros, no global read).
- * A thread's units of 8 elements are u = threadIdx.x + i * THREADS; where
- * THREADS is a multiple of a row's units (A: BK / 8, B: BN / 8), unit i is
- * unit 0 moved di = i * THREADS / (row's units) rows down (a multiple of 8,
+ * A thread's units of 8 elements are u = threadIdx.x + i * CT (the copying threads); where
+ * CT is a multiple of a row's units (A: BK / 8, B: BN / 8), unit i is
+ * unit 0 moved di = i * CT / (row's units) rows down (a multiple of 8,
  * so the swizzle of its row is unit 0's), and its address math is unit 0's
  * plus a constant. */
 constexpr int A_PER = A_UNITS / CT; /* A units (rows) a thread copies */
