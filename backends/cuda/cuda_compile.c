@@ -39,8 +39,8 @@ uint64_t pit_cuda_variant_hash(const pit_cuda_variant *v, int arch)
     return pit_fnv1a(h, tail, sizeof tail);
 }
 
-/* "what: log" into a malloc'd string */
-static char *make_log(const char *what, nvrtcResult r, nvrtcProgram prog)
+/* the program's log (malloc'd), NULL when empty */
+static char *program_log(nvrtcProgram prog)
 {
     size_t log_size = 0;
     char *text = NULL;
@@ -48,6 +48,13 @@ static char *make_log(const char *what, nvrtcResult r, nvrtcProgram prog)
         text = malloc(log_size);
         if (text && nvrtcGetProgramLog(prog, text) != NVRTC_SUCCESS) text[0] = 0;
     }
+    return text;
+}
+
+/* "what: log" into a malloc'd string */
+static char *make_log(const char *what, nvrtcResult r, nvrtcProgram prog)
+{
+    char *text = program_log(prog);
     size_t n = strlen(what) + 64 + (text ? strlen(text) : 0);
     char *out = malloc(n);
     if (out) snprintf(out, n, "%s: %d %s%s%s", what, (int)r, nvrtcGetErrorString(r),
@@ -104,6 +111,12 @@ int pit_cuda_compile(const pit_cuda_variant *v, int arch, char **cubin, size_t *
         return (int)r;
     }
     *size = bytes;
+    if (log) *log = program_log(prog);
     nvrtcDestroyProgram(&prog);
     return 0;
+}
+
+const char *pit_cuda_wgmma_serialised(const char *log)
+{
+    return log ? strstr(log, "wgmma.mma_async instructions are serialized") : NULL;
 }

@@ -11,9 +11,18 @@
 #include "cuda_kernels.h"
 
 /* Compiles v for sm_<arch>. On success returns 0 and *cubin (malloc'd,
- * *size bytes). On failure returns the nvrtcResult and, when there is one,
- * *log (malloc'd): "what failed: the compiler's log". */
+ * *size bytes), with *log (malloc'd) the compiler's log where it has one
+ * (warnings, ptxas's remarks), else NULL. On failure returns the
+ * nvrtcResult and, when there is one, *log: "what failed: the compiler's
+ * log". */
 int pit_cuda_compile(const pit_cuda_variant *v, int arch, char **cubin, size_t *size, char **log);
+
+/* ptxas's remark that it serialised a kernel's wgmma's (e.g. C7518: each
+ * waits for the one before, the tensor cores' pipeline gone) in a compile
+ * log; NULL when there is none. Such a kernel compiles, runs and is
+ * correct, only slower (the MoE GEMM by 4-5% when it happened), which no
+ * test sees, so pit-nvrtc-check fails on it. */
+const char *pit_cuda_wgmma_serialised(const char *log);
 
 /* Disk-cache key: FNV-1a 64 of the sources, the defines, the arch and the
  * NVRTC version. */

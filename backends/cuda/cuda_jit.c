@@ -90,6 +90,9 @@ static pit_status cubin_for(pit_cuda_ctx *c, const pit_cuda_variant *v, char **c
         free(log);
         return st;
     }
+    if (pit_cuda_wgmma_serialised(log))
+        pit_cuda_host->log_debug("cuda: %s (%s): ptxas serialised its wgmma's (slow): %s", pit_cuda_kernel_name(v->kind),
+                                 defines, log);
     free(log);
     pit_cuda_host->log_debug("cuda: compiled %s %s for sm_%d (%zu bytes)", pit_cuda_kernel_name(v->kind),
                              defines, c->arch, *size);

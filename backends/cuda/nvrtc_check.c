@@ -1,7 +1,9 @@
 /*
  * nvrtc_check.c - pit-nvrtc-check: compiles every CUDA kernel variant of the
  * one variant table (cuda_kernels.c) with NVRTC for sm_70, sm_80 and sm_90,
- * on threads, and fails on any error. Needs no driver and no GPU (CI).
+ * on threads, and fails on any error and on any kernel whose wgmma's ptxas
+ * serialised (correct but slow, so only a compile log shows it). Needs no
+ * driver and no GPU (CI).
  *
  *   pit-nvrtc-check [-j N] [-a ARCH]... [-v]
  * sm_70 is dropped by NVRTC 13; then the oldest architecture it has below
@@ -64,7 +66,8 @@ static void *worker(void *arg)
         job *j = &l->jobs[i];
         char *cubin = NULL;
         size_t size = 0;
-        j->failed = pit_cuda_compile(&j->v, j->arch, &cubin, &size, &j->log) != 0;
+        j->failed = pit_cuda_compile(&j->v, j->arch, &cubin, &size, &j->log) != 0 ||
+                    pit_cuda_wgmma_serialised(j->log) != NULL;
         free(cubin);
     }
 }

@@ -691,6 +691,14 @@ static void run_moe_dense(void *u)
     CHECK(be->matmul_dense(bctx, stream, &b->X.d, &b->W0.d, &b->Y.d));
 }
 
+/* a device-to-device copy of Y's bytes (from the weights): the copy
+ * bandwidth of the memory floor */
+static void run_moe_copy(void *u)
+{
+    moe_bench *b = u;
+    CHECK(be->mem_copy(bctx, stream, b->Y.d.mem, b->Y.d.offset, b->W.d.mem, b->W.d.offset, b->Y.n * 2));
+}
+
 /* 64 expert loads from 4 to 1130 tokens summing to T (a power-law ramp) */
 static void skewed_counts(int64_t T, int E, int32_t *c)
 {
@@ -747,9 +755,21 @@ static void bench_moe(const char *loads)
     CHECK(be->mem_alloc(bctx, 4, &b.ix.total));
     double host_moe, t_moe = time_ms_host(run_moe, &b, &host_moe), t_dense = time_ms(run_moe_dense, &b);
     double flops = 2.0 * T * H * N;
+    /* the memory floor: what the layer moves at least (the routed experts'
+     * weights and X read once, Y written) at the copy bandwidth of this run;
+     * with 64 experts' 512 MB of weights it lies above the dense GEMM */
+    int used = 0;
+    for (int e = 0; e < E; ++e) used += counts[e] > 0;
+    const double bytes = 2.0 * ((double)used * H * N + (double)T * H + (double)T * N) + 8.0 * T;
+    const double t_copy = time_ms(run_moe_copy, &b), bw = 2.0 * (double)b.Y.n * 2 / t_copy * 1e-9; /* TB/s */
+    const double t_mem = bytes / bw * 1e-9, t_floor = t_mem > t_dense ? t_mem : t_dense;
     printf("moe 16384 tokens 1024->4096, 64 experts top-1 %s, bf16: routing->output %.3f ms "
-           "(%.0f TFLOP/s, host queueing %.3f ms a call); dense GEMM of all tokens (cuBLAS) %.3f ms (%.0f TFLOP/s); ratio %.2f\n",
-           strcmp(loads, "even") && strcmp(loads, "one") ? "skewed (4..1130)" : loads, t_moe, flops / t_moe * 1e-9, host_moe, t_dense, flops / t_dense * 1e-9, t_moe / t_dense);
+           "(%.0f TFLOP/s, host queueing %.3f ms a call); dense GEMM of all tokens (cuBLAS) %.3f ms (%.0f TFLOP/s); "
+           "ratio %.2f; memory floor %.3f ms (%.0f MB: the weights of the %d routed experts, X and Y, at the copy bandwidth %.2f TB/s); "
+           "floor max(dense, memory) %.3f ms, pit/floor %.2f\n",
+           strcmp(loads, "even") && strcmp(loads, "one") ? "skewed (4..1130)" : loads, t_moe, flops / t_moe * 1e-9,
+           host_moe, t_dense, flops / t_dense * 1e-9, t_moe / t_dense, t_mem, bytes * 1e-6, used, bw, t_floor,
+           t_moe / t_floor);
     drop(&b.X), drop(&b.W), drop(&b.W0), drop(&b.G), drop(&b.I), drop(&b.Y);
     be->mem_free(bctx, b.ix.counts), be->mem_free(bctx, b.ix.entries), be->mem_free(bctx, b.ix.total);
 }
