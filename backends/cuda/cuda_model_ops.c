@@ -70,16 +70,13 @@ typedef struct gmm_args {
 typedef struct ew_args {
     uint64_t x, y, ids;
     int64_t ldx, sx, ldy, sy, ldid, sid;
-    int32_t rows, cols, E, listed; /* zero with ids: nothing to do once *total == listed */
-    uint64_t total;
+    int32_t rows, cols, E, pad;
 } ew_args;
 
 typedef struct mark_args {
     uint64_t counts, entries, mark;
     int64_t stride;
     int32_t capacity, kdiv;
-    uint64_t total; /* nothing to mark once *total == listed */
-    int32_t listed, pad;
 } mark_args;
 
 /* pit_util.cu's argument block (f32 -> dtype conversion is reused) */
@@ -262,7 +259,7 @@ static pit_status launch_zero(pit_cuda_ctx *c, CUstream s, pit_dtype dt, ew_args
 
 static pit_status zero_view(pit_cuda_ctx *c, CUstream s, const view *v)
 {
-    ew_args a = {0, v->ptr, 0, 0, 0, v->ld, v->bs, 0, 0, (int32_t)v->rows, (int32_t)v->cols, 0, 0, 0};
+    ew_args a = {0, v->ptr, 0, 0, 0, v->ld, v->bs, 0, 0, (int32_t)v->rows, (int32_t)v->cols, 0, 0};
     return launch_zero(c, s, v->dt, &a, v->batch);
 }
 
@@ -684,7 +681,6 @@ typedef struct gmm_job {
     int64_t groups, max_rows; /* max_rows: most rows of one group (grid of the CUDA-core path) */
     int64_t listed_max;       /* most listed slots of all groups together */
     int64_t mark_stride;      /* output rows per group (matmul_rows) or 0 (MoE: one output) */
-    uint64_t routed;          /* MoE: the index's count of routed (token, choice) pairs */
 } gmm_job;
 
 /* Tensor cores: work list on the device (no read-back), persistent CTAs. */
@@ -790,9 +786,7 @@ static pit_status gmm_cuda_core(pit_cuda_ctx *c, CUstream s, const gmm_job *j)
 }
 
 /* Before a storing GEMM: zero the output rows no group lists (a row
- * mask on the device, so nothing is read back). In MoE, once every
- * (token, choice) pair is routed, which the device knows from the index's
- * count, every row is listed: the mark and zero kernels return at once. */
+ * mask on the device, so nothing is read back). */
 static pit_status zero_unlisted(pit_cuda_ctx *c, CUstream s, const gmm_job *j, const view *out)
 {
     size_t n = (size_t)(out->rows * out->batch);
@@ -803,14 +797,10 @@ static pit_status zero_unlisted(pit_cuda_ctx *c, CUstream s, const gmm_job *j, c
         CUresult r = pit_cu.MemsetD32Async(mark, 0xffffffffu, n, s);
         if (r != CUDA_SUCCESS) st = pit_cu_fail(r, "cuMemsetD32Async(row mark)", __FILE__, __LINE__);
     }
-    const int moe = j->mark_stride == 0 && j->routed;
-    const int32_t listed = (int32_t)(out->rows * j->a.kdiv);
-    mark_args m = {j->a.counts, j->a.entries, mark, j->mark_stride, j->a.capacity, j->a.kdiv,
-                   moe ? j->routed : 0, listed, 0};
+    mark_args m = {j->a.counts, j->a.entries, mark, j->mark_stride, j->a.capacity, j->a.kdiv};
     if (st == PIT_SUCCESS)
         st = launch(c, s, PIT_CUDA_OP_MARK, PIT_F32, NULL, cdiv(j->a.capacity, 256), j->groups, 1, 256, &m);
-    ew_args z = {0, out->ptr, mark, 0, 0, out->ld, out->bs, 1, out->rows, (int32_t)out->rows, (int32_t)out->cols, 1,
-                 listed, moe ? j->routed : 0};
+    ew_args z = {0, out->ptr, mark, 0, 0, out->ld, out->bs, 1, out->rows, (int32_t)out->rows, (int32_t)out->cols, 1, 0};
     if (st == PIT_SUCCESS) st = launch_zero(c, s, out->dt, &z, out->batch);
     return free_scratch(s, mark, st);
 }
@@ -888,7 +878,6 @@ static void moe_job(int mode, const pit_index *idx, int32_t max_entries, const m
     a->entries = (uint64_t)(uintptr_t)idx->entries;
     a->capacity = idx->capacity;
     a->kdiv = (int32_t)v->k;
-    j->routed = (uint64_t)(uintptr_t)idx->total;
     a->N = (int32_t)(mode == 1 ? v->H : v->N);
     a->K = (int32_t)(mode == 1 ? v->N : v->H);
     a->M = (int32_t)v->H;
@@ -992,7 +981,7 @@ static pit_status cuda_relu(void *bctx, void *stream, const pit_tdesc *X, const 
     if (!is_float(x.dt) || x.dt != y.dt || x.batch != y.batch || x.rows != y.rows || x.cols != y.cols)
         return err(PIT_ERR_SHAPE_MISMATCH, "cuda %s: %s must share dtype and shape", "relu", "X and Y");
     if (x.rows == 0 || x.cols == 0 || x.batch == 0) return PIT_SUCCESS;
-    ew_args a = {x.ptr, y.ptr, 0, x.ld, x.bs, y.ld, y.bs, 0, 0, (int32_t)x.rows, (int32_t)x.cols, 0, 0, 0};
+    ew_args a = {x.ptr, y.ptr, 0, x.ld, x.bs, y.ld, y.bs, 0, 0, (int32_t)x.rows, (int32_t)x.cols, 0, 0};
     pit_cuda_ctx *c = bctx;
     WITH_CONTEXT(c, launch_relu(c, cu_stream(stream), x.dt, &a, x.batch));
 }
@@ -1006,7 +995,7 @@ static pit_status cuda_transpose(void *bctx, void *stream, const pit_tdesc *X, c
     if (!is_float(x.dt) || x.dt != y.dt || x.batch != y.batch || x.rows != y.cols || x.cols != y.rows)
         return err(PIT_ERR_SHAPE_MISMATCH, "cuda %s: %s", "transpose", "Y must be X's transpose, same dtype");
     if (x.rows == 0 || x.cols == 0 || x.batch == 0) return PIT_SUCCESS;
-    ew_args a = {x.ptr, y.ptr, 0, x.ld, x.bs, y.ld, y.bs, 0, 0, (int32_t)x.rows, (int32_t)x.cols, 0, 0, 0};
+    ew_args a = {x.ptr, y.ptr, 0, x.ld, x.bs, y.ld, y.bs, 0, 0, (int32_t)x.rows, (int32_t)x.cols, 0, 0};
     pit_cuda_ctx *c = bctx;
     WITH_CONTEXT(c, launch(c, cu_stream(stream), PIT_CUDA_OP_TRANSPOSE, x.dt, NULL, cdiv(x.cols, 32), cdiv(x.rows, 32),
                            x.batch, 256, &a));

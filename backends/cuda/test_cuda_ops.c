@@ -714,12 +714,15 @@ static void skewed_counts(int64_t T, int E, int32_t *c)
 }
 
 /* expert loads of the MoE bench: "skewed" (the issue's), "even" (T / E
- * each) or "one" (every token to expert 0: one gathered dense GEMM) */
-static void moe_loads(const char *kind, int64_t T, int E, int32_t *c)
+ * each) or "one" (every token to expert 0: one gathered dense GEMM); returns
+ * the load's name for the bench line */
+static const char *moe_loads(const char *kind, int64_t T, int E, int32_t *c)
 {
     const int even = !strcmp(kind, "even"), one = !strcmp(kind, "one");
     for (int e = 0; e < E; ++e) c[e] = even ? (int32_t)(T / E) : one && e == 0 ? (int32_t)T : 0;
-    if (!even && !one) skewed_counts(T, E, c);
+    if (even || one) return kind;
+    skewed_counts(T, E, c);
+    return "skewed (4..1130)";
 }
 
 static void bench_moe(const char *loads)
@@ -734,7 +737,7 @@ static void bench_moe(const char *loads)
     b.G = make(PIT_F32, 2, sg, x);
     free(x);
     int32_t counts[64];
-    moe_loads(loads, T, (int)E, counts);
+    const char *load = moe_loads(loads, T, (int)E, counts);
     double *ids = malloc((size_t)T * sizeof *ids);
     int64_t at = 0;
     for (int e = 0; e < E; ++e)
@@ -765,10 +768,9 @@ static void bench_moe(const char *loads)
     const double t_mem = bytes / bw * 1e-9, t_floor = t_mem > t_dense ? t_mem : t_dense;
     printf("moe 16384 tokens 1024->4096, 64 experts top-1 %s, bf16: routing->output %.3f ms "
            "(%.0f TFLOP/s, host queueing %.3f ms a call); dense GEMM of all tokens (cuBLAS) %.3f ms (%.0f TFLOP/s); "
-           "ratio %.2f; memory floor %.3f ms (%.0f MB: the weights of the %d routed experts, X and Y, at the copy bandwidth %.2f TB/s); "
-           "floor max(dense, memory) %.3f ms, pit/floor %.2f\n",
-           strcmp(loads, "even") && strcmp(loads, "one") ? "skewed (4..1130)" : loads, t_moe, flops / t_moe * 1e-9,
-           host_moe, t_dense, flops / t_dense * 1e-9, t_moe / t_dense, t_mem, bytes * 1e-6, used, bw, t_floor,
+           "ratio %.2f; memory floor %.3f ms (%.0f MB: the weights of the %d routed experts, X and Y, "
+           "at the copy bandwidth %.2f TB/s); floor max(dense, memory) %.3f ms, pit/floor %.2f\n",
+           load, t_moe, flops / t_moe * 1e-9, host_moe, t_dense, flops / t_dense * 1e-9, t_moe / t_dense, t_mem, bytes * 1e-6, used, bw, t_floor,
            t_moe / t_floor);
     drop(&b.X), drop(&b.W), drop(&b.W0), drop(&b.G), drop(&b.I), drop(&b.Y);
     be->mem_free(bctx, b.ix.counts), be->mem_free(bctx, b.ix.entries), be->mem_free(bctx, b.ix.total);

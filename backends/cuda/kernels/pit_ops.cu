@@ -1716,8 +1716,7 @@ struct ew_args {
     pit_u8 *y;
     const int *ids; /* zero: when set, only rows r whose ids[b * sid + r * ldid] is outside 0..E-1 */
     pit_i64 ldx, sx, ldy, sy, ldid, sid;
-    int rows, cols, E, listed;
-    const int *total; /* zero with ids: no row to zero once *total == listed (MoE: every pair routed) */
+    int rows, cols, E, pad;
 };
 #endif
 
@@ -1732,7 +1731,6 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_zero(const ew_args a)
     __shared__ int zeroes[8]; /* per warp: a row of the chunk to zero */
     const int c = blockIdx.x * 256 + threadIdx.x;
     T *Y = (T *)a.y + blockIdx.z * a.sy + c;
-    if (a.ids && a.total && __ldg(a.total) == a.listed) return;
     for (int r0 = blockIdx.y * 256; r0 < a.rows; r0 += gridDim.y * 256) {
         if (a.ids) {
             const int r = r0 + threadIdx.x;
@@ -1811,14 +1809,11 @@ struct mark_args {
     int *mark;
     pit_i64 stride;
     int capacity, kdiv;
-    const int *total; /* no row to mark once *total == listed (MoE: every pair routed) */
-    int listed, pad;
 };
 
 PIT_KERNEL void __launch_bounds__(256) pit_op_mark(const mark_args a)
 {
     const int i = blockIdx.x * 256 + threadIdx.x, g = blockIdx.y;
-    if (a.total && __ldg(a.total) == a.listed) return;
     if (i >= min(__ldg(a.counts + g), a.capacity)) return;
     const int slot = __ldg(a.entries + (pit_i64)g * a.capacity + i);
     a.mark[g * a.stride + slot / a.kdiv] = 0;
