@@ -14,7 +14,7 @@ are measured in the same run on the same data:
   moe: 16384 tokens, 1024 -> 4096, 64 experts, top-1 with skewed routing
       (4..1130 tokens an expert); pit_moe_forward (routing -> output), one
       dense GEMM of all tokens (the FLOP floor), torch._grouped_mm with the
-      permutation, the per-expert loop and the padded batched matmul
+      permutation and alone (tokens already in expert order), the per-expert loop and the padded batched matmul
       (capacity 1.25); pit's output is checked against the loop's.
 
 usage: python3 tools/torch_anchors.py [--lib build-gpu/lib/libpit.so] [--json F]
@@ -214,6 +214,10 @@ def bench_moe(pit, results):
             out[order] = (yg.float() * gates[order]).to(torch.bfloat16)
             return out
         r["grouped_mm_ms"] = time_ms(grouped)
+        # torch's grouped GEMM alone, on tokens already in expert order: no
+        # permutation, no gates, no scatter (less work than pit's call does)
+        xs = x[torch.argsort(flat, stable=True)].contiguous()
+        r["grouped_mm_gemm_only_ms"] = time_ms(lambda: torch._grouped_mm(xs, w, offs=offs))
         r["err_grouped_vs_loop"] = rel_err(grouped(), ref)
     except Exception as e:
         r["grouped_mm_error"] = f"{type(e).__name__}: {e}"[:300]

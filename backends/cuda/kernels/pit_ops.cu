@@ -1248,9 +1248,13 @@ PIT_DEV void gmm_ws_copy(const gmm_args &p, pit_u8 *smem, pit_u32 sbase, int tot
 
 /* A multiplying warpgroup's k-steps of one tile (MUL false: a warpgroup
  * past the tile's rows, whose wgmma's would multiply zeros, only keeps the
- * barriers' count). A stage goes back to the copiers once the wgmma's of
- * the next one are issued and its own are done (wait_group 1). Two loops,
- * not a branch among the wgmma's, which would serialise them. */
+ * barriers' count). A stage goes back to the copiers as soon as its own
+ * wgmma's are done (wait_group 0), so the copies run STAGES - 1 k-steps
+ * ahead; waiting a k-step later (wait_group 1, two k-steps' wgmma's in
+ * flight) left them one, and the multiplying warps waited for their data
+ * (the other warpgroup's wgmma's keep the tensor cores busy across this
+ * one's wait). Two loops, not a branch among the wgmma's, which would
+ * serialise them. */
 template <bool MUL>
 PIT_DEV void gmm_ws_ksteps(float (&acc)[1][BN / 8][4], pit_u32 sbase, int &q, int nk, int cw, bool first_lane)
 {
@@ -1261,12 +1265,10 @@ PIT_DEV void gmm_ws_ksteps(float (&acc)[1][BN / 8][4], pit_u32 sbase, int &q, in
             pit_wgmma_fence();
             gmm_wgmma_stage(acc, sbase, q % STAGES, cw);
             pit_wgmma_commit();
-            pit_wgmma_wait<1>();
+            pit_wgmma_wait<0>();
         }
-        if (c > 0 && first_lane) gmm_ws_release(sbase, (q - 1) % STAGES);
+        if (first_lane) gmm_ws_release(sbase, q % STAGES);
     }
-    if (MUL) pit_wgmma_wait<0>();
-    if (nk > 0 && first_lane) gmm_ws_release(sbase, (q - 1) % STAGES);
 }
 
 #if EPI_BULK
