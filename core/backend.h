@@ -89,6 +89,23 @@ typedef struct pit_index {
     int32_t flag_full;         /* 1: mark all-non-zero micro-tiles (above); 0 otherwise */
 } pit_index;
 
+/* The largest of idx's counts (read back to the host as counts[groups]),
+ * each capped at the capacity; *sum (may be NULL) their sum. */
+static inline int32_t pit_index_max_count(const pit_index *idx, const int32_t *counts, int64_t *sum)
+{
+    int32_t mx = 0;
+    int64_t total = 0;
+    for (int32_t g = 0; g < idx->groups; g++) {
+        int32_t c = counts[g] < idx->capacity ? counts[g] : idx->capacity;
+        total += c;
+        if (c > mx)
+            mx = c;
+    }
+    if (sum)
+        *sum = total;
+    return mx;
+}
+
 /* ---- a dense computation tile (one line of the tile database) ---------- */
 typedef struct pit_tile {
     int32_t bm, bn, bk;
@@ -231,7 +248,10 @@ typedef struct pit_backend {
      * In modes 0 and 1, Y is zeroed by the backend then accumulated (k > 1)
      * or stored (k == 1). In mode 2 every expert's dW is written (zeros for an
      * expert with no token); in mode 3 every dgates slot (0 for skipped ids).
-     * gates may be NULL in modes 0-2 (all 1). */
+     * gates may be NULL in modes 0-2 (all 1). max_entries: the largest
+     * counts[e], or -1 where core did not read the counts back (the forward
+     * without a report: no host round trip between routing and the GEMM); a
+     * backend whose grid needs it reads idx->counts itself. */
     pit_status (*moe_matmul)(void *bctx, void *stream, int mode, const pit_tile *tile,
                              const pit_index *idx, int32_t max_entries, const pit_tdesc *X,
                              const pit_tdesc *W, const pit_tdesc *gates, const pit_tdesc *Y);

@@ -56,7 +56,10 @@ static pit_status check_output(pit_context *ctx, const char *fn, const pit_tenso
     return PIT_SUCCESS;
 }
 
-/* Routing on the device; *max_entries = most token-slots of one expert. */
+/* Routing on the device; with routed non-NULL, the counts read back:
+ * *max_entries = most token-slots of one expert, *routed = all of them.
+ * Without, nothing waits for the device (*max_entries = -1: the backend
+ * reads the counts itself where its grid needs them). */
 static pit_status route(pit_context *ctx, void *bs, const pit_tensor *ids, const moe_shape *s,
                         pit_index *idx, int32_t *max_entries, int64_t *routed)
 {
@@ -65,7 +68,8 @@ static pit_status route(pit_context *ctx, void *bs, const pit_tensor *ids, const
     pit_microtile tile = {1, (int32_t)(s->h > 0 ? s->h : 1), PIT_AXIS_M};
     PIT_TRY(ops_index_alloc(ctx, bs, "moe", tile, 1, s->e, s->t * s->k, idx));
     PIT_TRY(ctx->be->moe_route(ctx->bctx, bs, &ids->d, idx));
-    return ops_index_stats(ctx, bs, idx, max_entries, routed);
+    *max_entries = -1;
+    return routed ? ops_index_stats(ctx, bs, idx, max_entries, routed) : PIT_SUCCESS;
 }
 
 PIT_API pit_status pit_moe_forward(pit_context *ctx, pit_stream *stream, const pit_tensor *X,
@@ -89,8 +93,9 @@ PIT_API pit_status pit_moe_forward(pit_context *ctx, pit_stream *stream, const p
         return ops_zero(ctx, bs, &Y->d);
     pit_index idx;
     int32_t max_entries;
-    int64_t routed;
-    PIT_TRY(route(ctx, bs, expert_ids, &s, &idx, &max_entries, &routed));
+    int64_t routed = 0;
+    /* the counts come back to the host only for a report */
+    PIT_TRY(route(ctx, bs, expert_ids, &s, &idx, &max_entries, report ? &routed : NULL));
     ops_report_index(report, &idx, routed, 1, "moe");
     if (report) {
         report->bm = MOE_TILE.bm;

@@ -1,11 +1,11 @@
 /*
- * tests/test_cuda_graph.c - a fixed-plan pit_matmul and pit_sparse_attention
- * without a report read nothing back, so each can be captured in a CUDA
- * graph and replayed on new data (attention with its detection as a kernel
- * of its own (PIT_CUDA_ATTENTION_DETECT=apart), and inside the fused kernel,
- * whose work counters are zeroed by a memset in the graph). Opens the
- * driver with dlopen: without one (CI) the test reports itself skipped
- * (exit 77).
+ * tests/test_cuda_graph.c - a fixed-plan pit_matmul, pit_sparse_attention
+ * and a 16-bit pit_moe_forward without a report read nothing back, so each
+ * can be captured in a CUDA graph and replayed on new data (attention with
+ * its detection as a kernel of its own (PIT_CUDA_ATTENTION_DETECT=apart),
+ * and inside the fused kernel, whose work counters are zeroed by a memset
+ * in the graph; MoE with new routing each replay). Opens the driver with
+ * dlopen: without one (CI) the test reports itself skipped (exit 77).
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -206,6 +206,76 @@ static int attention_graph(const driver *d, pit_context *ctx, CUstream native, p
     return failed;
 }
 
+/* MoE (bf16, top-1, 5 experts, some tokens routed nowhere: their rows are
+ * zeros) captured once and replayed on new tokens and routing. */
+enum { MT = 300, MH = 64, MN = 128, ME = 5 };
+
+static pit_status moe_inputs(pit_rng *rng, pit_tensor *X, pit_tensor *ids, double *x, int32_t *id,
+                             const double *g, const double *w, double *ref)
+{
+    pit_ref_fill_random(rng, x, (size_t)MT * MH);
+    for (int i = 0; i < MT; i++) /* skewed to expert 0; one token in 16 routed nowhere */
+        id[i] = (int32_t)(pit_rng_next(rng) % 16) == 0 ? -1 : (int32_t)(pit_rng_next(rng) % (ME * ME)) % (ME + 2) % ME;
+    pit_status s = upload_bf16(X, x, (size_t)MT * MH);
+    if (s == PIT_SUCCESS)
+        s = pit_tensor_upload(ids, NULL, id, sizeof(int32_t) * MT);
+    pit_ref_moe_forward(MT, MH, MN, ME, 1, x, id, g, w, ref);
+    return s;
+}
+
+static int moe_graph(const driver *d, pit_context *ctx, CUstream native, pit_stream *stream, pit_rng *rng)
+{
+    int64_t sx[2] = {MT, MH}, sid[2] = {MT, 1}, sw[3] = {ME, MH, MN}, sy[2] = {MT, MN};
+    pit_tensor *X, *ids, *G, *W, *Y;
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sx, &X));
+    PIT_OK(pit_tensor_create(ctx, PIT_I32, 2, sid, &ids));
+    PIT_OK(pit_tensor_create(ctx, PIT_F32, 2, sid, &G));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sw, &W));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sy, &Y));
+    double *x = malloc(sizeof(double) * MT * MH), *w = malloc(sizeof(double) * ME * MH * MN),
+           *g = malloc(sizeof(double) * MT), *ref = malloc(sizeof(double) * MT * MN);
+    int32_t *id = malloc(sizeof(int32_t) * MT);
+    float *gf = malloc(sizeof(float) * MT);
+    uint16_t *nan = malloc(sizeof(uint16_t) * MT * MN);
+    pit_ref_fill_random(rng, w, (size_t)ME * MH * MN);
+    for (int i = 0; i < MT; i++)
+        gf[i] = (float)(g[i] = 0.25 + 0.5 * (double)(pit_rng_next(rng) % 1000) / 1000.0);
+    for (int i = 0; i < MT * MN; i++)
+        nan[i] = 0x7fc0; /* bf16 NaN */
+    PIT_OK(upload_bf16(W, w, (size_t)ME * MH * MN));
+    PIT_OK(pit_tensor_upload(G, NULL, gf, sizeof(float) * MT));
+    /* warm-up outside the capture: index buffers, kernels */
+    PIT_OK(moe_inputs(rng, X, ids, x, id, g, w, ref));
+    PIT_OK(pit_moe_forward(ctx, stream, X, ids, G, W, Y, NULL));
+    PIT_OK(pit_synchronize(ctx, stream));
+    double err0 = bf16_error(Y, ref, (size_t)MT * MN);
+    CUgraph graph;
+    CUgraphExec exec;
+    CU_OK(d->begin(native, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    pit_status cap = pit_moe_forward(ctx, stream, X, ids, G, W, Y, NULL);
+    CU_OK(d->end(native, &graph));
+    PIT_OK(cap);
+    CU_OK(d->instantiate(&exec, graph, 0));
+    int failed = !(err0 <= 2e-2);
+    for (int replay = 0; replay < 3; replay++) {
+        PIT_OK(moe_inputs(rng, X, ids, x, id, g, w, ref)); /* new routing each time */
+        PIT_OK(pit_tensor_upload(Y, NULL, nan, sizeof(uint16_t) * MT * MN)); /* every row must be written */
+        CU_OK(d->launch(exec, native));
+        CU_OK(d->sync(native));
+        double err = bf16_error(Y, ref, (size_t)MT * MN);
+        printf("moe replay %d: rel error %.3g\n", replay, err);
+        failed |= !(err <= 2e-2);
+    }
+    printf("moe warm-up rel error %.3g\n", err0);
+    pit_tensor_destroy(X);
+    pit_tensor_destroy(ids);
+    pit_tensor_destroy(G);
+    pit_tensor_destroy(W);
+    pit_tensor_destroy(Y);
+    free(x), free(w), free(g), free(ref), free(id), free(gf), free(nan);
+    return failed;
+}
+
 int main(void)
 {
     driver d;
@@ -273,8 +343,9 @@ int main(void)
     }
     printf("matmul warm-up rel error %.3g\n", err0);
     int att_failed = attention_graph(&d, ctx, native, stream, &rng);
-    printf("%d passed, %d failed\n", !failed + !att_failed, failed + att_failed);
-    failed |= att_failed;
+    int moe_failed = moe_graph(&d, ctx, native, stream, &rng);
+    printf("%d passed, %d failed\n", !failed + !att_failed + !moe_failed, failed + att_failed + moe_failed);
+    failed |= att_failed | moe_failed;
     pit_tensor_destroy(A);
     pit_tensor_destroy(B);
     pit_tensor_destroy(C);
