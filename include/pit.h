@@ -368,7 +368,11 @@ PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, co
  * Y [T,N]. Tokens are gathered per expert on the device (SRead along M), all
  * experts run in one launch, results are scattered back with the gate (SWrite).
  * No capacity factor, no token dropped. An id outside 0..E-1 is skipped (the
- * report's nonzero_tiles counts routed token-slots). */
+ * report's nonzero_tiles counts routed token-slots). Without a report, the
+ * 16-bit forward on CUDA tensor cores (sm_80 on) reads nothing back: the call
+ * does not wait for the device and can be captured in a CUDA graph. With a
+ * report, or on the other paths, the experts' counts are read back after
+ * routing, and so the call waits for it. */
 PIT_API pit_status pit_moe_forward(pit_context *ctx, pit_stream *stream, const pit_tensor *X,
                                    const pit_tensor *expert_ids, const pit_tensor *gates,
                                    const pit_tensor *W, pit_tensor *Y, pit_report *report);
