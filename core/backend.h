@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define PIT_BACKEND_ABI_VERSION 2 /* 2: pit_index.flag_full */
+#define PIT_BACKEND_ABI_VERSION 3 /* 2: pit_index.flag_full; 3: moe_plans_on_device */
 #define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
 
 /* ---- services core offers to plug-ins --------------------------------- */
@@ -88,23 +88,6 @@ typedef struct pit_index {
     void *total;               /* int32[1]: sum of counts    (device) */
     int32_t flag_full;         /* 1: mark all-non-zero micro-tiles (above); 0 otherwise */
 } pit_index;
-
-/* The largest of idx's counts (read back to the host as counts[groups]),
- * each capped at the capacity; *sum (may be NULL) their sum. */
-static inline int32_t pit_index_max_count(const pit_index *idx, const int32_t *counts, int64_t *sum)
-{
-    int32_t mx = 0;
-    int64_t total = 0;
-    for (int32_t g = 0; g < idx->groups; g++) {
-        int32_t c = counts[g] < idx->capacity ? counts[g] : idx->capacity;
-        total += c;
-        if (c > mx)
-            mx = c;
-    }
-    if (sum)
-        *sum = total;
-    return mx;
-}
 
 /* ---- a dense computation tile (one line of the tile database) ---------- */
 typedef struct pit_tile {
@@ -249,12 +232,16 @@ typedef struct pit_backend {
      * or stored (k == 1). In mode 2 every expert's dW is written (zeros for an
      * expert with no token); in mode 3 every dgates slot (0 for skipped ids).
      * gates may be NULL in modes 0-2 (all 1). max_entries: the largest
-     * counts[e], or -1 where core did not read the counts back (the forward
-     * without a report: no host round trip between routing and the GEMM); a
-     * backend whose grid needs it reads idx->counts itself. */
+     * counts[e], or -1 where moe_plans_on_device said it is not needed. */
     pit_status (*moe_matmul)(void *bctx, void *stream, int mode, const pit_tile *tile,
                              const pit_index *idx, int32_t max_entries, const pit_tdesc *X,
                              const pit_tdesc *W, const pit_tdesc *gates, const pit_tdesc *Y);
+    /* 1 where moe_matmul's mode on these tensors plans its work on the device
+     * and so needs no max_entries: core then reads no counts back between
+     * routing and the GEMM (the forward without a report is one asynchronous
+     * call, which a CUDA graph can capture). May be NULL (never). */
+    int (*moe_plans_on_device)(void *bctx, int mode, const pit_tdesc *X, const pit_tdesc *W,
+                               const pit_tdesc *Y);
     /* C rows listed by idx (axis M, tile 1 x K: one group per batch, entries =
      * row indices) = A rows . B; other rows zeroed unless keep_skipped. */
     pit_status (*matmul_rows)(void *bctx, void *stream, const pit_tile *tile, const pit_index *idx,

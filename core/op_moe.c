@@ -58,8 +58,8 @@ static pit_status check_output(pit_context *ctx, const char *fn, const pit_tenso
 
 /* Routing on the device; with routed non-NULL, the counts read back:
  * *max_entries = most token-slots of one expert, *routed = all of them.
- * Without, nothing waits for the device (*max_entries = -1: the backend
- * reads the counts itself where its grid needs them). */
+ * Without, nothing waits for the device (*max_entries = -1, for a backend
+ * whose moe_matmul plans on the device). */
 static pit_status route(pit_context *ctx, void *bs, const pit_tensor *ids, const moe_shape *s,
                         pit_index *idx, int32_t *max_entries, int64_t *routed)
 {
@@ -94,8 +94,12 @@ PIT_API pit_status pit_moe_forward(pit_context *ctx, pit_stream *stream, const p
     pit_index idx;
     int32_t max_entries;
     int64_t routed = 0;
-    /* the counts come back to the host only for a report */
-    PIT_TRY(route(ctx, bs, expert_ids, &s, &idx, &max_entries, report ? &routed : NULL));
+    /* the counts come back to the host for a report, or where the backend's
+     * grid is sized by them */
+    const int on_device = ctx->be->moe_plans_on_device &&
+                          ctx->be->moe_plans_on_device(ctx->bctx, 0, &X->d, &W->d, &Y->d);
+    PIT_TRY(route(ctx, bs, expert_ids, &s, &idx, &max_entries,
+                  report || !on_device ? &routed : NULL));
     ops_report_index(report, &idx, routed, 1, "moe");
     if (report) {
         report->bm = MOE_TILE.bm;

@@ -330,8 +330,12 @@ pit_status ops_index_stats(pit_context *ctx, void *bs, const pit_index *idx,
         return pit_error(PIT_ERR_OUT_OF_MEMORY, "index statistics: out of host memory");
     pit_status s = ctx->be->mem_read(ctx->bctx, bs, idx->counts, 0, counts,
                                      (size_t)idx->groups * sizeof(int32_t));
-    if (s == PIT_SUCCESS)
-        *max_entries = pit_index_max_count(idx, counts, nonzero);
+    for (int32_t g = 0; s == PIT_SUCCESS && g < idx->groups; g++) {
+        int32_t c = counts[g] < idx->capacity ? counts[g] : idx->capacity;
+        *nonzero += c;
+        if (c > *max_entries)
+            *max_entries = c;
+    }
     free(counts);
     return s;
 }

@@ -894,32 +894,25 @@ static void moe_job(int mode, const pit_index *idx, int32_t max_entries, const m
     }
 }
 
-/* The largest of idx's counts, read back here where core did not (max_entries
- * -1) and a kernel's grid needs it */
-static pit_status read_max_entries(CUstream s, const pit_index *idx, int32_t *max_entries)
+/* 1 where MoE mode `mode` runs on the tensor cores (the 16-bit forward,
+ * rows 16-byte aligned, H and N multiples of 8), whose work list is planned
+ * on the device; the CUDA-core grids are sized by the largest count */
+static int moe_tensor_core(const pit_cuda_ctx *c, int mode, const view *x, const view *w, const view *y)
 {
-    *max_entries = 0;
-    if (idx->groups <= 0) return PIT_SUCCESS;
-    int32_t *counts = malloc((size_t)idx->groups * sizeof *counts);
-    if (!counts) return err(PIT_ERR_OUT_OF_MEMORY, "cuda %s: %s", "moe_matmul", "out of host memory");
-    CUresult r = pit_cu.MemcpyDtoHAsync(counts, (CUdeviceptr)(uintptr_t)idx->counts, (size_t)idx->groups * 4, s);
-    if (r == CUDA_SUCCESS) r = pit_cu.StreamSynchronize(s);
-    if (r == CUDA_SUCCESS) *max_entries = pit_index_max_count(idx, counts, NULL);
-    free(counts);
-    return r == CUDA_SUCCESS ? PIT_SUCCESS : pit_cu_fail(r, "cuMemcpyDtoHAsync(moe counts)", __FILE__, __LINE__);
+    return mode == 0 && x->dt != PIT_F32 && c->arch >= 80 && aligned16(x) && aligned16(w) && aligned16(y) &&
+           w->rows % 8 == 0 && w->cols % 8 == 0;
+}
+
+static int cuda_moe_plans_on_device(void *bctx, int mode, const pit_tdesc *X, const pit_tdesc *W, const pit_tdesc *Y)
+{
+    view x, w, y;
+    return view_of(X, "moe_matmul", "X", &x) == PIT_SUCCESS && view_of(W, "moe_matmul", "W", &w) == PIT_SUCCESS &&
+           view_of(Y, "moe_matmul", "Y", &y) == PIT_SUCCESS && moe_tensor_core(bctx, mode, &x, &w, &y);
 }
 
 static pit_status moe_run(pit_cuda_ctx *c, CUstream s, int mode, const pit_index *idx, int32_t max_entries,
                           const moe_views *v)
 {
-    /* the 16-bit forward plans on the device; the CUDA-core grids (not dW's)
-     * are sized by the largest count */
-    const int tc = mode == 0 && v->x.dt != PIT_F32 && c->arch >= 80 && aligned16(&v->x) && aligned16(&v->w) &&
-                   aligned16(&v->y) && v->H % 8 == 0 && v->N % 8 == 0;
-    if (max_entries < 0 && !tc && mode != 2) {
-        pit_status st = read_max_entries(s, idx, &max_entries);
-        if (st != PIT_SUCCESS) return st;
-    }
     gmm_job j;
     moe_job(mode, idx, max_entries, v, &j);
     if (mode == 2) return gmm_cuda_core(c, s, &j);
@@ -928,7 +921,7 @@ static pit_status moe_run(pit_cuda_ctx *c, CUstream s, int mode, const pit_index
         pit_status st = zero_view(c, s, &g);
         return st == PIT_SUCCESS && j.max_rows > 0 ? gmm_cuda_core(c, s, &j) : st;
     }
-    return gmm_scatter(c, s, &j, &v->y, tc, 0);
+    return gmm_scatter(c, s, &j, &v->y, moe_tensor_core(c, mode, &v->x, &v->w, &v->y), 0);
 }
 
 static pit_status cuda_moe_matmul(void *bctx, void *stream, int mode, const pit_tile *tile, const pit_index *idx,
@@ -1033,6 +1026,7 @@ void pit_cuda_register_ops(pit_backend *be)
 #endif
     be->moe_route = cuda_moe_route;
     be->moe_matmul = cuda_moe_matmul;
+    be->moe_plans_on_device = cuda_moe_plans_on_device;
     be->matmul_rows = cuda_matmul_rows;
     be->relu = cuda_relu;
     be->transpose = cuda_transpose;

@@ -74,19 +74,8 @@ static CUresult event_destroy(CUevent e)
     return pit_hip.EventDestroy(e);
 }
 
-static CUresult copy_to_host(void *host, CUdeviceptr p, size_t bytes, CUstream s)
-{
-    return pit_hip.MemcpyDtoHAsync(host, (hipDeviceptr_t)(uintptr_t)p, bytes, s);
-}
-
-static CUresult stream_synchronize(CUstream s)
-{
-    return pit_hip.StreamSynchronize(s);
-}
-
-const pit_hip_cu_api pit_cu = {memset_d32,    mem_alloc,    mem_free,          no_pool,       no_pool_attribute,
-                               event_create,  event_record, event_synchronize, event_elapsed, event_destroy,
-                               copy_to_host, stream_synchronize};
+const pit_hip_cu_api pit_cu = {memset_d32,   mem_alloc,    mem_free,          no_pool,       no_pool_attribute,
+                               event_create, event_record, event_synchronize, event_elapsed, event_destroy};
 
 /* ---- messages ------------------------------------------------------------------ */
 static const char *const call_names[][2] = {
@@ -94,7 +83,6 @@ static const char *const call_names[][2] = {
     {"cuMemFreeAsync", "hipFree"},               {"cuMemsetD32Async", "hipMemsetD32Async"},
     {"cuEventCreate", "hipEventCreate"},         {"cuEventRecord", "hipEventRecord"},
     {"cuEventSynchronize", "hipEventSynchronize"}, {"cuEventElapsedTime", "hipEventElapsedTime"},
-    {"cuMemcpyDtoHAsync", "hipMemcpyDtoHAsync"},
 };
 
 /* what with a CUDA call name at its start replaced by the HIP call made */

@@ -50,9 +50,6 @@ typedef struct pit_hip_cu_api {
     CUresult (*EventSynchronize)(CUevent);
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*EventDestroy)(CUevent);
-    /* a read-back (the MoE counts where core did not read them) */
-    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
-    CUresult (*StreamSynchronize)(CUstream);
 } pit_hip_cu_api;
 extern const pit_hip_cu_api pit_cu;
 

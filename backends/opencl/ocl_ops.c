@@ -7,7 +7,6 @@
  * pit_ocl_register_ops() fills these entries of the plug-in's table.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "ocl_internal.h"
@@ -428,24 +427,6 @@ static void arg_experts(ocl_args *a, const pit_tdesc *W)
     ocl_arg_long(a, (cl_long)W->strides[0]);
 }
 
-/* The largest of idx's counts, read back here where core did not
- * (max_entries -1) */
-static pit_status read_max_entries(cl_command_queue q, const pit_index *idx, int32_t *max_entries)
-{
-    *max_entries = 0;
-    if (idx->groups <= 0)
-        return PIT_SUCCESS;
-    int32_t *counts = malloc((size_t)idx->groups * sizeof *counts);
-    if (!counts)
-        return ocl_host->error(PIT_ERR_OUT_OF_MEMORY, "opencl moe_matmul: out of host memory");
-    cl_int e = clEnqueueReadBuffer(q, (cl_mem)idx->counts, CL_TRUE, 0, (size_t)idx->groups * 4, counts,
-                                   0, NULL, NULL);
-    if (e == CL_SUCCESS)
-        *max_entries = pit_index_max_count(idx, counts, NULL);
-    free(counts);
-    return OCL_CHECK("clEnqueueReadBuffer(moe counts)", e);
-}
-
 static cl_int chunks_of(int32_t max_entries, const pit_index *idx, int bm)
 {
     int64_t n = max_entries < idx->capacity ? max_entries : idx->capacity;
@@ -611,8 +592,6 @@ static pit_status ocl_moe_matmul(void *bctx, void *stream, int mode, const pit_t
     /* capacity = T * k by the contract: every token-slot may be routed. */
     const int topk = (int)(idx->capacity / T);
     ops_config k = gemm_config(c, X->dtype, tile);
-    if (max_entries < 0 && mode != 2) /* not read back by core: the grids need it */
-        OCL_TRY(read_max_entries(s->queue, idx, &max_entries));
     switch (mode) {
     case 0:
     case 1:

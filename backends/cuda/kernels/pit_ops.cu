@@ -1294,8 +1294,8 @@ PIT_DEV void gmm_swrite_bulk(const gmm_args &p, const gmm_tile &w, const gmm_row
     pit_fence_async_smem(); /* the rows, written by this warp, before the copy engine reads them */
     __syncwarp();
     /* row `lane` (< 16) of the warp: its slot is held by lane 4 (lane % 8) */
-    const int s0 = __shfl_sync(0xffffffffu, rows.slot[0][0], 4 * (lane & 7));
-    const int s1 = __shfl_sync(0xffffffffu, rows.slot[0][1], 4 * (lane & 7));
+    const int s0 = pit_shfl(rows.slot[0][0], 4 * (lane & 7));
+    const int s1 = pit_shfl(rows.slot[0][1], 4 * (lane & 7));
     const int slot = lane < 8 ? s0 : s1;
     if (lane < 16 && slot >= 0) {
         T *dst = (T *)p.c + w.grp * p.sc + (pit_i64)(slot / p.kdiv) * p.ldc + w.n0;
