@@ -26,7 +26,8 @@
 extern "C" {
 #endif
 
-#define PIT_BACKEND_ABI_VERSION 3 /* 2: pit_index.flag_full; 3: moe_plans_on_device */
+#define PIT_BACKEND_ABI_VERSION 4 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
+                                    4: switches to context_create */
 #define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
 
 /* ---- services core offers to plug-ins --------------------------------- */
@@ -41,6 +42,24 @@ typedef struct pit_host {
     /* Fault injection (PIT_FAULT_ALLOC=N): nonzero when this allocation must fail. */
     int (*inject_alloc_failure)(void);
 } pit_host;
+
+/* ---- experimental switches (switches.def), read once per context --------- */
+typedef enum pit_switch_id {
+#define PIT_SWITCH(id, variable, min, max, what) PIT_SWITCH_##id,
+#include "switches.def"
+#undef PIT_SWITCH
+    PIT_SWITCH_COUNT
+} pit_switch_id;
+
+/* DLPack device types a backend names in pit_device_info.dlpack_device_type
+ * (the values of DLPack's DLDeviceType; core/dlpack.c checks them) */
+#define PIT_DLPACK_CUDA 2
+#define PIT_DLPACK_OPENCL 4
+#define PIT_DLPACK_ROCM 10
+
+typedef struct pit_switches {
+    int32_t value[PIT_SWITCH_COUNT]; /* 0: unset, the backend's default */
+} pit_switches;
 
 /* ---- what a backend sees of a tensor ------------------------------------ */
 typedef struct pit_tdesc {
@@ -112,7 +131,14 @@ typedef struct pit_backend {
     pit_status (*device_count)(int *count);
     pit_status (*device_info)(int index, pit_device_info *info);
 
-    pit_status (*context_create)(int index, void **bctx);
+    /* device_info fills every field of pit_device_info but device_index and
+     * tiledb_source (core's): tiledb_family names the shipped tile database
+     * (tiledb/FAMILY.tiledb), dlpack_device_type the DLPack device type of
+     * its memory. */
+
+    /* switches: the context's experimental switches (the backend copies
+     * what it uses). */
+    pit_status (*context_create)(int index, const pit_switches *switches, void **bctx);
     void (*context_destroy)(void *bctx);
 
     pit_status (*stream_create)(void *bctx, void **stream);

@@ -83,7 +83,8 @@ static pit_status open_device(pit_context *ctx, const char *name, int index)
                          name, n, index);
     PIT_TRY(ctx->be->device_info(index, &ctx->info));
     ctx->info.device_index = index;
-    PIT_TRY(ctx->be->context_create(index, &ctx->bctx));
+    pit_switches_read(&ctx->switches);
+    PIT_TRY(ctx->be->context_create(index, &ctx->switches, &ctx->bctx));
     pit_status s = ctx->be->stream_create(ctx->bctx, &ctx->default_stream.bs);
     if (s != PIT_SUCCESS)
         return s;

@@ -5,14 +5,8 @@
 
 #include "internal.h"
 
-static int backend_device_type(const char *backend)
-{
-    if (strcmp(backend, "cuda") == 0)
-        return kDLCUDA;
-    if (strcmp(backend, "hip") == 0)
-        return kDLROCM;
-    return kDLOpenCL;
-}
+_Static_assert(PIT_DLPACK_CUDA == kDLCUDA && PIT_DLPACK_OPENCL == kDLOpenCL && PIT_DLPACK_ROCM == kDLROCM,
+               "backend.h's DLPack device types are DLPack's");
 
 /* kDLBool (DLPack 0.8+, PyTorch's torch.bool): one byte an element; named by
  * its value so that older dlpack headers build too */
@@ -72,7 +66,7 @@ PIT_API pit_status pit_tensor_from_dlpack(pit_context *ctx, struct DLManagedTens
     PIT_CHECK_ARG(ctx != NULL, "ctx");
     PIT_CHECK_ARG(m != NULL, "managed");
     const DLTensor *t = &m->dl_tensor;
-    int want = backend_device_type(ctx->be->name);
+    int want = ctx->info.dlpack_device_type;
     if ((int)t->device.device_type != want || t->device.device_id != ctx->device_index)
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "DLPack tensor lives on device type %d id %d; "
                          "this context is %s device %d (DLPack type %d)",
@@ -115,7 +109,7 @@ PIT_API pit_status pit_tensor_to_dlpack(pit_tensor *tensor, struct DLManagedTens
     memcpy(e->strides, d->strides, sizeof e->strides);
     DLTensor *t = &e->managed.dl_tensor;
     t->data = d->mem;
-    t->device.device_type = (DLDeviceType)backend_device_type(tensor->ctx->be->name);
+    t->device.device_type = (DLDeviceType)tensor->ctx->info.dlpack_device_type;
     t->device.device_id = tensor->ctx->device_index;
     t->ndim = d->rank;
     t->dtype = dtype_to_dlpack(d->dtype);

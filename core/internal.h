@@ -44,6 +44,9 @@ int pit_fault_alloc_now(void);
                              " (%s)", __func__, name, #cond);                       \
     } while (0)
 
+/* ---- experimental switches (switches.c, switches.def) --------------------- */
+void pit_switches_read(pit_switches *sw);
+
 /* ---- registry (registry.c) ------------------------------------------------ */
 /* Loads (once) and returns the plug-in for "cuda", "hip" or "opencl". */
 pit_status pit_backend_get(const char *name, const pit_backend **out);
@@ -87,6 +90,7 @@ struct pit_context {
     void *bctx;
     int device_index;
     pit_device_info info;
+    pit_switches switches; /* read once, when the context is created */
     pit_stream default_stream;
     pit_tiledb *db;
     pthread_mutex_t lock; /* guards plans */

@@ -452,22 +452,7 @@ static pit_status load_builtin(entry_list *out)
 
 const char *pit_tiledb_family(const pit_device_info *dev)
 {
-    if (!dev)
-        return NULL;
-    if (strcmp(dev->backend, "cuda") == 0) {
-        int sm = strncmp(dev->arch, "sm_", 3) == 0 ? atoi(dev->arch + 3) : 0;
-        return sm >= 90 ? "nvidia-sm90" : sm >= 80 ? "nvidia-sm80" : "nvidia-sm70";
-    }
-    if (strcmp(dev->backend, "hip") == 0) {
-        if (strncmp(dev->arch, "gfx9", 4) == 0)
-            return "amd-gfx9";
-        if (strncmp(dev->arch, "gfx1", 4) == 0) /* RDNA: gfx10, gfx11, gfx12 */
-            return "amd-gfx11";
-        return NULL;
-    }
-    if (strcmp(dev->backend, "opencl") == 0)
-        return strcmp(dev->arch, "opencl-cpu") == 0 ? "opencl-cpu" : "opencl-gpu";
-    return NULL;
+    return dev && dev->tiledb_family[0] ? dev->tiledb_family : NULL;
 }
 
 static void sanitise(const char *in, char *out, size_t size)

@@ -114,6 +114,9 @@ typedef struct pit_device_info {
     int has_f16;  /* f16 arithmetic supported (cl_khr_fp16 on OpenCL) */
     int has_bf16; /* bf16 storage supported                           */
     char tiledb_source[256]; /* which tile database this context uses */
+    char tiledb_family[32];  /* shipped tile database of its family: "nvidia-sm90",
+                                "amd-gfx9", "opencl-gpu", ...; "" if none   */
+    int dlpack_device_type;  /* DLPack device type of its memory (kDLCUDA, ...) */
 } pit_device_info;
 
 /* Number of devices a backend ("cuda", "hip", "opencl") has. Loads the plug-in.

@@ -99,18 +99,18 @@ static void free_stats(pit_candidate_stats *s, int n)
 /* ---- databases ---------------------------------------------------------------- */
 
 typedef struct db_case {
-    const char *backend, *name, *arch;
+    const char *backend, *name, *arch, *family; /* family: as the backend names it */
 } db_case;
 
 static const db_case db_cases[] = {
-    {"cuda", "Tesla V100-SXM2-16GB", "sm_70"},
-    {"cuda", "NVIDIA A100-SXM4-80GB", "sm_80"},
-    {"cuda", "NVIDIA H100 80GB HBM3", "sm_90"},
-    {"hip", "AMD Instinct MI250X", "gfx90a"},
-    {"hip", "Radeon RX 7900 XTX", "gfx1100"},
-    {"opencl", "NVIDIA H100 80GB HBM3", "opencl-gpu"},
-    {"opencl", "cpu-haswell-AMD EPYC", "opencl-cpu"},
-    {"none", "no family: built-in", "x"},
+    {"cuda", "Tesla V100-SXM2-16GB", "sm_70", "nvidia-sm70"},
+    {"cuda", "NVIDIA A100-SXM4-80GB", "sm_80", "nvidia-sm80"},
+    {"cuda", "NVIDIA H100 80GB HBM3", "sm_90", "nvidia-sm90"},
+    {"hip", "AMD Instinct MI250X", "gfx90a", "amd-gfx9"},
+    {"hip", "Radeon RX 7900 XTX", "gfx1100", "amd-gfx11"},
+    {"opencl", "NVIDIA H100 80GB HBM3", "opencl-gpu", "opencl-gpu"},
+    {"opencl", "cpu-haswell-AMD EPYC", "opencl-cpu", "opencl-cpu"},
+    {"none", "no family: built-in", "x", ""},
 };
 
 #define N_DBS ((int)(sizeof db_cases / sizeof db_cases[0]))
@@ -122,6 +122,7 @@ static pit_tiledb *open_case(const db_case *c)
     snprintf(d.backend, sizeof d.backend, "%s", c->backend);
     snprintf(d.name, sizeof d.name, "%s", c->name);
     snprintf(d.arch, sizeof d.arch, "%s", c->arch);
+    snprintf(d.tiledb_family, sizeof d.tiledb_family, "%s", c->family);
     pit_tiledb *db = NULL;
     CHECK(pit_tiledb_open(&d, &db) == PIT_SUCCESS);
     return db;

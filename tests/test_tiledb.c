@@ -27,11 +27,27 @@ static int failures;
 
 static char tmpdir[256];
 
+/* The family a backend names in its device info (cuda_backend.c,
+ * hip_backend.c, ocl_backend.c), for the devices these tests make up. */
+static const char *family_of(const char *backend, const char *arch)
+{
+    if (strcmp(backend, "cuda") == 0) {
+        int sm = atoi(arch + 3);
+        return sm >= 90 ? "nvidia-sm90" : sm >= 80 ? "nvidia-sm80" : "nvidia-sm70";
+    }
+    if (strcmp(backend, "hip") == 0)
+        return strncmp(arch, "gfx9", 4) == 0 ? "amd-gfx9" : "amd-gfx11";
+    if (strcmp(backend, "opencl") == 0)
+        return arch;
+    return "";
+}
+
 static pit_device_info device(const char *backend, const char *name, const char *arch)
 {
     pit_device_info d;
     memset(&d, 0, sizeof d);
     snprintf(d.backend, sizeof d.backend, "%s", backend);
+    snprintf(d.tiledb_family, sizeof d.tiledb_family, "%s", family_of(backend, arch));
     snprintf(d.name, sizeof d.name, "%s", name);
     snprintf(d.arch, sizeof d.arch, "%s", arch);
     snprintf(d.vendor, sizeof d.vendor, "test vendor");

@@ -91,6 +91,9 @@ static pit_status cuda_device_info(int index, pit_device_info *info)
     info->device_index = index;
     info->has_f16 = arch >= 53;
     info->has_bf16 = arch >= 70; /* below sm_80 through f32 arithmetic */
+    snprintf(info->tiledb_family, sizeof info->tiledb_family, "%s",
+             arch >= 90 ? "nvidia-sm90" : arch >= 80 ? "nvidia-sm80" : "nvidia-sm70");
+    info->dlpack_device_type = PIT_DLPACK_CUDA;
     return PIT_SUCCESS;
 }
 
@@ -121,7 +124,7 @@ static void cuda_context_destroy(void *bctx)
     free(c);
 }
 
-static pit_status cuda_context_create(int index, void **bctx)
+static pit_status cuda_context_create(int index, const pit_switches *switches, void **bctx)
 {
     CUdevice dev;
     pit_status st = device_at(index, &dev);
@@ -130,6 +133,7 @@ static pit_status cuda_context_create(int index, void **bctx)
     if (!c) return pit_cuda_host->error(PIT_ERR_OUT_OF_MEMORY, "cuda: out of host memory for a context");
     c->index = index;
     c->dev = dev;
+    c->switches = *switches;
     pthread_mutex_init(&c->lock, NULL);
     CUresult r = pit_cu.DevicePrimaryCtxRetain(&c->ctx, dev);
     if (r != CUDA_SUCCESS) {

@@ -26,6 +26,7 @@ typedef struct pit_cuda_ctx {
     int arch;      /* 90 for sm_90 */
     int sm_count;
     int smem_optin; /* max dynamic shared memory per block */
+    pit_switches switches; /* the context's experimental switches */
     pthread_mutex_t lock; /* guards kernels and blas */
     pit_kernel_link *kernels;
     void *blas; /* cublasHandle_t, created on first dense call */

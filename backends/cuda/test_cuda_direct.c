@@ -648,7 +648,7 @@ int main(int argc, char **argv)
     printf("device: %s %s, %s, %d SMs, %.1f GiB, f16 %d bf16 %d, dense %s\n", info.name, info.arch, info.driver_version,
            info.compute_units, (double)info.global_mem_bytes / (1 << 30), info.has_f16, info.has_bf16,
            be->dense_name(NULL));
-    CHECK(be->context_create(0, &bctx));
+    CHECK(be->context_create(0, &(pit_switches){{0}}, &bctx));
     CHECK(be->stream_create(bctx, &stream));
     int rc;
     if (argc > 3) bench_dt = argv[3];

@@ -782,7 +782,7 @@ int main(int argc, char **argv)
     int loaded = load_cuda_plugin(&host, &be, &info);
     if (loaded != 0) return loaded;
     printf("device: %s %s, %s\n", info.name, info.arch, info.driver_version);
-    CHECK(be->context_create(0, &bctx));
+    CHECK(be->context_create(0, &(pit_switches){{0}}, &bctx));
     CHECK(be->stream_create(bctx, &stream));
     pit_rng_seed(&rng, 5);
     int rc = 0;

@@ -105,6 +105,10 @@ static pit_status hip_device_info(int index, pit_device_info *info)
     info->device_index = index;
     info->has_f16 = 1;
     info->has_bf16 = 1;
+    /* CDNA (gfx9) and RDNA (gfx10, gfx11, gfx12) have a tile database each */
+    snprintf(info->tiledb_family, sizeof info->tiledb_family, "%s",
+             strncmp(info->arch, "gfx9", 4) == 0 ? "amd-gfx9" : strncmp(info->arch, "gfx1", 4) == 0 ? "amd-gfx11" : "");
+    info->dlpack_device_type = PIT_DLPACK_ROCM;
     return PIT_SUCCESS;
 }
 
@@ -149,7 +153,7 @@ static pit_status check_wave(const pit_hip_ctx *c)
     return PIT_SUCCESS;
 }
 
-static pit_status hip_context_create(int index, void **bctx)
+static pit_status hip_context_create(int index, const pit_switches *switches, void **bctx)
 {
     pit_status st = check_index(index);
     if (st != PIT_SUCCESS) return st;
@@ -157,6 +161,7 @@ static pit_status hip_context_create(int index, void **bctx)
     if (!c) return pit_hip_host->error(PIT_ERR_OUT_OF_MEMORY, "hip: out of host memory for a context");
     c->index = index;
     c->dev = index;
+    c->switches = *switches;
     pthread_mutex_init(&c->lock, NULL);
     if ((st = device_gfx(index, c->gfx, sizeof c->gfx)) == PIT_SUCCESS &&
         (st = attribute(index, hipDeviceAttributeWarpSize, &c->wave)) == PIT_SUCCESS &&

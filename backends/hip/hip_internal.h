@@ -28,6 +28,7 @@ typedef struct pit_hip_ctx {
     int arch;
     int sm_count;   /* compute units (the shared code sizes grids by it) */
     int smem_max;   /* LDS bytes per work-group */
+    pit_switches switches; /* the context's experimental switches */
     pthread_mutex_t lock; /* guards kernels, blas and sparse */
     pit_kernel_link *kernels;
     void *blas;     /* rocblas_handle, created on first dense call */

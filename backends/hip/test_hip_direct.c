@@ -234,7 +234,7 @@ int main(void)
     pit_device_info info;
     int loaded = load_plugin(&hip, &host, &be, &info);
     if (loaded != 0) return loaded;
-    if (be->context_create(0, &ctx) != PIT_SUCCESS || be->stream_create(ctx, &stream) != PIT_SUCCESS) {
+    if (be->context_create(0, &(pit_switches){{0}}, &ctx) != PIT_SUCCESS || be->stream_create(ctx, &stream) != PIT_SUCCESS) {
         printf("FAIL device 0: %s\n", last_error);
         return 1;
     }

@@ -193,6 +193,9 @@ static pit_status ocl_device_info(int index, pit_device_info *info)
              type == CL_DEVICE_TYPE_GPU   ? "opencl-gpu"
              : type == CL_DEVICE_TYPE_CPU ? "opencl-cpu"
                                           : "opencl-accelerator");
+    snprintf(info->tiledb_family, sizeof info->tiledb_family, "%s",
+             type == CL_DEVICE_TYPE_CPU ? "opencl-cpu" : "opencl-gpu");
+    info->dlpack_device_type = PIT_DLPACK_OPENCL;
     cl_ulong mem = 0;
     cl_uint units = 0;
     OCL_TRY(OCL_CHECK("clGetDeviceInfo(CL_DEVICE_GLOBAL_MEM_SIZE)",
@@ -266,8 +269,9 @@ static void ocl_context_destroy(void *bctx)
     free(c);
 }
 
-static pit_status ocl_context_create(int index, void **bctx)
+static pit_status ocl_context_create(int index, const pit_switches *switches, void **bctx)
 {
+    (void)switches; /* none of the switches concerns OpenCL */
     OCL_TRY(check_index(index));
     ocl_ctx *c = calloc(1, sizeof *c);
     if (!c)

@@ -937,7 +937,7 @@ int main(int argc, char **argv)
            info.has_bf16);
     EXPECT(strcmp(info.backend, "opencl") == 0 && info.name[0] && info.arch[0],
            "device_info incomplete");
-    OK(be->context_create(0, &ctx));
+    OK(be->context_create(0, &(pit_switches){{0}}, &ctx));
     OK(be->stream_create(ctx, &stream));
     printf("dense GEMM: %s\n", be->dense_name(ctx));
 
@@ -973,7 +973,7 @@ int main(int argc, char **argv)
     be->stream_destroy(ctx, stream);
     be->context_destroy(ctx);
     int corrupted = corrupt_cache_files();
-    OK(be->context_create(0, &ctx));
+    OK(be->context_create(0, &(pit_switches){{0}}, &ctx));
     OK(be->stream_create(ctx, &stream));
     g_corrupt_logged = 0;
     run_case(&shapes[1], PAT_K32X1, PIT_F32, info.has_f16);

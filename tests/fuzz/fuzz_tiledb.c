@@ -74,10 +74,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(devs[0].backend, sizeof devs[0].backend, "opencl");
     snprintf(devs[0].name, sizeof devs[0].name, "pthread-skylake-avx512");
     snprintf(devs[0].arch, sizeof devs[0].arch, "opencl-cpu");
+    snprintf(devs[0].tiledb_family, sizeof devs[0].tiledb_family, "opencl-cpu");
     snprintf(devs[0].vendor, sizeof devs[0].vendor, "The pocl project");
     snprintf(devs[1].backend, sizeof devs[1].backend, "cuda");
     snprintf(devs[1].name, sizeof devs[1].name, "NVIDIA H100 80GB HBM3");
     snprintf(devs[1].arch, sizeof devs[1].arch, "sm_90");
+    snprintf(devs[1].tiledb_family, sizeof devs[1].tiledb_family, "nvidia-sm90");
     snprintf(devs[1].vendor, sizeof devs[1].vendor, "NVIDIA Corporation");
     const pit_device_info *dev = size && data[0] % 3 ? &devs[data[0] % 3 - 1] : NULL;
 
