@@ -23,10 +23,11 @@ asan)
     full=""
     [ "${1:-}" = --full ] && full=1
     build="${PIT_ASAN_BUILD:-$root/build-asan}"
+    mkdir -p "$build"
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_PROJECT_INCLUDE="$root/tests/sanitize.cmake" -DPIT_SANITIZE=ON \
-        -DPIT_WITH_CUDA=OFF -DPIT_WITH_HIP=OFF >"$build.configure.log" 2>&1 ||
-        { cat "$build.configure.log"; exit 1; }
+        -DPIT_WITH_CUDA=OFF -DPIT_WITH_HIP=OFF >"$build/configure.log" 2>&1 ||
+        { cat "$build/configure.log"; exit 1; }
     nice cmake --build "$build" -j"${PIT_JOBS:-2}"
     export PIT_CACHE_DIR="$build/cache"
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}"

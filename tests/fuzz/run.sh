@@ -13,10 +13,11 @@ build="${PIT_FUZZ_BUILD:-$root/build-fuzz}"
 targets="${*:-fuzz_tiledb fuzz_tensor fuzz_detect}"
 cc="${PIT_FUZZ_CC:-clang}"
 
+mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_PROJECT_INCLUDE="$root/tests/sanitize.cmake" -DPIT_FUZZ=ON \
-    -DPIT_WITH_CUDA=OFF -DPIT_WITH_HIP=OFF >"$build.configure.log" 2>&1 ||
-    { cat "$build.configure.log"; exit 1; }
+    -DPIT_WITH_CUDA=OFF -DPIT_WITH_HIP=OFF >"$build/configure.log" 2>&1 ||
+    { cat "$build/configure.log"; exit 1; }
 # shellcheck disable=SC2086
 nice cmake --build "$build" -j"${PIT_JOBS:-2}" --target pit-opencl $targets
 

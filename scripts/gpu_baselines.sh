@@ -1,15 +1,17 @@
 #!/bin/bash
-# tools/gpu_baselines.sh - one GPU-machine session for the CUDA backend with its
-# cuSPARSE baselines: build (only what runs), conformance, the operator test,
-# pit tune, pit bench (all suites) and the operator bench. Logs, the tuned tile
-# database and the bench JSON go to $OUT (or ./gpu-out); a short table last.
-# Carried: .carry2/include/dlpack (the GPU machine has no DLPack header).
-#   usage: bash tools/gpu_baselines.sh [check|bench|all|build|extra]
+# scripts/gpu_baselines.sh - a GPU lab script (not shipped, not run by CI): the
+# CUDA backend with its cuSPARSE baselines, run from the repository root:
+# build (only what runs), conformance, the operator test, pit tune, pit bench
+# (all suites) and the operator bench. Logs, the tuned tile database and the
+# bench JSON go to $OUT (or build-gpu/lab-out); a short table last. Optional:
+# .carry/include (the DLPack header), for a GPU machine without it.
+#   usage: bash scripts/gpu_baselines.sh [check|bench|all|build|extra]
 #          check: build + tests + tune; extra: cuSPARSE checks (f32 BSR conversion, the
 #          baseline's result against the reference) and ncu of the fused attention
 set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1  # paths below are relative to the repository root
 phase="${1:-all}"
-out="${OUT:-$PWD/gpu-out}"; mkdir -p "$out"
+out="${OUT:-$PWD/build-gpu/lab-out}"; mkdir -p "$out"
 export PIT_CACHE_DIR=/tmp/pit-cache
 summary="$out/summary.txt"; touch "$summary"
 note() { echo "$*" | tee -a "$summary"; }
@@ -22,8 +24,9 @@ step() { local name="$1" limit="$2"; shift 2; local t0=$SECONDS
 B=build-gpu/bin
 note "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
 if [ ! -f build-gpu/CMakeCache.txt ]; then
+  dlpack=""; [ -f .carry/include/dlpack/dlpack.h ] && dlpack="-DPIT_DLPACK_INCLUDE=$PWD/.carry/include"
   step configure 120 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DPIT_WITH_HIP=OFF \
-       -DPIT_WITH_OPENCL=OFF -DBUILD_TESTING=OFF -DPIT_DLPACK_INCLUDE="$PWD/.carry2/include" || exit 1
+       -DPIT_WITH_OPENCL=OFF -DBUILD_TESTING=OFF $dlpack || exit 1
 fi
 step build 240 cmake --build build-gpu -j16 --target pit-tool pit-cuda test_cuda_ops ||
   { grep -E "error" "$out/build.log" | head; exit 1; }

@@ -1,14 +1,15 @@
 #!/bin/bash
-# tools/gpu_check.sh - everything that needs the GPU machine, in one command:
+# scripts/gpu_check.sh - a GPU lab script (not shipped, not run by CI): every
+# check that needs an NVIDIA GPU, in one command run from the repository root:
 # build (CUDA + OpenCL), tests, conformance on CUDA and on NVIDIA's OpenCL,
 # CUDA-graph capture, compute-sanitizer, and the benches. Logs and JSON go to
-# $OUT (or ./gpu-out). Carried along: .carry/ with libclblast.so.1 and the
-# DLPack header (the GPU machine lacks both).
-#   usage: bash tools/gpu_check.sh [quick|full|model|ops|sweep|kernels|anchors]
-# anchors: issue 5's points: the operator tests, conformance of the masked
-# operators, memcheck on attention, the CUDA direct benches, and
-# tools/torch_anchors.py (pit through ctypes beside SDPA, FlexAttention and
-# torch's MoE ways, on one stream, in the same run).
+# $OUT (or build-gpu/lab-out). Optional: .carry/lib (libclblast.so.1) and
+# .carry/include (the DLPack header), for a GPU machine without them.
+#   usage: bash scripts/gpu_check.sh [quick|full|model|ops|sweep|kernels|anchors]
+# anchors: the attention and MoE points of docs/PERF.md: the operator tests,
+# conformance of the masked operators, the sanitizers on attention, the CUDA
+# direct benches, and scripts/torch_anchors.py (pit through ctypes beside
+# SDPA, FlexAttention and torch's MoE ways, on one stream, in the same run).
 # kernels: after a kernel change: direct tests, conformance, sanitizers, benches.
 # sweep: the MoE grouped-GEMM tile sweep, the matmul bench, CUDA conformance.
 # ops: the operator tests and benches, CUDA conformance, graph capture, and
@@ -17,8 +18,9 @@
 # (cost model accuracy) and matmul benches, the operator tests and benches,
 # and the CUDA conformance suite.
 set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1  # paths below are relative to the repository root
 mode="${1:-full}"
-out="${OUT:-$PWD/gpu-out}"; mkdir -p "$out"
+out="${OUT:-$PWD/build-gpu/lab-out}"; mkdir -p "$out"
 export PIT_CACHE_DIR=/tmp/pit-cache
 carry="$PWD/.carry"
 [ -d "$carry/lib" ] && export LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}"
@@ -37,8 +39,8 @@ if [ -n "$icd" ]; then mkdir -p /tmp/icd && echo "$icd" > /tmp/icd/nvidia.icd &&
 # build tree's absolute paths differ here, so libraries and tile databases are
 # found through the environment.
 if [ ! -x build-gpu/bin/pit ]; then
-  step configure cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DPIT_WITH_HIP=OFF \
-      -DPIT_DLPACK_INCLUDE="$carry/include"
+  dlpack=""; [ -f "$carry/include/dlpack/dlpack.h" ] && dlpack="-DPIT_DLPACK_INCLUDE=$carry/include"
+  step configure cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DPIT_WITH_HIP=OFF $dlpack
   step build cmake --build build-gpu -j16 || { grep -E "error" "$out/build.log" | head; exit 1; }
 fi
 export LD_LIBRARY_PATH="$PWD/build-gpu/lib:${LD_LIBRARY_PATH:-}" PIT_TILEDB_DIR="$PWD/tiledb"
@@ -63,7 +65,7 @@ if [ "$mode" = anchors ]; then
   step conformance_apart env PIT_CUDA_ATTENTION_DETECT=apart PIT_BACKEND=cuda $B/pit conformance --op attention
   step bench_ops $B/test_cuda_ops --bench
   grep -h "^attention\|^moe" "$out/bench_ops.log" >> "$summary"
-  step torch_anchors env PYTHONUNBUFFERED=1 python3 tools/torch_anchors.py --lib build-gpu/lib/libpit.so
+  step torch_anchors env PYTHONUNBUFFERED=1 python3 scripts/torch_anchors.py --lib build-gpu/lib/libpit.so
   cat "$out/torch_anchors.log" >> "$summary"
   rm -f "$out/gpu.txt"
   echo; cat "$summary"; exit 0
@@ -116,7 +118,7 @@ if [ "$mode" = model ]; then
   step cuda_ops $B/test_cuda_ops
   step bench_ops $B/test_cuda_ops --bench
   step conformance_cuda env PIT_BACKEND=cuda $B/pit conformance
-  rm -f "$out/gpu.txt"  # in summary.txt; only 8 files come back
+  rm -f "$out/gpu.txt"  # already in summary.txt
   echo; cat "$summary"; exit 0
 fi
 # In order of what matters most, so a run cut short still brings back the most.

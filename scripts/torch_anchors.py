@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""tools/torch_anchors.py - issue 5's PyTorch anchors and pit in one process.
+"""scripts/torch_anchors.py - PyTorch's ways of two layers and pit's, in one process.
+
+A GPU lab script (not shipped, not run by CI; needs PyTorch with CUDA), run
+from the repository root, by hand or by `bash scripts/gpu_check.sh anchors`.
 
 pit is called through ctypes on torch's current stream (pit_stream_wrap) over
 the very tensors torch uses (pit_tensor_wrap of data_ptr(): no copies), and
@@ -17,7 +20,7 @@ are measured in the same run on the same data:
       permutation and alone (tokens already in expert order), the per-expert loop and the padded batched matmul
       (capacity 1.25); pit's output is checked against the loop's.
 
-usage: python3 tools/torch_anchors.py [--lib build-gpu/lib/libpit.so] [--json F]
+usage: python3 scripts/torch_anchors.py [--lib build-gpu/lib/libpit.so] [--json F]
            [--only attention|moe] [--no-flex]
 """
 import argparse
