@@ -1,0 +1,60 @@
+#!/bin/bash
+# scripts/gpu_ab.sh - a lab script for the GPU machine (not shipped): checks a
+# build and compares its speed with another build in the same run.
+#   usage: bash scripts/gpu_ab.sh [conformance] [bench] [sanitize] [base-conformance]
+# Expects, carried along with the tree:
+#   build-gpu/           the build under test (bin/, lib/), built on a CPU machine
+#   .carry/base/         the reference build: bin/, lib/, tiledb/
+#   .carry/lib/          libclblast.so.1; .carry/include/ the DLPack header
+# conformance: the whole suite on CUDA and on NVIDIA's OpenCL driver.
+# bench: `pit bench --suite matmul` and `--suite layers`, reference and new
+#   alternated twice, compared point by point (scripts/bench_compare.py).
+# sanitize: compute-sanitizer memcheck and racecheck on the quick suite of the
+#   operators whose kernels moved.
+# Logs and JSON go to $OUT (or ./gpu-out); a summary table is printed last.
+set -uo pipefail
+out="${OUT:-$PWD/gpu-out}"; mkdir -p "$out"
+export PIT_CACHE_DIR=/tmp/pit-cache
+root="$PWD"
+export LD_LIBRARY_PATH="$root/.carry/lib:${LD_LIBRARY_PATH:-}"
+summary="$out/summary.txt"; : > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+step() { local name="$1"; shift; local t0=$SECONDS; "$@" > "$out/$name.log" 2>&1; local rc=$?;
+         note "$(printf '%-26s rc=%-3s %4ss  %s' "$name" "$rc" "$((SECONDS-t0))" "$(tail -1 "$out/$name.log" | cut -c1-90)")"; return $rc; }
+icd=$(ldconfig -p | grep -m1 'libnvidia-opencl.so.1' | awk '{print $NF}')
+if [ -n "$icd" ]; then mkdir -p /tmp/icd && echo "$icd" > /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd; fi
+note "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)"
+
+# run_in BUILD TILEDB cmd...: a build's libraries and tile databases
+run_in() { local b="$1" t="$2"; shift 2; env LD_LIBRARY_PATH="$b/lib:$LD_LIBRARY_PATH" PIT_TILEDB_DIR="$t" "$@"; }
+NEW="$root/build-gpu"; BASE="$root/.carry/base"
+
+for what in "$@"; do
+  case "$what" in
+  conformance)
+    step conf_cuda run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda "$NEW/bin/pit" conformance
+    step conf_opencl run_in "$NEW" "$root/tiledb" env PIT_BACKEND=opencl "$NEW/bin/pit" conformance ;;
+  base-conformance)
+    step base_conf_cuda run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=cuda "$BASE/bin/pit" conformance
+    step base_conf_opencl run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=opencl "$BASE/bin/pit" conformance ;;
+  sanitize)
+    for op in attention moe sddmm softmax rows; do
+      step memcheck_$op run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 "$NEW/bin/pit" conformance --quick --op $op
+      step racecheck_$op run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 "$NEW/bin/pit" conformance --quick --op $op
+    done ;;
+  bench|bench-base)
+    for i in 1 2; do
+      for b in base new; do
+        [ "$what" = bench-base ] && [ $b = new ] && continue
+        if [ $b = base ]; then B="$BASE"; T="$BASE/tiledb"; else B="$NEW"; T="$root/tiledb"; fi
+        for suite in matmul layers; do
+          step bench_${suite}_${b}_$i run_in "$B" "$T" env PIT_BACKEND=cuda "$B/bin/pit" bench --suite $suite --json "$out/bench_${suite}_${b}_$i.json"
+        done
+      done
+    done
+    [ "$what" = bench ] && { python3 "$root/scripts/bench_compare.py" --base "$out"/bench_*_base_*.json --new "$out"/bench_*_new_*.json > "$out/compare.txt" 2>&1; cat "$out/compare.txt"; } ;;
+  esac
+done
+# the device hands back a few files only: the logs and JSON in one archive
+(cd "$out" && tar czf logs.tgz --remove-files *.log *.json 2>/dev/null)
+echo; cat "$summary"
