@@ -1,4 +1,4 @@
-# Reliability tests (issue 8), included from tests/CMakeLists.txt. They need
+# Reliability tests, included from tests/CMakeLists.txt. They need
 # an OpenCL device (PoCL in CI) and report themselves skipped (exit 77) without.
 foreach(t test_threads test_faults test_numerics)
   add_executable(${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.c)

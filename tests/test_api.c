@@ -271,7 +271,7 @@ static void test_matmul_errors(pit_context *ctx, pit_context *other)
         pit_tensor_destroy(list[i]);
 }
 
-/* Cases added with the reliability work (issue 8): overflowing descriptors,
+/* Reliability cases: overflowing descriptors,
  * nulls on every entry point, DLPack edge cases, operand checks of matmul. */
 static void test_more_input_checks(pit_context *ctx, pit_context *other)
 {

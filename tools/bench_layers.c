@@ -288,7 +288,7 @@ static pit_status attn_dense(void *arg, int i)
 static pit_status bench_attention(pit_context *ctx, const bench_opts *o, pit_dtype dt, layer_result *r)
 {
     const int64_t BH = o->quick ? 2 : 16, L = o->quick ? 256 : 8192, D = 64;
-    const int blk = o->quick ? 32 : 128; /* the 128x128 block mask at full size */
+    const int blk = o->quick ? 32 : 128; /* 128x128 blocks at full size, as block-sparse attention uses */
     const double sparsity = 0.9;
     attn_bench b = {.ctx = ctx, .sets = o->sets < MAX_SETS ? o->sets : MAX_SETS,
                     .block = blk, .scale = 1.0f / sqrtf((float)D)};
@@ -527,7 +527,7 @@ int bench_layers_suite(pit_context *ctx, const bench_opts *o, FILE *json)
         fprintf(stderr, "pit bench: layers: %s: %s\n", pit_status_string(ds), pit_last_error());
         return 1;
     }
-    /* The anchors are bf16: use it where the device has it. */
+    /* Models run these layers in bf16: use it where the device has it. */
     pit_dtype moe_dt = d.has_bf16 && (o->dtype_mask & (1 << PIT_BF16)) ? PIT_BF16 : PIT_F32;
     printf("\n== layers: pit's operator against the dense way (median of %d, %d input sets rotated)\n",
            o->repeats, o->sets);
