@@ -46,13 +46,13 @@ typedef struct pit_host {
 /* ---- experimental switches (switches.def), read once per context --------- */
 typedef enum pit_switch_id {
 #define PIT_SWITCH(id, variable, min, max, what) PIT_SWITCH_##id,
-#include "switches.def"
+#include "runtime/switches.def"
 #undef PIT_SWITCH
     PIT_SWITCH_COUNT
 } pit_switch_id;
 
 /* DLPack device types a backend names in pit_device_info.dlpack_device_type
- * (the values of DLPack's DLDeviceType; core/dlpack.c checks them) */
+ * (the values of DLPack's DLDeviceType; core/runtime/dlpack.c checks them) */
 #define PIT_DLPACK_CUDA 2
 #define PIT_DLPACK_OPENCL 4
 #define PIT_DLPACK_ROCM 10
@@ -93,7 +93,7 @@ typedef struct pit_tdesc {
  * request partly or not at all (OpenCL never marks): "not marked" only means
  * "check the elements". Consumers of a flag_full index must strip the bit
  * (entry & ~PIT_ENTRY_FULL); every consumer of an index with flag_full == 0
- * sees plain entries. Only the fused attention asks for it (core/op_attention.c);
+ * sees plain entries. Only the fused attention asks for it (core/ops/sparse_attention.c);
  * a backend whose attention_sparse hands the index to other kernels must give
  * them an index without marks (the CUDA backend re-detects, flag off). */
 #define PIT_ENTRY_FULL 0x40000000
@@ -174,7 +174,7 @@ typedef struct pit_backend {
      * host read-back); otherwise grid from max_entries (largest counts[g]).
      * Along K the grid must not depend on max_entries at all (one CTA per
      * row-block and n-tile, the counts read on the device): core then skips
-     * the read-back on settled calls (core/matmul.c). */
+     * the read-back on settled calls (core/ops/matmul.c). */
     pit_status (*matmul_sparse)(void *bctx, void *stream, const pit_tile *tile,
                                 const pit_index *idx, int32_t max_entries,
                                 int worst_case_grid, const pit_tdesc *A,
