@@ -49,11 +49,7 @@ pit_status ops_check_matmul(pit_context *ctx, const pit_tensor *A, const pit_ten
                          (long long)c->shape[r - 2], (long long)c->shape[r - 1]);
     if (pit_tdesc_overlap(c, a) || pit_tdesc_overlap(c, b))
         return pit_error(PIT_ERR_ALIASING, "pit_matmul: C overlaps %s", pit_tdesc_overlap(c, a) ? "A" : "B");
-    if ((a->dtype == PIT_F16 && !ctx->info.has_f16) || (a->dtype == PIT_BF16 && !ctx->info.has_bf16))
-        return pit_error(PIT_ERR_UNSUPPORTED, "pit_matmul: %s is not supported on %s device \"%s\"%s",
-                         pit_dtype_name(a->dtype), ctx->be->name, ctx->info.name,
-                         a->dtype == PIT_F16 && strcmp(ctx->be->name, "opencl") == 0
-                             ? " (no cl_khr_fp16)" : "");
+    PIT_TRY(ops_check_on_device(ctx, a->dtype, "pit_matmul"));
     memset(p, 0, sizeof *p);
     p->op = r == 3 ? PIT_OP_BATCH_MATMUL : PIT_OP_MATMUL;
     p->dtype = a->dtype;

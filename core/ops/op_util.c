@@ -116,11 +116,15 @@ pit_status ops_check_float(pit_context *ctx, const pit_tensor *t, const char *fn
     if (dt != PIT_F32 && dt != PIT_F16 && dt != PIT_BF16)
         return pit_error(PIT_ERR_UNSUPPORTED_DTYPE, "%s: '%s' is %s; f32, f16 or bf16 needed", fn,
                          name, pit_dtype_name(dt));
+    return ops_check_on_device(ctx, dt, fn);
+}
+
+pit_status ops_check_on_device(const pit_context *ctx, pit_dtype dt, const char *fn)
+{
     if ((dt == PIT_F16 && !ctx->info.has_f16) || (dt == PIT_BF16 && !ctx->info.has_bf16))
-        return pit_error(PIT_ERR_UNSUPPORTED, "%s: %s is not supported on %s device \"%s\"%s", fn,
-                         pit_dtype_name(dt), ctx->be->name, ctx->info.name,
-                         dt == PIT_F16 && strcmp(ctx->be->name, "opencl") == 0
-                             ? " (no cl_khr_fp16)" : "");
+        return pit_error(PIT_ERR_UNSUPPORTED, "%s: %s is not supported on %s device \"%s\" (%s)",
+                         fn, pit_dtype_name(dt), ctx->be->name, ctx->info.name,
+                         dt == PIT_F16 ? "no f16 arithmetic" : "no bf16 storage");
     return PIT_SUCCESS;
 }
 
