@@ -227,18 +227,21 @@ typedef struct pit_backend {
                                           const pit_tdesc *Y, const pit_tdesc *dY,
                                           const pit_tdesc *mask, const pit_tdesc *dX,
                                           float scale);
-    /* Fused attention over the block index (optional: when NULL core runs
-     * sddmm -> softmax_sparse -> matmul_sparse with the same index). Core
-     * builds idx with flag_full = 1 for it and reads no counts back first:
-     * the backend must accept PIT_ENTRY_FULL marks and groups with no entry
-     * (their rows of O are 0; every group may be empty). */
+    /* Fused attention over the block index (optional). When NULL, or when it
+     * returns PIT_ERR_UNSUPPORTED for a shape it cannot fuse, core runs
+     * sddmm -> softmax_sparse -> matmul_sparse over an index without marks
+     * (core/ops/sparse_attention.c is the one place attention is composed).
+     * Core builds idx with flag_full = 1 for it and reads no counts back
+     * first: the backend must accept PIT_ENTRY_FULL marks and groups with no
+     * entry (their rows of O are 0; every group may be empty). */
     pit_status (*attention_sparse)(void *bctx, void *stream, const pit_index *idx,
                                    const pit_tdesc *Q, const pit_tdesc *K, const pit_tdesc *V,
                                    const pit_tdesc *mask, const pit_tdesc *O, float scale);
     /* Optional: detect(stream, detect_view, idx, 1) then attention_sparse
      * over idx, in one call, so the backend can overlap the two (CUDA:
-     * query-row chunks, detection on a side stream). NULL: core makes the
-     * two calls. */
+     * query-row chunks, detection on a side stream). NULL, or
+     * PIT_ERR_UNSUPPORTED before anything is queued: core makes the two
+     * calls. */
     pit_status (*attention_detect)(void *bctx, void *stream, const pit_tdesc *detect_view,
                                    pit_index *idx, const pit_tdesc *Q, const pit_tdesc *K,
                                    const pit_tdesc *V, const pit_tdesc *mask, const pit_tdesc *O,

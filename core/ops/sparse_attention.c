@@ -108,40 +108,47 @@ static pit_status compose(pit_context *ctx, void *bs, const pit_index *idx, int3
     return PIT_SUCCESS;
 }
 
-/* Index the mask at block x block and run the fused kernel (or the three
- * steps) over that index. */
-static pit_status attend(pit_context *ctx, void *bs, const pit_tensor *Q, const pit_tensor *K,
-                         const pit_tensor *V, const pit_tensor *mask, pit_tensor *O, float scale,
-                         int32_t block, int64_t bh, pit_report *report)
+/* The backend's fused kernel over an index of the mask at block x block.
+ * The kernel loops over counts[g] itself and writes zero rows for an empty
+ * group (every key masked: O = 0), so nothing is read back between detection
+ * and the kernel. Blocks whose mask is all non-zero come marked (flag_full)
+ * and skip the kernel's mask loads; only attention_sparse ever sees this
+ * index. PIT_ERR_UNSUPPORTED: the backend cannot fuse this shape. */
+static pit_status attend_fused(pit_context *ctx, void *bs, const pit_tensor *Q, const pit_tensor *K,
+                               const pit_tensor *V, const pit_tensor *mask, pit_tensor *O,
+                               float scale, pit_microtile t, int64_t bh, pit_report *report)
+{
+    const pit_backend *be = ctx->be;
+    pit_index idx;
+    pit_tdesc view;
+    PIT_TRY(pit_index_prepare(ctx, bs, "attention", &mask->d, bh, t, 1, &idx, &view));
+    pit_tdesc q = ops_view3(&Q->d, bh), k = ops_view3(&K->d, bh), v = ops_view3(&V->d, bh);
+    pit_tdesc o = ops_view3(&O->d, bh);
+    pit_status s = PIT_ERR_UNSUPPORTED;
+    if (be->attention_detect) /* the backend may overlap the two */
+        s = be->attention_detect(ctx->bctx, bs, &view, &idx, &q, &k, &v, &mask->d, &o, scale);
+    if (s == PIT_ERR_UNSUPPORTED) {
+        pit_clear_error();
+        PIT_TRY(be->detect(ctx->bctx, bs, &view, &idx, 1));
+        s = be->attention_sparse(ctx->bctx, bs, &idx, &q, &k, &v, &mask->d, &o, scale);
+    }
+    if (s != PIT_SUCCESS || !report)
+        return s;
+    /* after the launch, so the kernel is already queued; this read waits for
+     * it (only calls that ask for a report) */
+    int32_t total = 0;
+    PIT_TRY(be->mem_read(ctx->bctx, bs, idx.total, 0, &total, sizeof total));
+    pit_index_report(report, &idx, total, pit_index_repeat(&idx, bh), "attention");
+    return PIT_SUCCESS;
+}
+
+/* The three steps over an index of the mask at block x block (no marks). */
+static pit_status attend_composed(pit_context *ctx, void *bs, const pit_tensor *Q,
+                                  const pit_tensor *K, const pit_tensor *V, const pit_tensor *mask,
+                                  pit_tensor *O, float scale, pit_microtile t, int64_t bh,
+                                  pit_report *report)
 {
     pit_index idx;
-    pit_microtile t = {block, block, PIT_AXIS_K};
-    if (ctx->be->attention_sparse) {
-        /* Fused: the kernel loops over counts[g] itself and writes zero rows
-         * for an empty group (every key masked: O = 0), so nothing is read
-         * back between detection and the kernel. Blocks whose mask is all
-         * non-zero come marked (flag_full) and skip the kernel's mask loads;
-         * only attention_sparse ever sees this index. */
-        pit_tdesc view;
-        PIT_TRY(pit_index_prepare(ctx, bs, "attention", &mask->d, bh, t, 1, &idx, &view));
-        pit_tdesc q = ops_view3(&Q->d, bh), k = ops_view3(&K->d, bh), v = ops_view3(&V->d, bh);
-        pit_tdesc o = ops_view3(&O->d, bh);
-        const pit_backend *be = ctx->be;
-        if (be->attention_detect) { /* the backend may overlap the two */
-            PIT_TRY(be->attention_detect(ctx->bctx, bs, &view, &idx, &q, &k, &v, &mask->d, &o, scale));
-        } else {
-            PIT_TRY(be->detect(ctx->bctx, bs, &view, &idx, 1));
-            PIT_TRY(be->attention_sparse(ctx->bctx, bs, &idx, &q, &k, &v, &mask->d, &o, scale));
-        }
-        if (report) {
-            /* after the launch, so the kernel is already queued; this read
-             * waits for it (only calls that ask for a report) */
-            int32_t total = 0;
-            PIT_TRY(ctx->be->mem_read(ctx->bctx, bs, idx.total, 0, &total, sizeof total));
-            pit_index_report(report, &idx, total, pit_index_repeat(&idx, bh), "attention");
-        }
-        return PIT_SUCCESS;
-    }
     int32_t max_entries;
     int64_t nonzero;
     PIT_TRY(pit_index_pattern(ctx, bs, "attention", &mask->d, bh, t, 0, &idx));
@@ -152,6 +159,26 @@ static pit_status attend(pit_context *ctx, void *bs, const pit_tensor *Q, const 
         return ops_zero(ctx, bs, &O->d);
     }
     return compose(ctx, bs, &idx, max_entries, Q, K, V, mask, O, scale, report);
+}
+
+/* The fused kernel where the backend has one and takes the shape; else core
+ * composes the three steps (the one place attention is composed). */
+static pit_status attend(pit_context *ctx, void *bs, const pit_tensor *Q, const pit_tensor *K,
+                         const pit_tensor *V, const pit_tensor *mask, pit_tensor *O, float scale,
+                         int32_t block, int64_t bh, pit_report *report)
+{
+    pit_microtile t = {block, block, PIT_AXIS_K};
+    if (ctx->be->attention_sparse) {
+        pit_status s = attend_fused(ctx, bs, Q, K, V, mask, O, scale, t, bh, report);
+        if (s != PIT_ERR_UNSUPPORTED)
+            return s;
+        pit_log_debug("%s: no fused kernel for block %d (%s): composing", FN, block,
+                      pit_last_error());
+        pit_clear_error();
+        if (report)
+            memset(report, 0, sizeof *report);
+    }
+    return attend_composed(ctx, bs, Q, K, V, mask, O, scale, t, bh, report);
 }
 
 PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, const pit_tensor *Q,
