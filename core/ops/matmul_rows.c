@@ -8,10 +8,6 @@
 
 #include "ops.h"
 
-/* TODO(select.h): pit_select_rows - tile database entries for matmul_rows;
- * until then one tile that suits OpenCL and CUDA alike. */
-static const pit_tile ROWS_TILE = {32, 64, 16, 128, 1, 0};
-
 static const char *const FN = "pit_matmul_rows";
 
 /* A [b,M,K] or [M,K]; B [K,N] (shared by the batch) or [b,K,N]; C like A's rank. */
@@ -66,13 +62,11 @@ PIT_API pit_status pit_matmul_rows(pit_context *ctx, pit_stream *stream, const p
     PIT_TRY(ctx->be->detect(ctx->bctx, bs, &A->d, &idx, 1));
     PIT_TRY(pit_index_stats(ctx, bs, &idx, &max_entries, &nonzero));
     pit_index_report(report, &idx, nonzero, 1, "rows");
-    if (report) {
-        report->bm = ROWS_TILE.bm;
-        report->bn = ROWS_TILE.bn;
-        report->bk = ROWS_TILE.bk;
-    }
+    pit_tile gemm;
+    PIT_TRY(pit_select_gathered(ctx->db, PIT_TILE_ROWS, A->d.dtype, &gemm));
+    ops_report_tile(report, &gemm);
     if (nonzero == 0)
         return keep_skipped_rows ? PIT_SUCCESS : ops_zero(ctx, bs, &C->d);
-    return ctx->be->matmul_rows(ctx->bctx, bs, &ROWS_TILE, &idx, max_entries, &A->d, &B->d, &C->d,
+    return ctx->be->matmul_rows(ctx->bctx, bs, &gemm, &idx, max_entries, &A->d, &B->d, &C->d,
                                 keep_skipped_rows);
 }

@@ -9,10 +9,6 @@
 
 #include "ops.h"
 
-/* TODO(select.h): pit_select_moe - tile database entries for moe_matmul;
- * until then one tile that suits OpenCL and CUDA alike. */
-static const pit_tile MOE_TILE = {32, 64, 16, 128, 1, 0};
-
 typedef struct moe_shape {
     int64_t t, h, n, e, k;
 } moe_shape;
@@ -91,6 +87,8 @@ PIT_API pit_status pit_moe_forward(pit_context *ctx, pit_stream *stream, const p
         return PIT_SUCCESS;
     if (s.e == 0 || s.k == 0 || s.h == 0) /* nothing routed, or empty products */
         return ops_zero(ctx, bs, &Y->d);
+    pit_tile tile;
+    PIT_TRY(pit_select_gathered(ctx->db, PIT_TILE_MOE, X->d.dtype, &tile));
     pit_index idx;
     int32_t max_entries;
     int64_t routed = 0;
@@ -101,12 +99,8 @@ PIT_API pit_status pit_moe_forward(pit_context *ctx, pit_stream *stream, const p
     PIT_TRY(route(ctx, bs, expert_ids, &s, &idx, &max_entries,
                   report || !on_device ? &routed : NULL));
     pit_index_report(report, &idx, routed, 1, "moe");
-    if (report) {
-        report->bm = MOE_TILE.bm;
-        report->bn = MOE_TILE.bn;
-        report->bk = MOE_TILE.bk;
-    }
-    return ctx->be->moe_matmul(ctx->bctx, bs, 0, &MOE_TILE, &idx, max_entries, &X->d, &W->d,
+    ops_report_tile(report, &tile);
+    return ctx->be->moe_matmul(ctx->bctx, bs, 0, &tile, &idx, max_entries, &X->d, &W->d,
                                &gates->d, &Y->d);
 }
 
@@ -118,16 +112,18 @@ static pit_status moe_backward_run(pit_context *ctx, void *bs, const moe_shape *
                                    pit_tensor *dgates)
 {
     const pit_backend *be = ctx->be;
+    pit_tile tile;
+    PIT_TRY(pit_select_gathered(ctx->db, PIT_TILE_MOE, X->d.dtype, &tile));
     if (dX && s->n == 0)
         PIT_TRY(ops_zero(ctx, bs, &dX->d));
     else if (dX)
-        PIT_TRY(be->moe_matmul(ctx->bctx, bs, 1, &MOE_TILE, idx, max_entries, &dY->d, &W->d,
+        PIT_TRY(be->moe_matmul(ctx->bctx, bs, 1, &tile, idx, max_entries, &dY->d, &W->d,
                                &gates->d, &dX->d));
     if (dW)
-        PIT_TRY(be->moe_matmul(ctx->bctx, bs, 2, &MOE_TILE, idx, max_entries, &X->d, &dW->d,
+        PIT_TRY(be->moe_matmul(ctx->bctx, bs, 2, &tile, idx, max_entries, &X->d, &dW->d,
                                &gates->d, &dY->d));
     if (dgates)
-        PIT_TRY(be->moe_matmul(ctx->bctx, bs, 3, &MOE_TILE, idx, max_entries, &X->d, &W->d,
+        PIT_TRY(be->moe_matmul(ctx->bctx, bs, 3, &tile, idx, max_entries, &X->d, &W->d,
                                &dgates->d, &dY->d));
     return PIT_SUCCESS;
 }

@@ -259,3 +259,12 @@ pit_tensor ops_tensor_of(pit_context *ctx, const pit_tdesc *d)
     t.d = *d;
     return t;
 }
+
+void ops_report_tile(pit_report *r, const pit_tile *tile)
+{
+    if (!r)
+        return;
+    r->bm = tile->bm;
+    r->bn = tile->bn;
+    r->bk = tile->bk;
+}

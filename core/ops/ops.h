@@ -70,6 +70,9 @@ pit_tdesc ops_scratch_desc(void *mem, pit_dtype dtype, int rank, const int64_t *
  * calling public operators on internal buffers. */
 pit_tensor ops_tensor_of(pit_context *ctx, const pit_tdesc *d);
 
+/* The dense computation tile that ran, into a report (NULL: nothing). */
+void ops_report_tile(pit_report *r, const pit_tile *tile);
+
 /* ---- operators other operators reuse (after validation) ---------------- */
 /* The operands of pit_matmul and pit_matmul_dense (matmul.c): A [..., M, K],
  * B [..., K, N], C [..., M, N], one batch and dtype; fills the problem. */

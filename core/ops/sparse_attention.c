@@ -86,11 +86,7 @@ static pit_status compose(pit_context *ctx, void *bs, const pit_index *idx, int3
     pit_tdesc o = ops_view3(&O->d, bh);
     pit_tile tile;
     PIT_TRY(pv_tile(ctx, &V->d, idx, &tile));
-    if (report) {
-        report->bm = tile.bm;
-        report->bn = tile.bn;
-        report->bk = tile.bk;
-    }
+    ops_report_tile(report, &tile);
     PIT_TRY(be->sddmm(ctx->bctx, bs, idx, &q, &k, &mask->d, &S));
     PIT_TRY(be->softmax_sparse(ctx->bctx, bs, idx, &S, &mask->d, &S, scale));
     if (pit_index_repeat(idx, bh) == 1)

@@ -506,3 +506,29 @@ pit_status pit_select_fixed(const pit_tiledb *db, const pit_problem *problem,
                   pit_tiledb_source(db), out->bm, out->bn, out->bk);
     return PIT_SUCCESS;
 }
+
+/* us of one flop of a tile-step: comparable across tile sizes. */
+static double us_per_flop(const pit_tiledb_entry *e)
+{
+    const pit_tile *t = &e->tile;
+    return e->us_per_tile / (2.0 * t->bm * t->bn * t->bk);
+}
+
+pit_status pit_select_gathered(const pit_tiledb *db, pit_tile_op op, pit_dtype dtype,
+                               pit_tile *out)
+{
+    if (!db || !out || (op != PIT_TILE_MOE && op != PIT_TILE_ROWS))
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "pit_select_gathered: invalid argument");
+    int n;
+    const pit_tiledb_entry *v = pit_tiledb_entries(db, &n), *best = NULL;
+    for (int i = 0; i < n; i++)
+        if (v[i].op == op && v[i].dtype == dtype && (!best || us_per_flop(&v[i]) < us_per_flop(best)))
+            best = &v[i];
+    if (!best)
+        return pit_error(PIT_ERR_UNSUPPORTED, "no %s %s tile in %s", pit_tile_op_name(op),
+                         pit_dtype_name(dtype), pit_tiledb_source(db));
+    *out = best->tile;
+    pit_log_debug("select: %s %s tile %dx%dx%d from %s", pit_tile_op_name(op),
+                  pit_dtype_name(dtype), out->bm, out->bn, out->bk, pit_tiledb_source(db));
+    return PIT_SUCCESS;
+}

@@ -124,6 +124,11 @@ typedef enum pit_tile_op {
                             *             stalls the stream, the host-side
                             *             selection, the extra launches (bm =
                             *             bn = bk = 1)                          */
+    PIT_TILE_MOE,          /* "moe":      the grouped GEMM of the MoE expert
+                            *             layer (moe_matmul): bm token-slots of
+                            *             one expert x bn outputs x bk of H     */
+    PIT_TILE_ROWS,         /* "rows":     the row-sparse matmul (matmul_rows):
+                            *             bm listed rows x bn columns x bk of K */
     PIT_TILE_OP_COUNT
 } pit_tile_op;
 
@@ -150,8 +155,8 @@ typedef struct pit_tiledb_entry {
     double us_per_out;
 } pit_tiledb_entry;
 
-/* "dense", "matmul_k", "matmul_m", "matmul_n", "fill", "accum", "detect", "call";
- * "?" if invalid. */
+/* "dense", "matmul_k", "matmul_m", "matmul_n", "fill", "accum", "detect", "call",
+ * "moe", "rows"; "?" if invalid. */
 const char *pit_tile_op_name(pit_tile_op op);
 /* The one definition of the cost unit, for `pit tune`: a kernel that ran
  * tile_steps tile-steps (filling the device) in kernel_us. */
@@ -234,5 +239,12 @@ pit_status pit_select(const pit_tiledb *db, const pit_problem *problem,
 /* The tile a fixed plan uses for a candidate without statistics. */
 pit_status pit_select_fixed(const pit_tiledb *db, const pit_problem *problem,
                             const pit_microtile *tile, pit_tile *out);
+
+/* The tile of a gathered GEMM whose rows are listed by an index built on the
+ * device (op PIT_TILE_MOE or PIT_TILE_ROWS): the entry of op and dtype with
+ * the lowest cost per flop, the first listed on a tie. The database always
+ * has one (the built-in table backs every op and dtype). */
+pit_status pit_select_gathered(const pit_tiledb *db, pit_tile_op op, pit_dtype dtype,
+                               pit_tile *out);
 
 #endif /* PIT_CORE_SELECT_H */

@@ -24,6 +24,7 @@ static const char *const op_names[PIT_TILE_OP_COUNT] = {
     [PIT_TILE_MATMUL_M] = "matmul_m", [PIT_TILE_MATMUL_N] = "matmul_n",
     [PIT_TILE_FILL] = "fill",         [PIT_TILE_ACCUM] = "accum",
     [PIT_TILE_DETECT] = "detect",     [PIT_TILE_CALL] = "call",
+    [PIT_TILE_MOE] = "moe",           [PIT_TILE_ROWS] = "rows",
 };
 
 const char *pit_tile_op_name(pit_tile_op op)
@@ -179,7 +180,7 @@ int pit_tiledb_parse_line(char *line, pit_tiledb_entry *e, char *why, size_t n)
         return 0;
     if (!parse_op(f[2], &e->op)) {
         snprintf(why, n, "unknown op '%s' (dense, matmul_k, matmul_m, matmul_n, fill, accum, "
-                 "detect, call)", f[2]);
+                 "detect, call, moe, rows)", f[2]);
         return 0;
     }
     if (!parse_dtype(f[3], &e->dtype)) {

@@ -15,14 +15,15 @@
  * not spread over its tile-steps, and the gather of scattered micro-tiles is
  * in us_per_tile. "detect" is one detection pass over a random operand,
  * "call" the wall time of a small detection plus the read-back of its counts
- * (the stall a sparse call pays before its kernel can be sized).
+ * (the stall a sparse call pays before its kernel can be sized). "moe" and
+ * "rows" are timed on a full index by tune_gathered.c.
  */
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "tune.h"
 
 #define TUNE_SPARSE_FRACTION 8
 #define TUNE_DETECT_SIDE_FACTOR 2 /* detection is timed on a larger operand */
@@ -58,31 +59,6 @@ static void free_problem(tune_problem *p)
     memset(p, 0, sizeof *p);
 }
 
-static pit_status make_matrix(pit_context *ctx, void *bs, pit_dtype dt, int64_t r, int64_t c,
-                              pit_rng *rng, pit_tdesc *d)
-{
-    memset(d, 0, sizeof *d);
-    d->dtype = dt;
-    d->rank = 2;
-    d->shape[0] = r;
-    d->shape[1] = c;
-    d->strides[0] = c;
-    d->strides[1] = 1;
-    size_t n = (size_t)(r * c), es = pit_dtype_size(dt);
-    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, n * es, &d->mem));
-    double *x = malloc(n * sizeof(double));
-    void *buf = malloc(n * es);
-    pit_status s = x && buf ? PIT_SUCCESS : pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tune: host memory");
-    if (s == PIT_SUCCESS) {
-        pit_ref_fill_random(rng, x, n); /* never zero: every micro-tile is non-zero */
-        pit_ref_from_double(dt, x, n, buf);
-        s = ctx->be->mem_write(ctx->bctx, bs, d->mem, 0, buf, n * es);
-    }
-    free(x);
-    free(buf);
-    return s;
-}
-
 /* The micro-tile a sparse entry is timed with: one tile-step's share of A
  * along the gathered axis, one element wide along the other. */
 static pit_microtile tune_microtile(const pit_tiledb_entry *e)
@@ -101,9 +77,9 @@ static pit_status make_problem(pit_context *ctx, const pit_tiledb_entry *e, int6
     const pit_tile *t = &e->tile;
     int64_t m = ((size + t->bm - 1) / t->bm) * t->bm, n = ((size + t->bn - 1) / t->bn) * t->bn,
             k = ((size + t->bk - 1) / t->bk) * t->bk;
-    PIT_TRY(make_matrix(ctx, p->bs, e->dtype, m, k, rng, &p->A));
-    PIT_TRY(make_matrix(ctx, p->bs, e->dtype, k, n, rng, &p->B));
-    PIT_TRY(make_matrix(ctx, p->bs, e->dtype, m, n, rng, &p->C));
+    PIT_TRY(tune_matrix(ctx, p->bs, e->dtype, m, k, rng, &p->A));
+    PIT_TRY(tune_matrix(ctx, p->bs, e->dtype, k, n, rng, &p->B));
+    PIT_TRY(tune_matrix(ctx, p->bs, e->dtype, m, n, rng, &p->C));
     if (e->op == PIT_TILE_DENSE)
         return PIT_SUCCESS;
     pit_index *x = &p->idx;
@@ -161,43 +137,39 @@ static pit_status run_tile(tune_problem *p, const pit_tiledb_entry *e)
                                   &p->B, &p->C);
 }
 
-static int cmp_double(const void *a, const void *b)
+typedef struct tile_run {
+    tune_problem *p;
+    const pit_tiledb_entry *e;
+} tile_run;
+
+static pit_status run_tile_arg(void *arg)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    tile_run *r = arg;
+    return run_tile(r->p, r->e);
 }
 
 static pit_status time_tile(tune_problem *p, const pit_tiledb_entry *e, double *median_us)
 {
-    pit_context *ctx = p->ctx;
-    PIT_TRY(run_tile(p, e)); /* warm-up: compiles the kernel */
-    double ms[32];
-    int n = p->repeats < 32 ? p->repeats : 32;
-    for (int i = 0; i < n; i++) {
-        pit_event *e0 = NULL, *e1 = NULL;
-        pit_status s = ctx->be->event_record(ctx->bctx, p->bs, &e0);
-        if (s == PIT_SUCCESS)
-            s = run_tile(p, e);
-        if (s == PIT_SUCCESS)
-            s = ctx->be->event_record(ctx->bctx, p->bs, &e1);
-        if (s == PIT_SUCCESS)
-            s = ctx->be->event_elapsed_ms(ctx->bctx, e0, e1, &ms[i]);
-        if (e0)
-            ctx->be->event_destroy(ctx->bctx, e0);
-        if (e1)
-            ctx->be->event_destroy(ctx->bctx, e1);
-        if (s != PIT_SUCCESS)
-            return s;
-    }
-    qsort(ms, (size_t)n, sizeof ms[0], cmp_double);
-    *median_us = ms[n / 2] * 1e3;
-    return PIT_SUCCESS;
+    tile_run r = {p, e};
+    return tune_time(p->ctx, p->bs, p->repeats, run_tile_arg, &r, median_us);
 }
 
 static int tunable(const pit_tiledb_entry *e)
 {
     return e->op == PIT_TILE_DENSE || e->op == PIT_TILE_MATMUL_K || e->op == PIT_TILE_MATMUL_M ||
-           e->op == PIT_TILE_DETECT || e->op == PIT_TILE_CALL;
+           e->op == PIT_TILE_DETECT || e->op == PIT_TILE_CALL || e->op == PIT_TILE_MOE ||
+           e->op == PIT_TILE_ROWS;
+}
+
+/* A dense entry: the tile-steps of the whole product. */
+static pit_status time_dense(tune_problem *p, pit_tiledb_entry *e)
+{
+    double us = 0;
+    PIT_TRY(time_tile(p, e, &us));
+    const pit_tile *t = &e->tile;
+    int64_t steps = (p->A.shape[0] / t->bm) * (p->B.shape[1] / t->bn) * (p->A.shape[1] / t->bk);
+    e->us_per_tile = pit_tiledb_us_per_tile(us, steps);
+    return PIT_SUCCESS;
 }
 
 /* The two-index fit of a sparse entry (see the top of this file). */
@@ -240,7 +212,7 @@ static pit_status time_detect(pit_context *ctx, pit_tiledb_entry *e, int64_t sid
     x->groups_per_batch = x->groups = (int32_t)((side + 31) / 32);
     x->capacity = (int32_t)((side + 63) / 64);
     double us = 0;
-    pit_status s = make_matrix(ctx, p.bs, e->dtype, side, side, rng, &p.A);
+    pit_status s = tune_matrix(ctx, p.bs, e->dtype, side, side, rng, &p.A);
     if (s == PIT_SUCCESS)
         s = ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * 4, &x->counts);
     if (s == PIT_SUCCESS)
@@ -269,7 +241,7 @@ static pit_status time_call(pit_context *ctx, pit_tiledb_entry *e, int repeats, 
     int32_t counts[2];
     double us[32];
     int n = repeats < 32 ? repeats : 32;
-    pit_status s = make_matrix(ctx, p.bs, e->dtype, 64, 64, rng, &p.A);
+    pit_status s = tune_matrix(ctx, p.bs, e->dtype, 64, 64, rng, &p.A);
     if (s == PIT_SUCCESS)
         s = ctx->be->mem_alloc(ctx->bctx, sizeof counts, &x->counts);
     if (s == PIT_SUCCESS)
@@ -285,8 +257,7 @@ static pit_status time_call(pit_context *ctx, pit_tiledb_entry *e, int repeats, 
             us[i] = pit_now_us() - t0;
     }
     if (s == PIT_SUCCESS) {
-        qsort(us, (size_t)n, sizeof us[0], cmp_double);
-        e->us_per_tile = us[n / 2];
+        e->us_per_tile = tune_median(us, n);
     }
     free_problem(&p);
     return s;
@@ -301,23 +272,19 @@ static pit_status tune_entry(pit_context *ctx, pit_tiledb_entry *e, int64_t size
         return time_detect(ctx, e, size * TUNE_DETECT_SIDE_FACTOR, repeats, rng);
     if (e->op == PIT_TILE_CALL)
         return time_call(ctx, e, repeats, rng);
-    tune_problem p;
-    pit_status s = make_problem(ctx, e, size, &p, rng);
-    p.repeats = repeats;
-    double us = 0;
-    if (s == PIT_SUCCESS && e->op == PIT_TILE_DENSE) {
-        s = time_tile(&p, e, &us);
-        if (s == PIT_SUCCESS) {
-            const pit_tile *t = &e->tile;
-            int64_t steps = (p.A.shape[0] / t->bm) * (p.B.shape[1] / t->bn) * (p.A.shape[1] / t->bk);
-            e->us_per_tile = pit_tiledb_us_per_tile(us, steps);
-        }
-    } else if (s == PIT_SUCCESS) {
-        s = time_sparse(&p, e, rng);
+    pit_status s;
+    if (e->op == PIT_TILE_MOE || e->op == PIT_TILE_ROWS) {
+        s = tune_gathered(ctx, e, size, repeats, rng);
+    } else {
+        tune_problem p;
+        s = make_problem(ctx, e, size, &p, rng);
+        p.repeats = repeats;
+        if (s == PIT_SUCCESS)
+            s = e->op == PIT_TILE_DENSE ? time_dense(&p, e) : time_sparse(&p, e, rng);
+        free_problem(&p);
     }
     if (s == PIT_SUCCESS)
         e->gflops = pit_tiledb_gflops(&e->tile, e->us_per_tile);
-    free_problem(&p);
     if (s == PIT_ERR_UNSUPPORTED || s == PIT_ERR_COMPILE) {
         /* A tile this device cannot run (shared memory, work-group size) is
          * left out of the tuned file so selection never picks it. */
