@@ -340,6 +340,20 @@ static void test_errors(const pit_tiledb *db)
     CHECK(pit_select(db, &p, NULL, 0, &s) == PIT_ERR_UNSUPPORTED);
 }
 
+/* The H100's database with a PIT_TILEDB file of entries v in front. */
+static pit_tiledb *open_written(const pit_tiledb_entry *v, int n, const char *what)
+{
+    char path[128], comment[64];
+    snprintf(path, sizeof path, "/tmp/pit-test-select-%s-%d.tiledb", what, (int)getpid());
+    snprintf(comment, sizeof comment, "test_select: %s", what);
+    CHECK(pit_tiledb_write(path, v, n, comment) == PIT_SUCCESS);
+    setenv("PIT_TILEDB", path, 1);
+    pit_tiledb *db = open_case(&db_cases[2]);
+    unsetenv("PIT_TILEDB");
+    remove(path);
+    return db;
+}
+
 /* A database of one dense tile, one fitted matmul_k tile, and the costs
  * around a sparse kernel (detect, call), written for PIT_TILEDB. */
 static pit_tiledb *around_db(double call_us, double detect_us)
@@ -361,14 +375,7 @@ static pit_tiledb *around_db(double call_us, double detect_us)
                            : rows[i].op == PIT_TILE_DETECT ? detect_us : rows[i].us;
         v[i].us_per_out = rows[i].out;
     }
-    char path[128];
-    snprintf(path, sizeof path, "/tmp/pit-test-select-around-%d.tiledb", (int)getpid());
-    CHECK(pit_tiledb_write(path, v, 6, "test_select: around costs") == PIT_SUCCESS);
-    setenv("PIT_TILEDB", path, 1);
-    pit_tiledb *db = open_case(&db_cases[2]);
-    unsetenv("PIT_TILEDB");
-    remove(path);
-    return db;
+    return open_written(v, 6, "around");
 }
 
 /* The detection pass is part of every sparse option, the call's read-back
@@ -441,13 +448,7 @@ static void test_gathered_cheapest(void)
     v[0].us_per_tile = 0.001; /* 131 TFLOP/s */
     v[1].tile = (pit_tile){128, 256, 64, 384, 3, 1};
     v[1].us_per_tile = 0.008; /* 524 TFLOP/s */
-    char path[128];
-    snprintf(path, sizeof path, "/tmp/pit-test-select-moe-%d.tiledb", (int)getpid());
-    CHECK(pit_tiledb_write(path, v, 2, "test_select: two moe tiles") == PIT_SUCCESS);
-    setenv("PIT_TILEDB", path, 1);
-    pit_tiledb *db = open_case(&db_cases[2]);
-    unsetenv("PIT_TILEDB");
-    remove(path);
+    pit_tiledb *db = open_written(v, 2, "moe");
     pit_tile t;
     CHECK(db && pit_select_gathered(db, PIT_TILE_MOE, PIT_F16, &t) == PIT_SUCCESS && t.bm == 128);
     pit_tiledb_close(db);

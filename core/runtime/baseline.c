@@ -61,32 +61,25 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-PIT_API pit_status pit_measure_copy_bandwidth(pit_context *ctx, size_t bytes, int repeats, double *gbps)
+double pit_median(double *v, int n)
 {
-    pit_clear_error();
-    PIT_CHECK_ARG(ctx != NULL, "ctx");
-    PIT_CHECK_ARG(gbps != NULL, "gbps");
-    PIT_CHECK_ARG(bytes >= 4 && repeats > 0 && repeats <= 1000, "bytes/repeats");
-    if (!ctx->be->mem_copy || !ctx->be->event_record)
-        return pit_error(PIT_ERR_UNSUPPORTED, "backend %s cannot time device copies", ctx->be->name);
-    bytes &= ~(size_t)3;
-    void *src = NULL, *dst = NULL, *bs = ctx->default_stream.bs;
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    return v[n / 2];
+}
+
+pit_status pit_time_median_us(pit_context *ctx, void *bs, int repeats, pit_device_work work,
+                              void *arg, double *median_us)
+{
+    PIT_TRY(work(arg)); /* warm-up: compiles the kernel, touches the memory */
     double *ms = calloc((size_t)repeats, sizeof *ms);
-    pit_status s = ms ? PIT_SUCCESS : pit_error(PIT_ERR_OUT_OF_MEMORY, "out of host memory");
-    if (s == PIT_SUCCESS)
-        s = ctx->be->mem_alloc(ctx->bctx, bytes, &src);
-    if (s == PIT_SUCCESS)
-        s = ctx->be->mem_alloc(ctx->bctx, bytes, &dst);
-    /* Never time on zeros: fill with a non-zero pattern first. */
-    if (s == PIT_SUCCESS)
-        s = ctx->be->mem_fill32(ctx->bctx, bs, src, 0, 0x3f8ccccdu, bytes);
-    if (s == PIT_SUCCESS)
-        s = ctx->be->mem_copy(ctx->bctx, bs, dst, 0, src, 0, bytes); /* warm-up */
+    if (!ms)
+        return pit_error(PIT_ERR_OUT_OF_MEMORY, "out of host memory");
+    pit_status s = PIT_SUCCESS;
     for (int i = 0; i < repeats && s == PIT_SUCCESS; i++) {
         pit_event *e0 = NULL, *e1 = NULL;
         s = ctx->be->event_record(ctx->bctx, bs, &e0);
         if (s == PIT_SUCCESS)
-            s = ctx->be->mem_copy(ctx->bctx, bs, dst, 0, src, 0, bytes);
+            s = work(arg);
         if (s == PIT_SUCCESS)
             s = ctx->be->event_record(ctx->bctx, bs, &e1);
         if (s == PIT_SUCCESS)
@@ -96,16 +89,48 @@ PIT_API pit_status pit_measure_copy_bandwidth(pit_context *ctx, size_t bytes, in
         if (e1)
             ctx->be->event_destroy(ctx->bctx, e1);
     }
-    if (s == PIT_SUCCESS) {
-        qsort(ms, (size_t)repeats, sizeof *ms, cmp_double);
-        double med = ms[repeats / 2];
-        *gbps = med > 0 ? 2.0 * (double)bytes / (med * 1e-3) / 1e9 : 0.0;
-    }
-    if (src)
-        ctx->be->mem_free(ctx->bctx, src);
-    if (dst)
-        ctx->be->mem_free(ctx->bctx, dst);
+    if (s == PIT_SUCCESS)
+        *median_us = pit_median(ms, repeats) * 1e3;
     free(ms);
+    return s;
+}
+
+typedef struct device_copy {
+    pit_context *ctx;
+    void *bs, *dst, *src;
+    size_t bytes;
+} device_copy;
+
+static pit_status copy_once(void *arg)
+{
+    device_copy *c = arg;
+    return c->ctx->be->mem_copy(c->ctx->bctx, c->bs, c->dst, 0, c->src, 0, c->bytes);
+}
+
+PIT_API pit_status pit_measure_copy_bandwidth(pit_context *ctx, size_t bytes, int repeats, double *gbps)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(ctx != NULL, "ctx");
+    PIT_CHECK_ARG(gbps != NULL, "gbps");
+    PIT_CHECK_ARG(bytes >= 4 && repeats > 0 && repeats <= 1000, "bytes/repeats");
+    if (!ctx->be->mem_copy || !ctx->be->event_record)
+        return pit_error(PIT_ERR_UNSUPPORTED, "backend %s cannot time device copies", ctx->be->name);
+    device_copy c = {ctx, ctx->default_stream.bs, NULL, NULL, bytes & ~(size_t)3};
+    pit_status s = ctx->be->mem_alloc(ctx->bctx, c.bytes, &c.src);
+    if (s == PIT_SUCCESS)
+        s = ctx->be->mem_alloc(ctx->bctx, c.bytes, &c.dst);
+    /* Never time on zeros: fill with a non-zero pattern first. */
+    if (s == PIT_SUCCESS)
+        s = ctx->be->mem_fill32(ctx->bctx, c.bs, c.src, 0, 0x3f8ccccdu, c.bytes);
+    double us = 0;
+    if (s == PIT_SUCCESS)
+        s = pit_time_median_us(ctx, c.bs, repeats, copy_once, &c, &us);
+    if (s == PIT_SUCCESS)
+        *gbps = us > 0 ? 2.0 * (double)c.bytes / (us * 1e-6) / 1e9 : 0.0;
+    if (c.src)
+        ctx->be->mem_free(ctx->bctx, c.src);
+    if (c.dst)
+        ctx->be->mem_free(ctx->bctx, c.dst);
     return s;
 }
 

@@ -134,6 +134,15 @@ void pit_workspaces_release(pit_context *ctx);
 /* Host wall clock, for the report's selection time and pit tune (log.c). */
 double pit_now_us(void);
 
+/* ---- device timing (baseline.c) ------------------------------------------- */
+typedef pit_status (*pit_device_work)(void *arg);
+/* Median device time (events on bs) of work(arg) over `repeats` calls after
+ * one warm-up call, in microseconds. */
+pit_status pit_time_median_us(pit_context *ctx, void *bs, int repeats, pit_device_work work,
+                              void *arg, double *median_us);
+/* Sorts v[0..n-1] and returns its median. */
+double pit_median(double *v, int n);
+
 /* ---- CPU references (reference.c), double accumulation ------------------- */
 #include "reference.h"
 

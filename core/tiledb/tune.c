@@ -86,9 +86,7 @@ static pit_status make_problem(pit_context *ctx, const pit_tiledb_entry *e, int6
     x->tile = tune_microtile(e);
     x->groups_per_batch = x->groups = (int32_t)(x->tile.axis == PIT_AXIS_M ? k / t->bk : m / t->bm);
     x->capacity = (int32_t)(x->tile.axis == PIT_AXIS_M ? m : k);
-    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * 4, &x->counts));
-    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * (size_t)x->capacity * 4, &x->entries));
-    return ctx->be->mem_alloc(ctx->bctx, 4, &x->total);
+    return tune_index(ctx, x);
 }
 
 /* Writes an index with `per_group` micro-tiles in every group, a random
@@ -151,7 +149,7 @@ static pit_status run_tile_arg(void *arg)
 static pit_status time_tile(tune_problem *p, const pit_tiledb_entry *e, double *median_us)
 {
     tile_run r = {p, e};
-    return tune_time(p->ctx, p->bs, p->repeats, run_tile_arg, &r, median_us);
+    return pit_time_median_us(p->ctx, p->bs, TUNE_REPEATS(p->repeats), run_tile_arg, &r, median_us);
 }
 
 static int tunable(const pit_tiledb_entry *e)
@@ -214,11 +212,7 @@ static pit_status time_detect(pit_context *ctx, pit_tiledb_entry *e, int64_t sid
     double us = 0;
     pit_status s = tune_matrix(ctx, p.bs, e->dtype, side, side, rng, &p.A);
     if (s == PIT_SUCCESS)
-        s = ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * 4, &x->counts);
-    if (s == PIT_SUCCESS)
-        s = ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * (size_t)x->capacity * 4, &x->entries);
-    if (s == PIT_SUCCESS)
-        s = ctx->be->mem_alloc(ctx->bctx, 4, &x->total);
+        s = tune_index(ctx, x);
     if (s == PIT_SUCCESS)
         s = time_tile(&p, e, &us);
     if (s == PIT_SUCCESS)
@@ -243,11 +237,7 @@ static pit_status time_call(pit_context *ctx, pit_tiledb_entry *e, int repeats, 
     int n = repeats < 32 ? repeats : 32;
     pit_status s = tune_matrix(ctx, p.bs, e->dtype, 64, 64, rng, &p.A);
     if (s == PIT_SUCCESS)
-        s = ctx->be->mem_alloc(ctx->bctx, sizeof counts, &x->counts);
-    if (s == PIT_SUCCESS)
-        s = ctx->be->mem_alloc(ctx->bctx, sizeof counts, &x->entries);
-    if (s == PIT_SUCCESS)
-        s = ctx->be->mem_alloc(ctx->bctx, 4, &x->total);
+        s = tune_index(ctx, x);
     for (int i = -1; i < n && s == PIT_SUCCESS; i++) { /* i = -1: warm-up */
         double t0 = pit_now_us();
         s = ctx->be->detect(ctx->bctx, p.bs, &p.A, x, 1);
@@ -257,7 +247,7 @@ static pit_status time_call(pit_context *ctx, pit_tiledb_entry *e, int repeats, 
             us[i] = pit_now_us() - t0;
     }
     if (s == PIT_SUCCESS) {
-        e->us_per_tile = tune_median(us, n);
+        e->us_per_tile = pit_median(us, n);
     }
     free_problem(&p);
     return s;

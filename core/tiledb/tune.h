@@ -1,11 +1,14 @@
 /*
  * core/tiledb/tune.h - what the parts of pit_tune share (tune.c, tune_measure.c,
- * tune_gathered.c): device tensors of random values, timing with device events.
+ * tune_gathered.c): device tensors of random values and index buffers.
  */
 #ifndef PIT_CORE_TUNE_H
 #define PIT_CORE_TUNE_H
 
 #include "internal.h"
+
+/* Timed calls a measurement takes at the most. */
+#define TUNE_REPEATS(r) ((r) < 32 ? (r) : 32)
 
 /* A contiguous device tensor of random values, never zero (so every
  * micro-tile of it is non-zero); d->mem is allocated, the caller frees it. */
@@ -14,13 +17,8 @@ pit_status tune_tensor(pit_context *ctx, void *bs, pit_dtype dt, int rank, const
 pit_status tune_matrix(pit_context *ctx, void *bs, pit_dtype dt, int64_t r, int64_t c,
                        pit_rng *rng, pit_tdesc *d);
 
-/* Median device time of run(arg) over `repeats` calls (at most 32) after one
- * warm-up call (which compiles the kernel), in microseconds. */
-typedef pit_status (*tune_run_fn)(void *arg);
-pit_status tune_time(pit_context *ctx, void *bs, int repeats, tune_run_fn run, void *arg,
-                     double *median_us);
-/* Sorts v[0..n-1] and returns its median. */
-double tune_median(double *v, int n);
+/* Device buffers of an index whose groups and capacity are set. */
+pit_status tune_index(pit_context *ctx, pit_index *x);
 
 /* Measures a "moe" or "rows" entry in place through the backend's real
  * gathered GEMM (moe_matmul, matmul_rows) with every row listed: a routed MoE

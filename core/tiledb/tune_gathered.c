@@ -49,14 +49,11 @@ static void free_gathered(gathered_problem *p)
 static pit_status alloc_index(gathered_problem *p, pit_microtile tile, int32_t groups,
                               int32_t capacity)
 {
-    pit_context *ctx = p->ctx;
     pit_index *x = &p->idx;
     x->tile = tile;
     x->groups = x->groups_per_batch = groups;
     x->capacity = capacity;
-    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, (size_t)groups * 4, &x->counts));
-    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, (size_t)groups * (size_t)capacity * 4, &x->entries));
-    return ctx->be->mem_alloc(ctx->bctx, 4, &x->total);
+    return tune_index(p->ctx, x);
 }
 
 /* Token t goes to experts t % E, (t + 1) % E, ...: T * k / E slots each. */
@@ -149,7 +146,7 @@ pit_status tune_gathered(pit_context *ctx, pit_tiledb_entry *e, int64_t size, in
     pit_status s = e->op == PIT_TILE_MOE ? make_moe(&p, size, rng, &steps)
                                          : make_rows(&p, size, rng, &steps);
     if (s == PIT_SUCCESS)
-        s = tune_time(ctx, p.bs, repeats, run_gathered, &p, &us);
+        s = pit_time_median_us(ctx, p.bs, TUNE_REPEATS(repeats), run_gathered, &p, &us);
     if (s == PIT_SUCCESS) {
         e->us_per_tile = pit_tiledb_us_per_tile(us, steps);
         e->us_per_out = 0; /* not fitted: selection compares these rows per flop */

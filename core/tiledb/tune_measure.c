@@ -1,6 +1,6 @@
 /*
- * core/tiledb/tune_measure.c - the measuring tools of pit_tune: device tensors
- * of random values and the median of a kernel's device time.
+ * core/tiledb/tune_measure.c - what pit_tune measures with: device tensors of
+ * random values and index buffers.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,40 +41,10 @@ pit_status tune_matrix(pit_context *ctx, void *bs, pit_dtype dt, int64_t r, int6
     return tune_tensor(ctx, bs, dt, 2, shape, rng, d);
 }
 
-static int cmp_double(const void *a, const void *b)
+pit_status tune_index(pit_context *ctx, pit_index *x)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double tune_median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof v[0], cmp_double);
-    return v[n / 2];
-}
-
-pit_status tune_time(pit_context *ctx, void *bs, int repeats, tune_run_fn run, void *arg,
-                     double *median_us)
-{
-    PIT_TRY(run(arg)); /* warm-up: compiles the kernel */
-    double ms[32];
-    int n = repeats < 32 ? repeats : 32;
-    for (int i = 0; i < n; i++) {
-        pit_event *e0 = NULL, *e1 = NULL;
-        pit_status s = ctx->be->event_record(ctx->bctx, bs, &e0);
-        if (s == PIT_SUCCESS)
-            s = run(arg);
-        if (s == PIT_SUCCESS)
-            s = ctx->be->event_record(ctx->bctx, bs, &e1);
-        if (s == PIT_SUCCESS)
-            s = ctx->be->event_elapsed_ms(ctx->bctx, e0, e1, &ms[i]);
-        if (e0)
-            ctx->be->event_destroy(ctx->bctx, e0);
-        if (e1)
-            ctx->be->event_destroy(ctx->bctx, e1);
-        if (s != PIT_SUCCESS)
-            return s;
-    }
-    *median_us = tune_median(ms, n) * 1e3;
-    return PIT_SUCCESS;
+    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * 4, &x->counts));
+    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * (size_t)x->capacity * 4,
+                               &x->entries));
+    return ctx->be->mem_alloc(ctx->bctx, 4, &x->total);
 }
