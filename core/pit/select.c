@@ -521,9 +521,12 @@ pit_status pit_select_gathered(const pit_tiledb *db, pit_tile_op op, pit_dtype d
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "pit_select_gathered: invalid argument");
     int n;
     const pit_tiledb_entry *v = pit_tiledb_entries(db, &n), *best = NULL;
-    for (int i = 0; i < n; i++)
-        if (v[i].op == op && v[i].dtype == dtype && (!best || us_per_flop(&v[i]) < us_per_flop(best)))
+    for (int i = 0; i < n; i++) {
+        if (v[i].op != op || v[i].dtype != dtype)
+            continue;
+        if (!best || us_per_flop(&v[i]) < us_per_flop(best))
             best = &v[i];
+    }
     if (!best)
         return pit_error(PIT_ERR_UNSUPPORTED, "no %s %s tile in %s", pit_tile_op_name(op),
                          pit_dtype_name(dtype), pit_tiledb_source(db));

@@ -409,8 +409,9 @@ static pit_status merge_layers(pit_tiledb *db, layer *layers, int nlayers)
                     from = l;
                 }
             if (from > 0)
-                pit_log_debug("tile database: no %s %s tile in %s: using %s", pit_tile_op_name((pit_tile_op)op),
-                              pit_dtype_name((pit_dtype)dt), layers[0].name, layers[from].name);
+                pit_log_debug("tile database: no %s %s tile in %s: using %s",
+                              pit_tile_op_name((pit_tile_op)op), pit_dtype_name((pit_dtype)dt),
+                              layers[0].name, layers[from].name);
         }
     size_t len = 0;
     for (int l = 0; l < nlayers; l++) {
