@@ -61,12 +61,24 @@ typedef struct pit_switches {
     int32_t value[PIT_SWITCH_COUNT]; /* 0: unset, the backend's default */
 } pit_switches;
 
-/* ---- what a backend sees of a tensor ------------------------------------ */
+/* ---- what a backend sees of a tensor ------------------------------------ *
+ * Core checks every view before an operator entry sees it, so a backend only
+ * asserts: dtype is a pit_dtype and the one the operator's contract names
+ * (inputs and outputs of one float dtype the device supports, has_f16 /
+ * has_bf16); rank and shapes agree with the operator (batch dimensions are
+ * passed as they are, never folded; attention's operands and a pattern's
+ * detection view come as rank 3); every dimension of extent > 1 has a
+ * stride at least the span of the dimensions inside it, the innermost one
+ * stride 1 (a dimension of extent 1 may carry any stride); offset is a
+ * multiple of the element size; outputs overlap no input (except where an
+ * entry says in place). Core skips calls whose output is empty, but an empty
+ * reduction can still arrive (attention's head dimension, the MoE backward's
+ * H or N). Nothing is promised about alignment beyond the element size. */
 typedef struct pit_tdesc {
     pit_dtype dtype;
     int rank;
     int64_t shape[PIT_MAX_RANK];
-    int64_t strides[PIT_MAX_RANK]; /* elements; innermost is 1 */
+    int64_t strides[PIT_MAX_RANK]; /* elements; innermost 1 when its extent > 1 */
     void *mem;                     /* device pointer or cl_mem */
     size_t offset;                 /* bytes from mem to element 0 */
 } pit_tdesc;
