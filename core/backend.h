@@ -46,13 +46,13 @@ typedef struct pit_host {
 /* ---- experimental switches (switches.def), read once per context --------- */
 typedef enum pit_switch_id {
 #define PIT_SWITCH(id, variable, min, max, what) PIT_SWITCH_##id,
-#include "switches.def"
+#include "runtime/switches.def"
 #undef PIT_SWITCH
     PIT_SWITCH_COUNT
 } pit_switch_id;
 
 /* DLPack device types a backend names in pit_device_info.dlpack_device_type
- * (the values of DLPack's DLDeviceType; core/dlpack.c checks them) */
+ * (the values of DLPack's DLDeviceType; core/runtime/dlpack.c checks them) */
 #define PIT_DLPACK_CUDA 2
 #define PIT_DLPACK_OPENCL 4
 #define PIT_DLPACK_ROCM 10
@@ -61,12 +61,24 @@ typedef struct pit_switches {
     int32_t value[PIT_SWITCH_COUNT]; /* 0: unset, the backend's default */
 } pit_switches;
 
-/* ---- what a backend sees of a tensor ------------------------------------ */
+/* ---- what a backend sees of a tensor ------------------------------------ *
+ * Core checks every view before an operator entry sees it, so a backend only
+ * asserts: dtype is a pit_dtype and the one the operator's contract names
+ * (inputs and outputs of one float dtype the device supports, has_f16 /
+ * has_bf16); rank and shapes agree with the operator (batch dimensions are
+ * passed as they are, never folded; attention's operands and a pattern's
+ * detection view come as rank 3); every dimension of extent > 1 has a
+ * stride at least the span of the dimensions inside it, the innermost one
+ * stride 1 (a dimension of extent 1 may carry any stride); offset is a
+ * multiple of the element size; outputs overlap no input (except where an
+ * entry says in place). Core skips calls whose output is empty, but an empty
+ * reduction can still arrive (attention's head dimension, the MoE backward's
+ * H or N). Nothing is promised about alignment beyond the element size. */
 typedef struct pit_tdesc {
     pit_dtype dtype;
     int rank;
     int64_t shape[PIT_MAX_RANK];
-    int64_t strides[PIT_MAX_RANK]; /* elements; innermost is 1 */
+    int64_t strides[PIT_MAX_RANK]; /* elements; innermost 1 when its extent > 1 */
     void *mem;                     /* device pointer or cl_mem */
     size_t offset;                 /* bytes from mem to element 0 */
 } pit_tdesc;
@@ -93,7 +105,7 @@ typedef struct pit_tdesc {
  * request partly or not at all (OpenCL never marks): "not marked" only means
  * "check the elements". Consumers of a flag_full index must strip the bit
  * (entry & ~PIT_ENTRY_FULL); every consumer of an index with flag_full == 0
- * sees plain entries. Only the fused attention asks for it (core/op_attention.c);
+ * sees plain entries. Only the fused attention asks for it (core/ops/sparse_attention.c);
  * a backend whose attention_sparse hands the index to other kernels must give
  * them an index without marks (the CUDA backend re-detects, flag off). */
 #define PIT_ENTRY_FULL 0x40000000
@@ -174,7 +186,7 @@ typedef struct pit_backend {
      * host read-back); otherwise grid from max_entries (largest counts[g]).
      * Along K the grid must not depend on max_entries at all (one CTA per
      * row-block and n-tile, the counts read on the device): core then skips
-     * the read-back on settled calls (core/matmul.c). */
+     * the read-back on settled calls (core/ops/matmul.c). */
     pit_status (*matmul_sparse)(void *bctx, void *stream, const pit_tile *tile,
                                 const pit_index *idx, int32_t max_entries,
                                 int worst_case_grid, const pit_tdesc *A,
@@ -227,18 +239,21 @@ typedef struct pit_backend {
                                           const pit_tdesc *Y, const pit_tdesc *dY,
                                           const pit_tdesc *mask, const pit_tdesc *dX,
                                           float scale);
-    /* Fused attention over the block index (optional: when NULL core runs
-     * sddmm -> softmax_sparse -> matmul_sparse with the same index). Core
-     * builds idx with flag_full = 1 for it and reads no counts back first:
-     * the backend must accept PIT_ENTRY_FULL marks and groups with no entry
-     * (their rows of O are 0; every group may be empty). */
+    /* Fused attention over the block index (optional). When NULL, or when it
+     * returns PIT_ERR_UNSUPPORTED for a shape it cannot fuse, core runs
+     * sddmm -> softmax_sparse -> matmul_sparse over an index without marks
+     * (core/ops/sparse_attention.c is the one place attention is composed).
+     * Core builds idx with flag_full = 1 for it and reads no counts back
+     * first: the backend must accept PIT_ENTRY_FULL marks and groups with no
+     * entry (their rows of O are 0; every group may be empty). */
     pit_status (*attention_sparse)(void *bctx, void *stream, const pit_index *idx,
                                    const pit_tdesc *Q, const pit_tdesc *K, const pit_tdesc *V,
                                    const pit_tdesc *mask, const pit_tdesc *O, float scale);
     /* Optional: detect(stream, detect_view, idx, 1) then attention_sparse
      * over idx, in one call, so the backend can overlap the two (CUDA:
-     * query-row chunks, detection on a side stream). NULL: core makes the
-     * two calls. */
+     * query-row chunks, detection on a side stream). NULL, or
+     * PIT_ERR_UNSUPPORTED before anything is queued: core makes the two
+     * calls. */
     pit_status (*attention_detect)(void *bctx, void *stream, const pit_tdesc *detect_view,
                                    pit_index *idx, const pit_tdesc *Q, const pit_tdesc *K,
                                    const pit_tdesc *V, const pit_tdesc *mask, const pit_tdesc *O,

@@ -3,8 +3,8 @@
 foreach(t test_threads test_faults test_numerics)
   add_executable(${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.c)
   target_link_libraries(${t} PRIVATE pit pit_reference m Threads::Threads)
-  # test_faults reaches the testing hooks of core/pit_testing.h.
-  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/core)
+  # test_faults reaches the testing hooks of core/runtime/pit_testing.h.
+  target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/core/runtime)
   # test_threads can trip a race inside PoCL 3.1 itself: run_pocl_retry.sh
   # retries once on that one assertion only (see the script).
   add_test(NAME reliability_${t} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run_pocl_retry.sh $<TARGET_FILE:${t}>)

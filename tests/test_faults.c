@@ -1,6 +1,6 @@
 /*
  * tests/test_faults.c - device allocation failures (injected through the
- * testing hook of core/pit_testing.h) and hostile tile overrides, on the
+ * testing hook of core/runtime/pit_testing.h) and hostile tile overrides, on the
  * OpenCL device (PoCL in CI):
  *  - for every N from 1 to the number of device allocations a pit_matmul
  *    call makes, failing the N-th gives PIT_ERR_OUT_OF_MEMORY with a message,

@@ -340,6 +340,20 @@ static void test_errors(const pit_tiledb *db)
     CHECK(pit_select(db, &p, NULL, 0, &s) == PIT_ERR_UNSUPPORTED);
 }
 
+/* The H100's database with a PIT_TILEDB file of entries v in front. */
+static pit_tiledb *open_written(const pit_tiledb_entry *v, int n, const char *what)
+{
+    char path[128], comment[64];
+    snprintf(path, sizeof path, "/tmp/pit-test-select-%s-%d.tiledb", what, (int)getpid());
+    snprintf(comment, sizeof comment, "test_select: %s", what);
+    CHECK(pit_tiledb_write(path, v, n, comment) == PIT_SUCCESS);
+    setenv("PIT_TILEDB", path, 1);
+    pit_tiledb *db = open_case(&db_cases[2]);
+    unsetenv("PIT_TILEDB");
+    remove(path);
+    return db;
+}
+
 /* A database of one dense tile, one fitted matmul_k tile, and the costs
  * around a sparse kernel (detect, call), written for PIT_TILEDB. */
 static pit_tiledb *around_db(double call_us, double detect_us)
@@ -361,14 +375,7 @@ static pit_tiledb *around_db(double call_us, double detect_us)
                            : rows[i].op == PIT_TILE_DETECT ? detect_us : rows[i].us;
         v[i].us_per_out = rows[i].out;
     }
-    char path[128];
-    snprintf(path, sizeof path, "/tmp/pit-test-select-around-%d.tiledb", (int)getpid());
-    CHECK(pit_tiledb_write(path, v, 6, "test_select: around costs") == PIT_SUCCESS);
-    setenv("PIT_TILEDB", path, 1);
-    pit_tiledb *db = open_case(&db_cases[2]);
-    unsetenv("PIT_TILEDB");
-    remove(path);
-    return db;
+    return open_written(v, 6, "around");
 }
 
 /* The detection pass is part of every sparse option, the call's read-back
@@ -402,6 +409,51 @@ static void test_around_costs(void)
     pit_tiledb_close(dear_detect);
 }
 
+/* The gathered GEMMs (moe, rows) take the one tile of their dtype: the
+ * shipped rows on every family, the built-in tile without one. */
+static void test_gathered(const pit_tiledb *db, const db_case *c)
+{
+    pit_tile t;
+    const int hopper = strcmp(c->family, "nvidia-sm90") == 0;
+    const int builtin = c->family[0] == '\0', opencl = strcmp(c->backend, "opencl") == 0;
+    for (int dt = PIT_F32; dt <= PIT_BF16; dt++)
+        for (int op = PIT_TILE_MOE; op <= PIT_TILE_ROWS; op++) {
+            CHECK(pit_select_gathered(db, (pit_tile_op)op, (pit_dtype)dt, &t) == PIT_SUCCESS);
+            CHECK(t.bm > 0 && t.bn > 0 && t.bk > 0 && t.threads > 0 && t.stages > 0);
+            if (builtin || opencl)
+                CHECK(t.bm == 32 && t.bn == 64 && t.bk == 16 && t.threads == 128 &&
+                      t.stages == 1 && t.tensor_core == 0);
+            if (hopper && dt != PIT_F32)
+                CHECK(t.bm == 128 && t.bn == 256 && t.bk == 64 && t.threads == 384 &&
+                      t.stages == 3 && t.tensor_core == 1);
+            if (hopper && dt == PIT_F32)
+                CHECK(t.bm == 64 && t.bn == 64 && t.bk == 16 && t.tensor_core == 0);
+        }
+    CHECK(pit_select_gathered(db, PIT_TILE_DENSE, PIT_F32, &t) == PIT_ERR_INVALID_ARGUMENT);
+    CHECK(pit_select_gathered(NULL, PIT_TILE_MOE, PIT_F32, &t) == PIT_ERR_INVALID_ARGUMENT);
+}
+
+/* Of two moe rows, the one cheaper per flop wins whatever its size. */
+static void test_gathered_cheapest(void)
+{
+    pit_tiledb_entry v[2];
+    memset(v, 0, sizeof v);
+    for (int i = 0; i < 2; i++) {
+        snprintf(v[i].device, sizeof v[i].device, "sm_90");
+        snprintf(v[i].backend, sizeof v[i].backend, "cuda");
+        v[i].op = PIT_TILE_MOE;
+        v[i].dtype = PIT_F16;
+    }
+    v[0].tile = (pit_tile){64, 64, 16, 128, 1, 0};
+    v[0].us_per_tile = 0.001; /* 131 TFLOP/s */
+    v[1].tile = (pit_tile){128, 256, 64, 384, 3, 1};
+    v[1].us_per_tile = 0.008; /* 524 TFLOP/s */
+    pit_tiledb *db = open_written(v, 2, "moe");
+    pit_tile t;
+    CHECK(db && pit_select_gathered(db, PIT_TILE_MOE, PIT_F16, &t) == PIT_SUCCESS && t.bm == 128);
+    pit_tiledb_close(db);
+}
+
 int main(void)
 {
     unsetenv("PIT_TILEDB");
@@ -420,10 +472,12 @@ int main(void)
         }
         test_many_groups(db);
         test_fixed(db);
+        test_gathered(db, &db_cases[i]);
         test_errors(db);
         pit_tiledb_close(db);
     }
     test_around_costs();
+    test_gathered_cheapest();
     free_scenarios();
     if (failures)
         fprintf(stderr, "test_select: %d failure(s)\n", failures);

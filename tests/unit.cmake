@@ -1,5 +1,5 @@
 # Unit tests of the backend-independent brain: PIT rules, the tile database
-# and the selection (core/rules.c, core/tiledb.c, core/select.c). Included
+# and the selection (core/pit/rules.c, core/tiledb/tiledb.c, core/pit/select.c). Included
 # from tests/CMakeLists.txt; they need no device.
 foreach(t test_rules test_tiledb test_select)
   add_executable(${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.c)

@@ -4,7 +4,7 @@
  * and backward), row-sparse matmul, ReLU FFN (+ relu), matmul backward (+
  * transpose), magnitude pruning. Each case: seeded data, odd shapes, empty /
  * dense / aligned / unaligned patterns, outputs poisoned with NaN,
- * relative-norm comparison with the CPU reference in core/reference.c (exact
+ * relative-norm comparison with the CPU reference in core/reference/reference.c (exact
  * for pruning). A dtype the device lacks must be refused (PIT_ERR_UNSUPPORTED).
  */
 #include <math.h>

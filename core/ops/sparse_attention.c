@@ -1,0 +1,206 @@
+/*
+ * core/ops/sparse_attention.c - dynamic sparse attention: O = softmax(scale Q K^T
+ * masked) V. One block index of the mask, built on the device each call, is
+ * reused by the three steps: SDDMM (only the allowed score blocks), the sparse
+ * softmax, and P . V with P gathered along K by the same blocks (tile bm =
+ * block, so a row block of P is one group of the index).
+ */
+#include <string.h>
+
+#include "ops.h"
+
+#define ATTENTION_DEFAULT_BLOCK 64
+
+static const char *const FN = "pit_sparse_attention";
+
+static pit_status check_attention(pit_context *ctx, const pit_tensor *Q, const pit_tensor *K,
+                                  const pit_tensor *V, const pit_tensor *mask,
+                                  const pit_tensor *O, int32_t block)
+{
+    PIT_TRY(ops_check_tensor(ctx, Q, FN, "Q", 2, 3));
+    int r = Q->d.rank;
+    PIT_TRY(ops_check_tensor(ctx, K, FN, "K", r, r));
+    PIT_TRY(ops_check_tensor(ctx, V, FN, "V", r, r));
+    PIT_TRY(ops_check_tensor(ctx, O, FN, "O", r, r));
+    PIT_TRY(ops_check_float(ctx, Q, FN, "Q"));
+    PIT_TRY(ops_check_same_dtype(Q, K, FN, "Q", "K"));
+    PIT_TRY(ops_check_same_dtype(Q, V, FN, "Q", "V"));
+    PIT_TRY(ops_check_same_dtype(Q, O, FN, "Q", "O"));
+    int64_t bh = ops_batch(&Q->d), l = ops_rows(&Q->d), d = ops_cols(&Q->d);
+    int64_t dv = ops_cols(&V->d);
+    if (r == 3) {
+        PIT_TRY(ops_check_dim(K, 0, bh, FN, "K"));
+        PIT_TRY(ops_check_dim(V, 0, bh, FN, "V"));
+        PIT_TRY(ops_check_dim(O, 0, bh, FN, "O"));
+    }
+    PIT_TRY(ops_check_dim(K, -2, l, FN, "K"));
+    PIT_TRY(ops_check_dim(K, -1, d, FN, "K"));
+    PIT_TRY(ops_check_dim(V, -2, l, FN, "V"));
+    PIT_TRY(ops_check_dim(O, -2, l, FN, "O"));
+    PIT_TRY(ops_check_dim(O, -1, dv, FN, "O"));
+    PIT_TRY(ops_check_mask(ctx, mask, FN, r, bh, l, l));
+    if (block < 0)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "%s: block %d must be > 0 (0: %d)", FN, block,
+                         ATTENTION_DEFAULT_BLOCK);
+    const pit_tensor *in[4] = {Q, K, V, mask};
+    const char *names[4] = {"Q", "K", "V", "mask"};
+    for (int i = 0; i < 4; i++)
+        PIT_TRY(ops_check_no_overlap(O, in[i], FN, "O", names[i]));
+    return PIT_SUCCESS;
+}
+
+/* The dense tile of P . V for the index's micro-tile (bm must equal the block). */
+static pit_status pv_tile(pit_context *ctx, const pit_tdesc *V, const pit_index *idx,
+                          pit_tile *tile)
+{
+    pit_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = PIT_OP_BATCH_MATMUL;
+    p.dtype = V->dtype;
+    p.batch = ops_batch(V);
+    p.m = ops_rows(V);
+    p.n = ops_cols(V);
+    p.k = ops_rows(V);
+    p.sparse = PIT_SPARSE_A;
+    return pit_select_fixed(ctx->db, &p, &idx->tile, tile);
+}
+
+/* sddmm -> softmax (in place) -> sparse P . V, all on one index. */
+static pit_status compose(pit_context *ctx, void *bs, const pit_index *idx, int32_t max_entries,
+                          const pit_tensor *Q, const pit_tensor *K, const pit_tensor *V,
+                          const pit_tensor *mask, const pit_tensor *O, float scale,
+                          pit_report *report)
+{
+    const pit_backend *be = ctx->be;
+    if (!be->sddmm || !be->softmax_sparse || !be->matmul_sparse)
+        return ops_unsupported(ctx, !be->sddmm ? "sddmm (for attention)"
+                                    : !be->softmax_sparse ? "softmax_sparse (for attention)"
+                                                          : "matmul_sparse (for attention)");
+    int64_t bh = ops_batch(&Q->d), l = ops_rows(&Q->d);
+    int64_t shape[3] = {bh, l, l};
+    void *mem;
+    PIT_TRY(pit_workspace_get(ctx, bs, "attention.S", (size_t)(bh * l * l) *
+                              pit_dtype_size(Q->d.dtype), &mem));
+    pit_tdesc S = ops_scratch_desc(mem, Q->d.dtype, 3, shape);
+    pit_tdesc q = ops_view3(&Q->d, bh), k = ops_view3(&K->d, bh), v = ops_view3(&V->d, bh);
+    pit_tdesc o = ops_view3(&O->d, bh);
+    pit_tile tile;
+    PIT_TRY(pv_tile(ctx, &V->d, idx, &tile));
+    ops_report_tile(report, &tile);
+    PIT_TRY(be->sddmm(ctx->bctx, bs, idx, &q, &k, &mask->d, &S));
+    PIT_TRY(be->softmax_sparse(ctx->bctx, bs, idx, &S, &mask->d, &S, scale));
+    if (pit_index_repeat(idx, bh) == 1)
+        return be->matmul_sparse(ctx->bctx, bs, &tile, idx, max_entries, 0, &S, &v, &o);
+    /* matmul_sparse reads batch b's groups at b * groups_per_batch: an index
+     * shared by every batch (rank-2 mask) goes one batch at a time */
+    for (int64_t b = 0; b < bh; b++) {
+        pit_tdesc sb = S, vb = v, ob = o;
+        sb.shape[0] = vb.shape[0] = ob.shape[0] = 1;
+        sb.offset += (size_t)(b * S.strides[0]) * pit_dtype_size(S.dtype);
+        vb.offset += (size_t)(b * v.strides[0]) * pit_dtype_size(v.dtype);
+        ob.offset += (size_t)(b * o.strides[0]) * pit_dtype_size(o.dtype);
+        PIT_TRY(be->matmul_sparse(ctx->bctx, bs, &tile, idx, max_entries, 0, &sb, &vb, &ob));
+    }
+    return PIT_SUCCESS;
+}
+
+/* The backend's fused kernel over an index of the mask at block x block.
+ * The kernel loops over counts[g] itself and writes zero rows for an empty
+ * group (every key masked: O = 0), so nothing is read back between detection
+ * and the kernel. Blocks whose mask is all non-zero come marked (flag_full)
+ * and skip the kernel's mask loads; only attention_sparse ever sees this
+ * index. PIT_ERR_UNSUPPORTED: the backend cannot fuse this shape. */
+static pit_status attend_fused(pit_context *ctx, void *bs, const pit_tensor *Q, const pit_tensor *K,
+                               const pit_tensor *V, const pit_tensor *mask, pit_tensor *O,
+                               float scale, pit_microtile t, int64_t bh, pit_report *report)
+{
+    const pit_backend *be = ctx->be;
+    pit_index idx;
+    pit_tdesc view;
+    PIT_TRY(pit_index_prepare(ctx, bs, "attention", &mask->d, bh, t, 1, &idx, &view));
+    pit_tdesc q = ops_view3(&Q->d, bh), k = ops_view3(&K->d, bh), v = ops_view3(&V->d, bh);
+    pit_tdesc o = ops_view3(&O->d, bh);
+    pit_status s = PIT_ERR_UNSUPPORTED;
+    if (be->attention_detect) /* the backend may overlap the two */
+        s = be->attention_detect(ctx->bctx, bs, &view, &idx, &q, &k, &v, &mask->d, &o, scale);
+    if (s == PIT_ERR_UNSUPPORTED) {
+        pit_clear_error();
+        PIT_TRY(be->detect(ctx->bctx, bs, &view, &idx, 1));
+        s = be->attention_sparse(ctx->bctx, bs, &idx, &q, &k, &v, &mask->d, &o, scale);
+    }
+    if (s != PIT_SUCCESS || !report)
+        return s;
+    /* after the launch, so the kernel is already queued; this read waits for
+     * it (only calls that ask for a report) */
+    int32_t total = 0;
+    PIT_TRY(be->mem_read(ctx->bctx, bs, idx.total, 0, &total, sizeof total));
+    pit_index_report(report, &idx, total, pit_index_repeat(&idx, bh), "attention");
+    return PIT_SUCCESS;
+}
+
+/* The three steps over an index of the mask at block x block (no marks). */
+static pit_status attend_composed(pit_context *ctx, void *bs, const pit_tensor *Q,
+                                  const pit_tensor *K, const pit_tensor *V, const pit_tensor *mask,
+                                  pit_tensor *O, float scale, pit_microtile t, int64_t bh,
+                                  pit_report *report)
+{
+    pit_index idx;
+    int32_t max_entries;
+    int64_t nonzero;
+    PIT_TRY(pit_index_pattern(ctx, bs, "attention", &mask->d, bh, t, 0, &idx));
+    PIT_TRY(pit_index_stats(ctx, bs, &idx, &max_entries, &nonzero));
+    pit_index_report(report, &idx, nonzero, pit_index_repeat(&idx, bh), "attention");
+    if (nonzero == 0) {
+        pit_log_debug("%s: every key is masked: O set to zero", FN);
+        return ops_zero(ctx, bs, &O->d);
+    }
+    return compose(ctx, bs, &idx, max_entries, Q, K, V, mask, O, scale, report);
+}
+
+/* The fused kernel where the backend has one and takes the shape; else core
+ * composes the three steps (the one place attention is composed). */
+static pit_status attend(pit_context *ctx, void *bs, const pit_tensor *Q, const pit_tensor *K,
+                         const pit_tensor *V, const pit_tensor *mask, pit_tensor *O, float scale,
+                         int32_t block, int64_t bh, pit_report *report)
+{
+    pit_microtile t = {block, block, PIT_AXIS_K};
+    if (ctx->be->attention_sparse) {
+        pit_status s = attend_fused(ctx, bs, Q, K, V, mask, O, scale, t, bh, report);
+        if (s != PIT_ERR_UNSUPPORTED)
+            return s;
+        pit_log_debug("%s: no fused kernel for block %d (%s): composing", FN, block,
+                      pit_last_error());
+        pit_clear_error();
+        if (report)
+            memset(report, 0, sizeof *report);
+    }
+    return attend_composed(ctx, bs, Q, K, V, mask, O, scale, t, bh, report);
+}
+
+PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, const pit_tensor *Q,
+                                        const pit_tensor *K, const pit_tensor *V,
+                                        const pit_tensor *mask, pit_tensor *O, float scale,
+                                        int32_t block, pit_report *report)
+{
+    void *bs;
+    PIT_TRY(ops_begin(ctx, stream, FN, &bs));
+    if (report)
+        memset(report, 0, sizeof *report);
+    PIT_TRY(check_attention(ctx, Q, K, V, mask, O, block));
+    int64_t bh = ops_batch(&Q->d), l = ops_rows(&Q->d);
+    if (bh == 0 || l == 0 || ops_cols(&V->d) == 0)
+        return PIT_SUCCESS;
+    if (block == 0)
+        block = ATTENTION_DEFAULT_BLOCK;
+    /* The block is a micro-tile, not part of the result: a finer index of the
+     * same mask is exact. When the device cannot stage a block this large
+     * (local memory), halve it. */
+    for (;;) {
+        pit_status s = attend(ctx, bs, Q, K, V, mask, O, scale, block, bh, report);
+        if (s != PIT_ERR_UNSUPPORTED || block <= 16)
+            return s;
+        pit_log_debug("%s: block %d refused (%s): trying %d", FN, block, pit_last_error(), block / 2);
+        block /= 2;
+        pit_clear_error();
+    }
+}

@@ -1,0 +1,472 @@
+/* core/reference/reference.c - CPU references (double accumulation) and conversions. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reference.h"
+
+float pit_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp != 0) {
+        bits = sign | ((exp + 112u) << 23) | (man << 13);
+    } else if (man == 0) {
+        bits = sign;
+    } else { /* subnormal: normalise */
+        int e = -1;
+        do {
+            e++;
+            man <<= 1;
+        } while (!(man & 0x400u));
+        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t pit_f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) /* Inf or NaN (keep NaN quiet) */
+        return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0));
+    if (ax >= 0x477ff000u) /* rounds to >= 65520: overflow */
+        return (uint16_t)(sign | 0x7c00u);
+    if (ax < 0x38800000u) { /* subnormal or zero in half */
+        float a;
+        memcpy(&a, &ax, 4);
+        /* a * 2^24 rounded to nearest even gives the subnormal mantissa. */
+        return (uint16_t)(sign | (uint16_t)nearbyintf(a * 16777216.0f));
+    }
+    uint32_t mant_odd = (ax >> 13) & 1u;
+    ax += 0xfffu + mant_odd; /* round to nearest even */
+    return (uint16_t)(sign | (uint16_t)((ax - 0x38000000u) >> 13));
+}
+
+float pit_bf16_to_f32(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t pit_f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+void pit_ref_to_double(pit_dtype dtype, const void *src, size_t n, double *dst)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (dtype) {
+        case PIT_F32: dst[i] = ((const float *)src)[i]; break;
+        case PIT_F16: dst[i] = pit_f16_to_f32(((const uint16_t *)src)[i]); break;
+        case PIT_BF16: dst[i] = pit_bf16_to_f32(((const uint16_t *)src)[i]); break;
+        case PIT_I32: dst[i] = ((const int32_t *)src)[i]; break;
+        case PIT_U8: dst[i] = ((const uint8_t *)src)[i]; break;
+        }
+    }
+}
+
+void pit_ref_from_double(pit_dtype dtype, const double *src, size_t n, void *dst)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (dtype) {
+        case PIT_F32: ((float *)dst)[i] = (float)src[i]; break;
+        case PIT_F16: ((uint16_t *)dst)[i] = pit_f32_to_f16((float)src[i]); break;
+        case PIT_BF16: ((uint16_t *)dst)[i] = pit_f32_to_bf16((float)src[i]); break;
+        case PIT_I32: ((int32_t *)dst)[i] = (int32_t)src[i]; break;
+        case PIT_U8: ((uint8_t *)dst)[i] = src[i] != 0.0 ? 1 : 0; break;
+        }
+    }
+}
+
+void pit_ref_matmul(int64_t batch, int64_t m, int64_t n, int64_t k, const double *A,
+                    const double *B, double *C)
+{
+    for (int64_t b = 0; b < batch; b++) {
+        const double *a = A + b * m * k, *bb = B + b * k * n;
+        double *c = C + b * m * n;
+        for (int64_t i = 0; i < m * n; i++)
+            c[i] = 0.0;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t p = 0; p < k; p++) {
+                double av = a[i * k + p];
+                if (av == 0.0)
+                    continue; /* 0 * NaN in B is NaN in a dense GEMM, but B is finite in tests */
+                for (int64_t j = 0; j < n; j++)
+                    c[i * n + j] += av * bb[p * n + j];
+            }
+    }
+}
+
+double pit_ref_rel_error(const double *ref, const double *got, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        int ref_finite = isfinite(ref[i]), got_finite = isfinite(got[i]);
+        if (!got_finite || !ref_finite) {
+            if (isnan(ref[i]) && isnan(got[i]))
+                continue;
+            if (ref[i] == got[i]) /* same infinity */
+                continue;
+            return INFINITY;
+        }
+        double d = got[i] - ref[i];
+        num += d * d;
+        den += ref[i] * ref[i];
+    }
+    if (den < 1e-300)
+        return sqrt(num); /* reference is all zero: absolute error */
+    return sqrt(num / den);
+}
+
+double pit_ref_tolerance(pit_dtype dtype)
+{
+    return dtype == PIT_F32 ? 1e-4 : 1e-2;
+}
+
+void pit_rng_seed(pit_rng *r, uint64_t seed)
+{
+    r->s = seed ? seed * 0x9e3779b97f4a7c15ull : 0x853c49e6748fea9bull;
+}
+
+uint64_t pit_rng_next(pit_rng *r)
+{
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 0x2545f4914f6cdd1dull;
+}
+
+double pit_rng_uniform(pit_rng *r)
+{
+    double u = (double)(pit_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+    double v = 2.0 * u - 1.0;
+    return v == 0.0 ? 0.5 : v;
+}
+
+void pit_ref_fill_random(pit_rng *r, double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = pit_rng_uniform(r);
+}
+
+double pit_ref_sparsify_tiles(pit_rng *r, double *x, int64_t batch, int64_t rows, int64_t cols,
+                              int tr, int tc, int off_r, int off_c, double sparsity)
+{
+    int64_t zeros = 0;
+    int64_t tiles_r = (rows + off_r + tr - 1) / tr, tiles_c = (cols + off_c + tc - 1) / tc;
+    for (int64_t b = 0; b < batch; b++) {
+        double *m = x + b * rows * cols;
+        for (int64_t ti = 0; ti < tiles_r; ti++)
+            for (int64_t tj = 0; tj < tiles_c; tj++) {
+                double u = (double)(pit_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+                if (u >= sparsity)
+                    continue;
+                for (int64_t i = ti * tr - off_r; i < (ti + 1) * tr - off_r; i++)
+                    for (int64_t j = tj * tc - off_c; j < (tj + 1) * tc - off_c; j++)
+                        if (i >= 0 && i < rows && j >= 0 && j < cols && m[i * cols + j] != 0.0) {
+                            m[i * cols + j] = 0.0;
+                            zeros++;
+                        }
+            }
+    }
+    int64_t total = batch * rows * cols;
+    return total ? (double)zeros / (double)total : 0.0;
+}
+
+/* ---- operators of dynamic-sparse models ----------------------------------------- */
+
+int pit_ref_mask_on(double v)
+{
+    return v != 0.0 || isnan(v);
+}
+
+static const double *mask_of(const double *mask, int mask_batched, int64_t b, int64_t m, int64_t n)
+{
+    return mask + (mask_batched ? b * m * n : 0);
+}
+
+static double dot_rows(const double *a, const double *b, int64_t k)
+{
+    double s = 0.0;
+    for (int64_t p = 0; p < k; p++)
+        s += a[p] * b[p];
+    return s;
+}
+
+void pit_ref_sddmm(int64_t batch, int64_t m, int64_t n, int64_t k, const double *A,
+                   const double *B, const double *mask, int mask_batched, double *C)
+{
+    for (int64_t b = 0; b < batch; b++) {
+        const double *mk = mask_of(mask, mask_batched, b, m, n);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++)
+                C[(b * m + i) * n + j] = pit_ref_mask_on(mk[i * n + j])
+                                             ? dot_rows(A + (b * m + i) * k, B + (b * n + j) * k, k)
+                                             : 0.0;
+    }
+}
+
+/* Softmax of one row over the mask (0 off the mask, all 0 when none is on). */
+static void softmax_row(const double *x, const double *mk, int64_t n, double scale, double *y)
+{
+    double mx = -INFINITY, sum = 0.0;
+    for (int64_t j = 0; j < n; j++)
+        if (pit_ref_mask_on(mk[j]) && scale * x[j] > mx)
+            mx = scale * x[j];
+    for (int64_t j = 0; j < n; j++)
+        if (pit_ref_mask_on(mk[j]))
+            sum += exp(scale * x[j] - mx);
+    for (int64_t j = 0; j < n; j++)
+        y[j] = pit_ref_mask_on(mk[j]) && sum > 0.0 ? exp(scale * x[j] - mx) / sum : 0.0;
+}
+
+void pit_ref_softmax(int64_t batch, int64_t m, int64_t n, const double *X, const double *mask,
+                     int mask_batched, double scale, double *Y)
+{
+    for (int64_t b = 0; b < batch; b++) {
+        const double *mk = mask_of(mask, mask_batched, b, m, n);
+        for (int64_t i = 0; i < m; i++)
+            softmax_row(X + (b * m + i) * n, mk + i * n, n, scale, Y + (b * m + i) * n);
+    }
+}
+
+void pit_ref_softmax_backward(int64_t batch, int64_t m, int64_t n, const double *Y,
+                              const double *dY, const double *mask, int mask_batched,
+                              double scale, double *dX)
+{
+    for (int64_t b = 0; b < batch; b++) {
+        const double *mk = mask_of(mask, mask_batched, b, m, n);
+        for (int64_t i = 0; i < m; i++) {
+            int64_t r = (b * m + i) * n;
+            double s = 0.0;
+            for (int64_t j = 0; j < n; j++)
+                if (pit_ref_mask_on(mk[i * n + j]))
+                    s += dY[r + j] * Y[r + j];
+            for (int64_t j = 0; j < n; j++)
+                dX[r + j] = pit_ref_mask_on(mk[i * n + j]) ? scale * Y[r + j] * (dY[r + j] - s)
+                                                           : 0.0;
+        }
+    }
+}
+
+void pit_ref_attention(int64_t bh, int64_t l, int64_t d, int64_t dv, const double *Q,
+                       const double *K, const double *V, const double *mask, int mask_batched,
+                       double scale, double *O)
+{
+    double *s = malloc((size_t)(l > 0 ? l : 1) * sizeof(double));
+    double *p = malloc((size_t)(l > 0 ? l : 1) * sizeof(double));
+    if (!s || !p) {
+        free(s);
+        free(p);
+        for (int64_t i = 0; i < bh * l * dv; i++)
+            O[i] = NAN; /* the comparison then fails loudly */
+        return;
+    }
+    for (int64_t b = 0; b < bh; b++) {
+        const double *mk = mask_of(mask, mask_batched, b, l, l);
+        for (int64_t i = 0; i < l; i++) {
+            for (int64_t j = 0; j < l; j++)
+                s[j] = dot_rows(Q + (b * l + i) * d, K + (b * l + j) * d, d);
+            softmax_row(s, mk + i * l, l, scale, p);
+            for (int64_t c = 0; c < dv; c++) {
+                double acc = 0.0;
+                for (int64_t j = 0; j < l; j++)
+                    acc += p[j] * V[(b * l + j) * dv + c];
+                O[(b * l + i) * dv + c] = acc;
+            }
+        }
+    }
+    free(s);
+    free(p);
+}
+
+/* out[0..n) = x[0..h) . W (h x n). */
+static void row_times(const double *x, const double *w, int64_t h, int64_t n, double *out)
+{
+    for (int64_t c = 0; c < n; c++)
+        out[c] = 0.0;
+    for (int64_t p = 0; p < h; p++)
+        for (int64_t c = 0; c < n; c++)
+            out[c] += x[p] * w[p * n + c];
+}
+
+void pit_ref_moe_forward(int64_t t, int64_t h, int64_t n, int64_t e, int64_t k, const double *X,
+                         const int32_t *ids, const double *gates, const double *W, double *Y)
+{
+    double *z = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    for (int64_t i = 0; i < t * n; i++)
+        Y[i] = z ? 0.0 : NAN;
+    for (int64_t i = 0; z && i < t; i++)
+        for (int64_t j = 0; j < k; j++) {
+            int32_t x = ids[i * k + j];
+            if (x < 0 || x >= e)
+                continue;
+            row_times(X + i * h, W + (int64_t)x * h * n, h, n, z);
+            for (int64_t c = 0; c < n; c++)
+                Y[i * n + c] += gates[i * k + j] * z[c];
+        }
+    free(z);
+}
+
+void pit_ref_moe_backward(int64_t t, int64_t h, int64_t n, int64_t e, int64_t k,
+                          const double *X, const int32_t *ids, const double *gates,
+                          const double *W, const double *dY, double *dX, double *dW,
+                          double *dgates)
+{
+    double *z = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    if (dX)
+        memset(dX, 0, (size_t)(t * h) * sizeof(double));
+    if (dW)
+        memset(dW, 0, (size_t)(e * h * n) * sizeof(double));
+    if (dgates)
+        memset(dgates, 0, (size_t)(t * k) * sizeof(double));
+    for (int64_t i = 0; z && i < t; i++)
+        for (int64_t j = 0; j < k; j++) {
+            int32_t x = ids[i * k + j];
+            if (x < 0 || x >= e)
+                continue;
+            const double g = gates[i * k + j], *w = W + (int64_t)x * h * n, *dy = dY + i * n;
+            for (int64_t p = 0; dX && p < h; p++)
+                dX[i * h + p] += g * dot_rows(w + p * n, dy, n);
+            for (int64_t p = 0; dW && p < h; p++)
+                for (int64_t c = 0; c < n; c++)
+                    dW[((int64_t)x * h + p) * n + c] += g * X[i * h + p] * dy[c];
+            if (dgates) {
+                row_times(X + i * h, w, h, n, z);
+                dgates[i * k + j] = dot_rows(z, dy, n);
+            }
+        }
+    free(z);
+}
+
+static int row_nonzero(const double *a, int64_t k)
+{
+    for (int64_t p = 0; p < k; p++)
+        if (a[p] != 0.0 || isnan(a[p]))
+            return 1;
+    return 0;
+}
+
+void pit_ref_matmul_rows(int64_t batch, int64_t m, int64_t n, int64_t k, const double *A,
+                         const double *B, int b_batched, int keep, double *C)
+{
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t i = 0; i < m; i++) {
+            const double *a = A + (b * m + i) * k;
+            double *c = C + (b * m + i) * n;
+            if (row_nonzero(a, k))
+                row_times(a, B + (b_batched ? b * k * n : 0), k, n, c);
+            else if (!keep)
+                memset(c, 0, (size_t)n * sizeof(double));
+        }
+}
+
+void pit_ref_relu(size_t n, const double *X, double *Y)
+{
+    for (size_t i = 0; i < n; i++)
+        Y[i] = X[i] < 0.0 ? 0.0 : X[i];
+}
+
+void pit_ref_relu_ffn(int64_t t, int64_t d, int64_t f, int64_t d2, const double *X,
+                      const double *W1, const double *W2, double *H, double *Y)
+{
+    pit_ref_matmul(1, t, f, d, X, W1, H);
+    pit_ref_relu((size_t)(t * f), H, H);
+    pit_ref_matmul(1, t, d2, f, H, W2, Y);
+}
+
+void pit_ref_transpose(int64_t batch, int64_t rows, int64_t cols, const double *X, double *Y)
+{
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++)
+                Y[(b * cols + j) * rows + i] = X[(b * rows + i) * cols + j];
+}
+
+void pit_ref_matmul_backward(int64_t batch, int64_t m, int64_t n, int64_t k, const double *A,
+                             const double *B, const double *dC, double *dA, double *dB)
+{
+    for (int64_t b = 0; b < batch; b++) {
+        const double *a = A + b * m * k, *bb = B + b * k * n, *dc = dC + b * m * n;
+        for (int64_t i = 0; dA && i < m; i++)
+            for (int64_t p = 0; p < k; p++)
+                dA[b * m * k + i * k + p] = pit_ref_mask_on(a[i * k + p])
+                                                ? dot_rows(dc + i * n, bb + p * n, n) : 0.0;
+        for (int64_t p = 0; dB && p < k; p++)
+            for (int64_t j = 0; j < n; j++) {
+                double s = 0.0;
+                for (int64_t i = 0; i < m; i++)
+                    s += a[i * k + p] * dc[i * n + j];
+                dB[b * k * n + p * n + j] = s;
+            }
+    }
+}
+
+/* Ascending, NaN after every number. */
+static int cmp_norm_nan_last(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    if (isnan(a) || isnan(b))
+        return isnan(a) - isnan(b);
+    return (a > b) - (a < b);
+}
+
+/* 1 when a block of norm x is zeroed, given the threshold norm v: x < v, or
+ * x equal to v (NaN equal to NaN) while *ties_left permits, in index order. */
+static int prune_pick(double x, double v, int64_t *ties_left)
+{
+    int same = isnan(v) ? isnan(x) : x == v;
+    if (!same)
+        return !isnan(x) && (isnan(v) || x < v);
+    return (*ties_left)-- > 0;
+}
+
+void pit_ref_prune_magnitude(int64_t rows, int64_t cols, int32_t br, int32_t bc, double sparsity,
+                             double *W)
+{
+    int64_t nbr = (rows + br - 1) / br, nbc = (cols + bc - 1) / bc, nb = nbr * nbc;
+    int64_t nzero = (int64_t)llround(sparsity * (double)nb);
+    double *norm = calloc((size_t)nb + 1, sizeof(double));
+    double *sorted = calloc((size_t)nb + 1, sizeof(double));
+    if (!norm || !sorted || nzero <= 0) {
+        free(norm);
+        free(sorted);
+        return;
+    }
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t r = (b / nbc) * br; r < rows && r < (b / nbc + 1) * br; r++)
+            for (int64_t c = (b % nbc) * bc; c < cols && c < (b % nbc + 1) * bc; c++)
+                norm[b] += fabs(W[r * cols + c]);
+    memcpy(sorted, norm, (size_t)nb * sizeof(double));
+    qsort(sorted, (size_t)nb, sizeof(double), cmp_norm_nan_last);
+    /* v = the nzero-th smallest norm: every block below it goes, and of the
+     * blocks equal to it as many as are still needed, lowest index first. */
+    double v = sorted[(nzero < nb ? nzero : nb) - 1];
+    int64_t ties_left = 0;
+    for (int64_t i = 0; i < nzero && i < nb; i++)
+        ties_left += isnan(v) ? isnan(sorted[i]) : sorted[i] == v;
+    for (int64_t b = 0; b < nb; b++) {
+        if (!prune_pick(norm[b], v, &ties_left))
+            continue;
+        for (int64_t r = (b / nbc) * br; r < rows && r < (b / nbc + 1) * br; r++)
+            for (int64_t c = (b % nbc) * bc; c < cols && c < (b % nbc + 1) * bc; c++)
+                W[r * cols + c] = 0.0;
+    }
+    free(norm);
+    free(sorted);
+}

@@ -1,0 +1,123 @@
+/* core/runtime/dlpack.c - zero-copy exchange with frameworks through DLPack. */
+#include <dlpack/dlpack.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+_Static_assert(PIT_DLPACK_CUDA == kDLCUDA && PIT_DLPACK_OPENCL == kDLOpenCL && PIT_DLPACK_ROCM == kDLROCM,
+               "backend.h's DLPack device types are DLPack's");
+
+/* kDLBool (DLPack 0.8+, PyTorch's torch.bool): one byte an element; named by
+ * its value so that older dlpack headers build too */
+#define PIT_DL_BOOL 6
+
+static pit_status dtype_from_dlpack(DLDataType t, pit_dtype *out)
+{
+    if (t.lanes != 1)
+        return pit_error(PIT_ERR_UNSUPPORTED_DTYPE, "DLPack tensor has %u lanes; pit needs 1",
+                         (unsigned)t.lanes);
+    if (t.code == kDLFloat && t.bits == 32)
+        *out = PIT_F32;
+    else if (t.code == kDLFloat && t.bits == 16)
+        *out = PIT_F16;
+    else if (t.code == kDLBfloat && t.bits == 16)
+        *out = PIT_BF16;
+    else if (t.code == kDLInt && t.bits == 32)
+        *out = PIT_I32;
+    else if ((t.code == kDLUInt || t.code == PIT_DL_BOOL) && t.bits == 8)
+        *out = PIT_U8;
+    else
+        return pit_error(PIT_ERR_UNSUPPORTED_DTYPE, "DLPack dtype code %u, %u bits is not "
+                         "supported (f32, f16, bf16, i32, u8/bool)", (unsigned)t.code,
+                         (unsigned)t.bits);
+    return PIT_SUCCESS;
+}
+
+static DLDataType dtype_to_dlpack(pit_dtype d)
+{
+    DLDataType t = {.code = kDLFloat, .bits = 32, .lanes = 1};
+    if (d == PIT_F16)
+        t.bits = 16;
+    else if (d == PIT_BF16) {
+        t.code = kDLBfloat;
+        t.bits = 16;
+    } else if (d == PIT_I32)
+        t.code = kDLInt;
+    else if (d == PIT_U8) {
+        t.code = kDLUInt;
+        t.bits = 8;
+    }
+    return t;
+}
+
+void pit_dlpack_release(struct DLManagedTensor *m)
+{
+    if (m && m->deleter)
+        m->deleter(m);
+}
+
+PIT_API pit_status pit_tensor_from_dlpack(pit_context *ctx, struct DLManagedTensor *m,
+                                          pit_tensor **out)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(out != NULL, "tensor");
+    *out = NULL; /* on every failure below */
+    PIT_CHECK_ARG(ctx != NULL, "ctx");
+    PIT_CHECK_ARG(m != NULL, "managed");
+    const DLTensor *t = &m->dl_tensor;
+    int want = ctx->info.dlpack_device_type;
+    if ((int)t->device.device_type != want || t->device.device_id != ctx->device_index)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "DLPack tensor lives on device type %d id %d; "
+                         "this context is %s device %d (DLPack type %d)",
+                         (int)t->device.device_type, t->device.device_id, ctx->be->name,
+                         ctx->device_index, want);
+    pit_dtype dtype = PIT_F32; /* set by dtype_from_dlpack on success */
+    PIT_TRY(dtype_from_dlpack(t->dtype, &dtype));
+    if (t->ndim < 1 || t->ndim > PIT_MAX_RANK)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "DLPack tensor has %d dimensions; pit takes 1..%d",
+                         t->ndim, PIT_MAX_RANK);
+    PIT_TRY(pit_tensor_wrap(ctx, dtype, t->ndim, t->shape, t->strides, t->data,
+                            (size_t)t->byte_offset, out));
+    (*out)->dl_import = m;
+    return PIT_SUCCESS;
+}
+
+/* The export keeps shape and strides in the same allocation as the tensor. */
+typedef struct pit_dl_export {
+    DLManagedTensor managed;
+    int64_t shape[PIT_MAX_RANK];
+    int64_t strides[PIT_MAX_RANK];
+} pit_dl_export;
+
+static void delete_export(DLManagedTensor *m)
+{
+    free(m);
+}
+
+PIT_API pit_status pit_tensor_to_dlpack(pit_tensor *tensor, struct DLManagedTensor **out)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(tensor != NULL, "tensor");
+    PIT_CHECK_ARG(out != NULL, "managed");
+    *out = NULL;
+    pit_dl_export *e = calloc(1, sizeof *e);
+    if (!e)
+        return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tensor_to_dlpack: out of host memory");
+    const pit_tdesc *d = &tensor->d;
+    memcpy(e->shape, d->shape, sizeof e->shape);
+    memcpy(e->strides, d->strides, sizeof e->strides);
+    DLTensor *t = &e->managed.dl_tensor;
+    t->data = d->mem;
+    t->device.device_type = (DLDeviceType)tensor->ctx->info.dlpack_device_type;
+    t->device.device_id = tensor->ctx->device_index;
+    t->ndim = d->rank;
+    t->dtype = dtype_to_dlpack(d->dtype);
+    t->shape = e->shape;
+    t->strides = e->strides;
+    t->byte_offset = d->offset;
+    e->managed.manager_ctx = tensor;
+    e->managed.deleter = delete_export;
+    *out = &e->managed;
+    return PIT_SUCCESS;
+}

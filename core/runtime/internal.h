@@ -1,0 +1,149 @@
+/*
+ * core/runtime/internal.h - what core's files share. Not installed, not seen by
+ * backends (they get pit_host through backend.h instead).
+ */
+#ifndef PIT_CORE_INTERNAL_H
+#define PIT_CORE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "backend.h"
+#include "select.h"
+
+/* ---- errors and logging (status.c, log.c) -------------------------------- */
+#if defined(__GNUC__)
+#define PIT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define PIT_PRINTF(a, b)
+#endif
+
+/* Records status and a formatted message for pit_last_error(); returns status. */
+pit_status pit_error(pit_status status, const char *fmt, ...) PIT_PRINTF(2, 3);
+pit_status pit_verror(pit_status status, const char *fmt, va_list ap);
+/* Clears the thread's message; every public entry point calls it first. */
+void pit_clear_error(void);
+int pit_log_enabled(void);
+void pit_log_debug(const char *fmt, ...) PIT_PRINTF(1, 2);
+/* $PIT_CACHE_DIR or ~/.cache/pit, created on first use; NULL if impossible. */
+const char *pit_cache_dir(void);
+/* PIT_FAULT_ALLOC=N: the N-th device allocation from now fails (tests). */
+int pit_fault_alloc_now(void);
+
+/* Returns early from the enclosing function when a call fails. */
+#define PIT_TRY(expr)                      \
+    do {                                   \
+        pit_status pit_try_s_ = (expr);    \
+        if (pit_try_s_ != PIT_SUCCESS)     \
+            return pit_try_s_;             \
+    } while (0)
+
+#define PIT_CHECK_ARG(cond, name)                                                   \
+    do {                                                                            \
+        if (!(cond))                                                                \
+            return pit_error(PIT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is invalid" \
+                             " (%s)", __func__, name, #cond);                       \
+    } while (0)
+
+/* ---- experimental switches (switches.c, switches.def) --------------------- */
+void pit_switches_read(pit_switches *sw);
+
+/* ---- registry (registry.c) ------------------------------------------------ */
+/* Loads (once) and returns the plug-in for "cuda", "hip" or "opencl". */
+pit_status pit_backend_get(const char *name, const pit_backend **out);
+/* The folder plug-ins are loaded from (next to libpit.so). */
+const char *pit_plugin_dir(void);
+extern const pit_host pit_host_api;
+
+/* ---- objects ----------------------------------------------------------- */
+#define PIT_PLAN_CACHE 32
+
+typedef struct pit_plan {
+    int used;
+    int busy;                  /* a call is using it: not evicted */
+    void *stream;              /* backend stream: plans are per stream */
+    pit_microtile forced;      /* rows == 0: automatic */
+    pit_problem problem;
+    int64_t a_rows, a_cols;    /* sparse operand shape */
+    pit_microtile cands[PIT_MAX_CANDIDATES];
+    int ncands;
+    pit_index idx[PIT_MAX_CANDIDATES];
+    int32_t *host_counts[PIT_MAX_CANDIDATES]; /* point into host_block */
+    int32_t *host_block;       /* every candidate's counts, host copy */
+    void *counts_block;        /* same on the device when mem_is_pointer */
+    size_t counts_bytes;       /* total bytes of all candidates' counts */
+    pit_selection sel;
+    int have_sel;
+    int settled_calls;         /* calls since every candidate was last detected */
+    int recheck;               /* the chosen candidate's density moved: detect all next */
+    double density[PIT_MAX_CANDIDATES]; /* at the last selection */
+    uint64_t last_use;
+} pit_plan;
+
+struct pit_stream {
+    pit_context *ctx;
+    void *bs;
+    int owned;
+};
+
+struct pit_context {
+    const pit_backend *be;
+    void *bctx;
+    int device_index;
+    pit_device_info info;
+    pit_switches switches; /* read once, when the context is created */
+    pit_stream default_stream;
+    pit_tiledb *db;
+    pthread_mutex_t lock; /* guards plans */
+    pit_plan plans[PIT_PLAN_CACHE];
+    uint64_t clock;
+    struct pit_workspace *workspaces; /* op_util.c; guarded by lock */
+};
+
+struct DLManagedTensor;
+struct pit_tensor {
+    pit_context *ctx;
+    pit_tdesc d;
+    int owned;
+    size_t alloc_bytes;
+    struct DLManagedTensor *dl_import; /* producer's, deleted on destroy */
+};
+
+/* The stream to use for a public call's stream argument. */
+pit_stream *pit_stream_or_default(pit_context *ctx, pit_stream *s);
+int64_t pit_tensor_numel(const pit_tdesc *d);
+/* Bytes from the first to one past the last element, honouring strides. */
+size_t pit_tensor_extent_bytes(const pit_tdesc *d);
+/* Whether two views share bytes of one allocation (output aliasing checks). */
+int pit_tdesc_overlap(const pit_tdesc *a, const pit_tdesc *b);
+/* Validates tensor handle and context; names the argument on failure. */
+pit_status pit_tensor_check(const pit_context *ctx, const pit_tensor *t, const char *name);
+
+/* ---- plans (plan.c) ------------------------------------------------------- */
+/* Finds or creates the plan for a problem on a stream and marks it busy; its
+ * indices are allocated. rows x cols is the sparse operand's shape. */
+pit_status pit_plan_acquire(pit_context *ctx, const pit_problem *p, void *stream,
+                            int64_t rows, int64_t cols, const pit_microtile *forced,
+                            pit_plan **out);
+void pit_plan_release(pit_context *ctx, pit_plan *p);
+void pit_plans_release(pit_context *ctx);
+/* Releases the plans of one stream (before the stream is destroyed). */
+void pit_plans_release_stream(pit_context *ctx, void *stream);
+/* Frees the operators' cached device buffers (op_util.c). */
+void pit_workspaces_release(pit_context *ctx);
+
+/* Host wall clock, for the report's selection time and pit tune (log.c). */
+double pit_now_us(void);
+
+/* ---- device timing (baseline.c) ------------------------------------------- */
+typedef pit_status (*pit_device_work)(void *arg);
+/* Median device time (events on bs) of work(arg) over `repeats` calls after
+ * one warm-up call, in microseconds. */
+pit_status pit_time_median_us(pit_context *ctx, void *bs, int repeats, pit_device_work work,
+                              void *arg, double *median_us);
+/* Sorts v[0..n-1] and returns its median. */
+double pit_median(double *v, int n);
+
+/* ---- CPU references (reference.c), double accumulation ------------------- */
+#include "reference.h"
+
+#endif /* PIT_CORE_INTERNAL_H */

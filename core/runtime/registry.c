@@ -1,0 +1,206 @@
+/*
+ * core/runtime/registry.c - finds, loads and checks backend plug-ins.
+ *
+ * Plug-ins are shared libraries next to libpit (build tree: the same folder;
+ * installed: <libdir>/pit). They are loaded on first use and kept until the
+ * process ends, so a backend's tables stay valid for every context.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static const char *const pit_backend_names[] = {"cuda", "hip", "opencl"};
+#define PIT_NBACKENDS 3
+
+typedef struct plugin_slot {
+    int tried;
+    pit_status status;       /* result of the first load */
+    char message[1536];      /* its error, replayed on later calls */
+    const pit_backend *be;
+} plugin_slot;
+
+static plugin_slot pit_plugins[PIT_NBACKENDS];
+static pthread_mutex_t pit_registry_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static pit_status host_error(pit_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    pit_verror(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+static void host_log(const char *fmt, ...)
+{
+    if (!pit_log_enabled())
+        return;
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    pit_log_debug("%s", line);
+}
+
+const pit_host pit_host_api = {
+    .abi_version = PIT_BACKEND_ABI_VERSION,
+    .error = host_error,
+    .log_debug = host_log,
+    .cache_dir = pit_cache_dir,
+    .inject_alloc_failure = pit_fault_alloc_now,
+};
+
+const char *pit_plugin_dir(void)
+{
+    static char dir[1024];
+    const char *env = getenv("PIT_PLUGIN_DIR");
+    if (env && *env)
+        return env;
+    Dl_info info;
+    if (!dir[0] && dladdr((void *)pit_plugin_dir, &info) && info.dli_fname) {
+        snprintf(dir, sizeof dir, "%s", info.dli_fname);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            snprintf(dir, sizeof dir, ".");
+    }
+    return dir;
+}
+
+static int backend_slot(const char *name)
+{
+    for (int i = 0; i < PIT_NBACKENDS; i++)
+        if (strcmp(name, pit_backend_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* Tries <dir>/pit/libpit-NAME.so then <dir>/libpit-NAME.so. A file that is
+ * absent is only named; a file that exists but does not load gets dlerror's
+ * reason, so a failure says every place looked and why. */
+static void *open_plugin(const char *name, char *tried, size_t tried_len, char *path,
+                         size_t path_len)
+{
+    const char *dir = pit_plugin_dir();
+    const char *layouts[] = {"%s/pit/libpit-%s.so", "%s/libpit-%s.so"};
+    size_t used = 0;
+    tried[0] = '\0';
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
+        snprintf(path, path_len, layouts[i], dir, name);
+        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (h)
+            return h;
+        const char *why = dlerror();
+        int absent = access(path, F_OK) != 0;
+        int n = snprintf(tried + used, tried_len - used, "%s%s (%s)", used ? "; " : "", path,
+                         absent ? "absent" : why ? why : "unknown error");
+        if (n > 0 && (size_t)n < tried_len - used)
+            used += (size_t)n;
+    }
+    return NULL;
+}
+
+static void load_plugin(const char *name, plugin_slot *slot)
+{
+    char tried[1024], path[1100];
+    void *h = open_plugin(name, tried, sizeof tried, path, sizeof path);
+    if (!h) {
+        slot->status = pit_error(PIT_ERR_BACKEND_NOT_FOUND,
+                                 "backend '%s' could not be loaded; looked for: %s", name, tried);
+        return;
+    }
+    pit_log_debug("loaded plug-in %s", path);
+    pit_backend_register_fn reg =
+        (pit_backend_register_fn)(uintptr_t)dlsym(h, PIT_BACKEND_REGISTER_SYMBOL);
+    if (!reg) {
+        slot->status = pit_error(PIT_ERR_BACKEND_INVALID,
+                                 "%s is not a pit plug-in: it has no symbol %s", path,
+                                 PIT_BACKEND_REGISTER_SYMBOL);
+        dlclose(h);
+        return;
+    }
+    const pit_backend *be = reg(&pit_host_api);
+    if (!be || be->abi_version != PIT_BACKEND_ABI_VERSION || !be->name ||
+        strcmp(be->name, name) != 0) {
+        slot->status = pit_error(PIT_ERR_BACKEND_INVALID,
+                                 "%s is not a compatible pit plug-in: ABI version %u, name '%s' "
+                                 "(this libpit needs ABI %d, name '%s')",
+                                 path, be ? be->abi_version : 0u,
+                                 be && be->name ? be->name : "?", PIT_BACKEND_ABI_VERSION, name);
+        dlclose(h);
+        return;
+    }
+    slot->status = be->init(&pit_host_api);
+    if (slot->status != PIT_SUCCESS) {
+        pit_log_debug("backend %s: init failed: %s", name, pit_last_error());
+        return; /* keep the library loaded: its message strings stay valid */
+    }
+    slot->be = be;
+    pit_log_debug("backend %s ready (%s)", name, path);
+}
+
+pit_status pit_backend_get(const char *name, const pit_backend **out)
+{
+    *out = NULL;
+    int i = backend_slot(name);
+    if (i < 0)
+        return pit_error(PIT_ERR_BACKEND_NOT_FOUND,
+                         "unknown backend '%s' (known: cuda, hip, opencl)", name);
+    pthread_mutex_lock(&pit_registry_lock);
+    plugin_slot *slot = &pit_plugins[i];
+    if (!slot->tried) {
+        slot->tried = 1;
+        load_plugin(name, slot);
+        if (slot->status != PIT_SUCCESS)
+            snprintf(slot->message, sizeof slot->message, "%s", pit_last_error());
+    }
+    pit_status s = slot->status;
+    *out = slot->be;
+    pthread_mutex_unlock(&pit_registry_lock);
+    if (s != PIT_SUCCESS)
+        return pit_error(s, "%s", slot->message);
+    return PIT_SUCCESS;
+}
+
+PIT_API pit_status pit_device_count(const char *backend, int *count)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(backend != NULL, "backend");
+    PIT_CHECK_ARG(count != NULL, "count");
+    *count = 0;
+    const pit_backend *be;
+    PIT_TRY(pit_backend_get(backend, &be));
+    return be->device_count(count);
+}
+
+PIT_API pit_status pit_device_get_info(const char *backend, int device_index,
+                                       pit_device_info *info)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(backend != NULL, "backend");
+    PIT_CHECK_ARG(info != NULL, "info");
+    const pit_backend *be;
+    PIT_TRY(pit_backend_get(backend, &be));
+    int n = 0;
+    PIT_TRY(be->device_count(&n));
+    if (device_index < 0 || device_index >= n)
+        return pit_error(PIT_ERR_DEVICE_INDEX, "backend %s has %d device(s); index %d is out of range",
+                         backend, n, device_index);
+    memset(info, 0, sizeof *info);
+    return be->device_info(device_index, info);
+}
+
+/* Used by context.c for the automatic choice. */
+const char *pit_backend_name_at(int i)
+{
+    return i >= 0 && i < PIT_NBACKENDS ? pit_backend_names[i] : NULL;
+}

@@ -1,0 +1,329 @@
+/* core/runtime/tensor.c - tensor descriptors, device memory, host copies. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+PIT_API const char *pit_dtype_name(pit_dtype dtype)
+{
+    switch (dtype) {
+    case PIT_F32: return "f32";
+    case PIT_F16: return "f16";
+    case PIT_BF16: return "bf16";
+    case PIT_I32: return "i32";
+    case PIT_U8: return "u8";
+    }
+    return "?";
+}
+
+PIT_API size_t pit_dtype_size(pit_dtype dtype)
+{
+    switch (dtype) {
+    case PIT_F32: return 4;
+    case PIT_F16: return 2;
+    case PIT_BF16: return 2;
+    case PIT_I32: return 4;
+    case PIT_U8: return 1;
+    }
+    return 0;
+}
+
+int64_t pit_tensor_numel(const pit_tdesc *d)
+{
+    int64_t n = 1;
+    for (int i = 0; i < d->rank; i++)
+        n *= d->shape[i];
+    return n;
+}
+
+size_t pit_tensor_extent_bytes(const pit_tdesc *d)
+{
+    if (pit_tensor_numel(d) == 0)
+        return 0;
+    int64_t last = 0;
+    for (int i = 0; i < d->rank; i++)
+        last += (d->shape[i] - 1) * d->strides[i];
+    return (size_t)(last + 1) * pit_dtype_size(d->dtype);
+}
+
+/* Whether two views share bytes of one allocation (empty views never do). */
+int pit_tdesc_overlap(const pit_tdesc *a, const pit_tdesc *b)
+{
+    if (a->mem != b->mem)
+        return 0;
+    size_t a0 = a->offset, a1 = a0 + pit_tensor_extent_bytes(a);
+    size_t b0 = b->offset, b1 = b0 + pit_tensor_extent_bytes(b);
+    return a1 > a0 && b1 > b0 && a0 < b1 && b0 < a1;
+}
+
+static int is_contiguous(const pit_tdesc *d)
+{
+    int64_t expect = 1;
+    for (int i = d->rank - 1; i >= 0; i--) {
+        if (d->shape[i] != 1 && d->strides[i] != expect)
+            return 0;
+        expect *= d->shape[i];
+    }
+    return 1;
+}
+
+/* Element count and extent in bytes must fit in int64_t: byte sizes, offsets
+ * and overlap checks are computed from them. Hostile shapes and strides (four
+ * dimensions of 2^31-1, a stride of 2^62) would otherwise overflow. */
+static pit_status check_extent(const pit_tdesc *d)
+{
+    int64_t numel = 1, last = 0, term;
+    for (int i = 0; i < d->rank; i++)
+        if (__builtin_mul_overflow(numel, d->shape[i], &numel))
+            goto too_big;
+    if (numel == 0)
+        return PIT_SUCCESS;
+    for (int i = 0; i < d->rank; i++)
+        if (d->shape[i] > 1 && (__builtin_mul_overflow(d->shape[i] - 1, d->strides[i], &term) ||
+                                __builtin_add_overflow(last, term, &last)))
+            goto too_big;
+    if (__builtin_add_overflow(last, 1, &last) ||
+        __builtin_mul_overflow(last, (int64_t)pit_dtype_size(d->dtype), &last))
+        goto too_big;
+    return PIT_SUCCESS;
+too_big:
+    return pit_error(PIT_ERR_INVALID_ARGUMENT, "tensor of shape [%lld, %lld, %lld, %lld] (rank %d) "
+                     "with these strides spans more than 2^63 bytes",
+                     (long long)d->shape[0], (long long)d->shape[1], (long long)d->shape[2],
+                     (long long)d->shape[3], d->rank);
+}
+
+/* Checks dtype, rank and shape; fills contiguous strides when none are given,
+ * else checks they are row-major compatible (innermost 1, rows not overlapping). */
+static pit_status describe(pit_dtype dtype, int rank, const int64_t *shape,
+                           const int64_t *strides, pit_tdesc *d)
+{
+    if (pit_dtype_size(dtype) == 0)
+        return pit_error(PIT_ERR_UNSUPPORTED_DTYPE, "dtype %d is not a pit_dtype", (int)dtype);
+    if (rank < 1 || rank > PIT_MAX_RANK)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "rank %d is outside 1..%d", rank, PIT_MAX_RANK);
+    PIT_CHECK_ARG(shape != NULL, "shape");
+    memset(d, 0, sizeof *d);
+    d->dtype = dtype;
+    d->rank = rank;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] < 0 || shape[i] > ((int64_t)1 << 31) - 1)
+            return pit_error(PIT_ERR_INVALID_ARGUMENT, "shape[%d] = %lld is outside 0..2^31-1", i,
+                             (long long)shape[i]);
+        d->shape[i] = shape[i];
+    }
+    int64_t expect = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        d->strides[i] = strides ? strides[i] : expect;
+        if (strides && shape[i] > 1) {
+            if (i == rank - 1 && strides[i] != 1)
+                return pit_error(PIT_ERR_BAD_STRIDES, "innermost stride is %lld; pit needs 1 "
+                                 "(row-major)", (long long)strides[i]);
+            if (strides[i] < expect)
+                return pit_error(PIT_ERR_BAD_STRIDES, "stride[%d] = %lld overlaps the %lld "
+                                 "elements of the inner dimensions (not row-major compatible)",
+                                 i, (long long)strides[i], (long long)expect);
+        }
+        if (shape[i] > 1 && __builtin_mul_overflow(d->strides[i], shape[i], &expect))
+            return pit_error(PIT_ERR_INVALID_ARGUMENT, "dimension %d (%lld x stride %lld) spans "
+                             "more than 2^63 elements", i, (long long)shape[i],
+                             (long long)d->strides[i]);
+    }
+    return check_extent(d);
+}
+
+PIT_API pit_status pit_tensor_create(pit_context *ctx, pit_dtype dtype, int rank,
+                                     const int64_t *shape, pit_tensor **out)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(out != NULL, "tensor");
+    *out = NULL; /* on every failure below */
+    PIT_CHECK_ARG(ctx != NULL, "ctx");
+    pit_tdesc d;
+    PIT_TRY(describe(dtype, rank, shape, NULL, &d));
+    size_t bytes = (size_t)pit_tensor_numel(&d) * pit_dtype_size(dtype);
+    pit_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tensor_create: out of host memory");
+    /* Zero-element tensors still get a small buffer so every handle is valid. */
+    pit_status s = ctx->be->mem_alloc(ctx->bctx, bytes ? bytes : 4, &d.mem);
+    if (s != PIT_SUCCESS) {
+        free(t);
+        return s;
+    }
+    t->ctx = ctx;
+    t->d = d;
+    t->owned = 1;
+    t->alloc_bytes = bytes;
+    *out = t;
+    return PIT_SUCCESS;
+}
+
+PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
+                                   const int64_t *shape, const int64_t *strides, void *data,
+                                   size_t byte_offset, pit_tensor **out)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(out != NULL, "tensor");
+    *out = NULL; /* on every failure below */
+    PIT_CHECK_ARG(ctx != NULL, "ctx");
+    PIT_CHECK_ARG(data != NULL, "data");
+    pit_tdesc d;
+    PIT_TRY(describe(dtype, rank, shape, strides, &d));
+    if (byte_offset % pit_dtype_size(dtype) != 0)
+        return pit_error(PIT_ERR_BAD_STRIDES, "byte_offset %zu is not a multiple of the %s element "
+                         "size %zu", byte_offset, pit_dtype_name(dtype), pit_dtype_size(dtype));
+    if (byte_offset > (size_t)INT64_MAX - pit_tensor_extent_bytes(&d))
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "byte_offset %zu plus the tensor's extent of "
+                         "%zu bytes exceeds 2^63", byte_offset, pit_tensor_extent_bytes(&d));
+    d.mem = data;
+    d.offset = byte_offset;
+    pit_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tensor_wrap: out of host memory");
+    t->ctx = ctx;
+    t->d = d;
+    *out = t;
+    return PIT_SUCCESS;
+}
+
+void pit_dlpack_release(struct DLManagedTensor *m);
+
+PIT_API pit_status pit_tensor_destroy(pit_tensor *t)
+{
+    pit_clear_error();
+    if (!t)
+        return PIT_SUCCESS;
+    if (t->owned)
+        t->ctx->be->mem_free(t->ctx->bctx, t->d.mem);
+    if (t->dl_import)
+        pit_dlpack_release(t->dl_import);
+    free(t);
+    return PIT_SUCCESS;
+}
+
+PIT_API pit_status pit_tensor_get_desc(const pit_tensor *t, pit_tensor_desc *desc)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(t != NULL, "tensor");
+    PIT_CHECK_ARG(desc != NULL, "desc");
+    memset(desc, 0, sizeof *desc);
+    desc->dtype = t->d.dtype;
+    desc->rank = t->d.rank;
+    memcpy(desc->shape, t->d.shape, sizeof desc->shape);
+    memcpy(desc->strides, t->d.strides, sizeof desc->strides);
+    desc->data = t->d.mem;
+    desc->byte_offset = t->d.offset;
+    desc->owned = t->owned;
+    return PIT_SUCCESS;
+}
+
+pit_status pit_tensor_check(const pit_context *ctx, const pit_tensor *t, const char *name)
+{
+    if (!t)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "tensor argument '%s' is NULL", name);
+    if (t->ctx != ctx)
+        return pit_error(PIT_ERR_CONTEXT_MISMATCH, "tensor '%s' belongs to another context", name);
+    return PIT_SUCCESS;
+}
+
+/* Copies row by row when the tensor is strided: host side is always packed. */
+static pit_status copy_rows(const pit_tensor *t, pit_stream *stream, void *host, size_t bytes,
+                            int to_device)
+{
+    pit_context *ctx = t->ctx;
+    if (stream && stream->ctx != ctx)
+        return pit_error(PIT_ERR_CONTEXT_MISMATCH, "stream belongs to another context");
+    pit_stream *s = pit_stream_or_default(ctx, stream);
+    size_t es = pit_dtype_size(t->d.dtype);
+    size_t want = (size_t)pit_tensor_numel(&t->d) * es;
+    if (bytes != want)
+        return pit_error(PIT_ERR_SHAPE_MISMATCH, "%s: %zu bytes given, the tensor holds %zu",
+                         to_device ? "pit_tensor_upload" : "pit_tensor_download", bytes, want);
+    if (want == 0)
+        return PIT_SUCCESS;
+    const pit_tdesc *d = &t->d;
+    if (is_contiguous(d))
+        return to_device ? ctx->be->mem_write(ctx->bctx, s->bs, d->mem, d->offset, host, bytes)
+                         : ctx->be->mem_read(ctx->bctx, s->bs, d->mem, d->offset, host, bytes);
+    int64_t row = d->shape[d->rank - 1];
+    int64_t rows = pit_tensor_numel(d) / row;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t rem = r, off = 0;
+        for (int i = d->rank - 2; i >= 0; i--) {
+            off += (rem % d->shape[i]) * d->strides[i];
+            rem /= d->shape[i];
+        }
+        char *h = (char *)host + (size_t)(r * row) * es;
+        size_t dev = d->offset + (size_t)off * es;
+        pit_status st = to_device ? ctx->be->mem_write(ctx->bctx, s->bs, d->mem, dev, h, (size_t)row * es)
+                                  : ctx->be->mem_read(ctx->bctx, s->bs, d->mem, dev, h, (size_t)row * es);
+        if (st != PIT_SUCCESS)
+            return st;
+    }
+    return PIT_SUCCESS;
+}
+
+PIT_API pit_status pit_tensor_upload(pit_tensor *t, pit_stream *stream, const void *host,
+                                     size_t bytes)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(t != NULL, "tensor");
+    PIT_CHECK_ARG(host != NULL || bytes == 0, "host");
+    return copy_rows(t, stream, (void *)host, bytes, 1);
+}
+
+PIT_API pit_status pit_tensor_download(const pit_tensor *t, pit_stream *stream, void *host,
+                                       size_t bytes)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(t != NULL, "tensor");
+    PIT_CHECK_ARG(host != NULL || bytes == 0, "host");
+    return copy_rows(t, stream, host, bytes, 0);
+}
+
+/* Zeroes any byte range: fill32 for the 4-byte-aligned middle, small host
+ * writes for an unaligned head or tail (2-byte dtypes with odd counts). */
+static pit_status zero_bytes(pit_context *ctx, void *bs, void *mem, size_t off, size_t bytes)
+{
+    static const uint8_t zeros[4];
+    size_t head = (4 - off % 4) % 4;
+    if (head > bytes)
+        head = bytes;
+    if (head)
+        PIT_TRY(ctx->be->mem_write(ctx->bctx, bs, mem, off, zeros, head));
+    size_t mid = (bytes - head) & ~(size_t)3, tail = bytes - head - mid;
+    if (mid)
+        PIT_TRY(ctx->be->mem_fill32(ctx->bctx, bs, mem, off + head, 0, mid));
+    if (tail)
+        PIT_TRY(ctx->be->mem_write(ctx->bctx, bs, mem, off + head + mid, zeros, tail));
+    return PIT_SUCCESS;
+}
+
+PIT_API pit_status pit_tensor_zero(pit_tensor *t, pit_stream *stream)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(t != NULL, "tensor");
+    pit_context *ctx = t->ctx;
+    if (stream && stream->ctx != ctx)
+        return pit_error(PIT_ERR_CONTEXT_MISMATCH, "stream belongs to another context");
+    pit_stream *s = pit_stream_or_default(ctx, stream);
+    size_t extent = pit_tensor_extent_bytes(&t->d);
+    if (extent == 0)
+        return PIT_SUCCESS;
+    if (is_contiguous(&t->d))
+        return zero_bytes(ctx, s->bs, t->d.mem, t->d.offset, extent);
+    /* Strided: zero only the elements, never the gaps that may hold other data. */
+    size_t es = pit_dtype_size(t->d.dtype);
+    size_t row_bytes = (size_t)t->d.shape[t->d.rank - 1] * es;
+    int64_t rows = pit_tensor_numel(&t->d) / t->d.shape[t->d.rank - 1];
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t rem = r, off = 0;
+        for (int i = t->d.rank - 2; i >= 0; i--) {
+            off += (rem % t->d.shape[i]) * t->d.strides[i];
+            rem /= t->d.shape[i];
+        }
+        PIT_TRY(zero_bytes(ctx, s->bs, t->d.mem, t->d.offset + (size_t)off * es, row_bytes));
+    }
+    return PIT_SUCCESS;
+}
