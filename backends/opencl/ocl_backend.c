@@ -1,6 +1,6 @@
 /*
  * ocl_backend.c - the OpenCL plug-in's table: devices, contexts, streams,
- * memory and events. The PIT operators live in ocl_detect.c and ocl_matmul.c,
+ * memory and events. The operators live in ops/, one file per family;
  * program building and caching in ocl_program.c.
  */
 #include <stdio.h>
@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "ocl_internal.h"
-#include "ocl_ops.h"
 
 const pit_host *ocl_host;
 
@@ -499,8 +498,7 @@ static void ocl_event_destroy(void *bctx, pit_event *event)
 
 /* ---- registration --------------------------------------------------------------------- */
 
-/* Not const: pit_ocl_register_ops() fills the model operators' entries. */
-static pit_backend ocl_backend = {
+static const pit_backend ocl_backend = {
     .abi_version = PIT_BACKEND_ABI_VERSION,
     .name = "opencl",
     .init = ocl_init,
@@ -526,6 +524,15 @@ static pit_backend ocl_backend = {
     .matmul_dense = ocl_matmul_dense,
     .dense_name = ocl_dense_name,
     .mem_copy = ocl_mem_copy,
+    .sddmm = ocl_sddmm,
+    .softmax_sparse = ocl_softmax_sparse,
+    .softmax_sparse_backward = ocl_softmax_sparse_backward,
+    .attention_sparse = NULL, /* core composes sddmm -> softmax -> matmul_sparse */
+    .moe_route = ocl_moe_route,
+    .moe_matmul = ocl_moe_matmul,
+    .matmul_rows = ocl_matmul_rows,
+    .relu = ocl_relu,
+    .transpose = ocl_transpose,
 };
 
 __attribute__((visibility("default"))) const pit_backend *
@@ -534,6 +541,5 @@ pit_backend_register(const pit_host *host)
     if (!host || host->abi_version != PIT_BACKEND_ABI_VERSION)
         return NULL;
     ocl_host = host;
-    pit_ocl_register_ops(&ocl_backend);
     return &ocl_backend;
 }

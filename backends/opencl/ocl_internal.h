@@ -77,13 +77,14 @@ struct pit_event {
 };
 
 /* ---- programs (ocl_program.c) ------------------------------------------------ */
-/* Returns the built program of source `name` (one of the embedded kernel sources,
- * prefixed with pit_common.cl) with build options `defines`, building it on
- * first use (memory cache, then disk cache, then the compiler). */
+/* Returns the built program of source `name` (one of the embedded kernel
+ * sources, prefixed with pit_common.cl and the shared files it needs) with
+ * build options `defines`, building it on first use (memory cache, then disk
+ * cache, then the compiler). */
 pit_status ocl_program_get(ocl_ctx *c, const char *name, const char *defines,
                            cl_program *out);
 void ocl_programs_release(ocl_ctx *c);
-/* Creates a kernel of a program and checks that its work-group size fits. */
+
 /* The -DDT code every kernel source uses for a storage dtype (-1: none). */
 static inline int ocl_dtype_code(pit_dtype t)
 {
@@ -97,25 +98,10 @@ static inline size_t ocl_dtype_bytes(pit_dtype t)
     return t == PIT_U8 ? 1 : t == PIT_F16 || t == PIT_BF16 ? 2 : 4;
 }
 
-/* The -DMW code of a pattern (a mask, or an operand detection scans): bytes
- * of one element as mask_on() in pit_common.cl reads it; 0 for a dtype that
- * cannot be a pattern. An i32 mask is read as f32 words, as core does. */
-#define OCL_PATTERN_DTYPES "f32, f16, bf16, i32 or u8"
-static inline int ocl_pattern_bytes(pit_dtype t)
-{
-    switch (t) {
-    case PIT_F32:
-    case PIT_I32: return 4;
-    case PIT_F16:
-    case PIT_BF16: return 2;
-    case PIT_U8: return 1;
-    default: return 0;
-    }
-}
-
 /* Kernel objects through one process-wide lock (a PoCL 3.1 race). */
 pit_status ocl_kernel_new(cl_program program, const char *kname, cl_kernel *out);
 void ocl_kernel_release(cl_kernel k);
+/* Creates a kernel of a program and checks that its work-group size fits. */
 pit_status ocl_kernel_create(ocl_ctx *c, cl_program program, const char *kname,
                              size_t wg, cl_kernel *out);
 
@@ -136,8 +122,87 @@ void ocl_arg_raw(ocl_args *a, size_t size, const void *value);
 pit_status ocl_launch(ocl_args *a, cl_command_queue q, cl_uint dims,
                       const size_t *global, const size_t *local);
 
-/* ---- operators (ocl_detect.c, ocl_matmul.c) --------------------------------- */
+/* Fills a buffer with a 32-bit pattern on a queue (clEnqueueFillBuffer). */
+pit_status ocl_fill32(cl_command_queue q, cl_mem mem, size_t offset, uint32_t pattern,
+                      size_t bytes);
+
+static inline int64_t ocl_cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* ---- tensors as kernel arguments (ocl_view.c) -------------------------------
+ * A rank 2 or 3 tensor as every kernel takes it: the buffer, the element
+ * offset, the row stride and the batch stride (0 for rank 2: the matrix is
+ * shared by every batch). Columns are contiguous. */
+typedef struct ocl_mat {
+    cl_mem mem;
+    cl_long off, ld, bs;
+} ocl_mat;
+
+ocl_mat ocl_mat_of(const pit_tdesc *t);
+/* Buffer, offset, row stride, batch stride. */
+void ocl_arg_view(ocl_args *a, const ocl_mat *v);
+void ocl_arg_mat(ocl_args *a, const pit_tdesc *t);
+/* Buffer, offset, row stride: a matrix without a batch. */
+void ocl_arg_rows(ocl_args *a, const pit_tdesc *t);
+/* The index as the mask operators take it: counts, entries, groups per
+ * batch, the group stride between batches (0 for an index shared by every
+ * batch) and the capacity. */
+void ocl_arg_index(ocl_args *a, const pit_index *idx);
+
+static inline int64_t ocl_rows_of(const pit_tdesc *t)
+{
+    return t->shape[t->rank - 2];
+}
+
+static inline int64_t ocl_cols_of(const pit_tdesc *t)
+{
+    return t->shape[t->rank - 1];
+}
+
+static inline int64_t ocl_batch_of(const pit_tdesc *t)
+{
+    return t->rank == 3 ? t->shape[0] : 1;
+}
+
+/* The -DMW code of a pattern (a mask, or an operand detection scans): bytes
+ * of one element as mask_on() in pit_common.cl reads it. A dtype that cannot
+ * be a pattern is refused (PIT_ERR_UNSUPPORTED_DTYPE, "opencl <what> dtype
+ * ..." naming the allowed ones), so no kernel reads it wrongly. */
+pit_status ocl_pattern_word(const pit_tdesc *t, const char *what, int *mw);
+
+/* ---- the operator kernels (ocl_op_kernel.c) ----------------------------------
+ * The kernels of sddmm, softmax, moe, rows and elementwise share one set of
+ * -D defines: storage dtype, mask word, dense tile (pit_tile.cl) and
+ * work-group size. One program of a family's source per set. */
+typedef struct ocl_op_config {
+    pit_dtype dtype;
+    int mask_word; /* bytes of a mask element: 4, 2 or 1 (-DMW) */
+    int bm, bn, bk;
+    size_t wg;
+} ocl_op_config;
+
+#define OCL_OP_BK 16 /* the k-slab of the mask operators' tile */
+
+/* The configuration of the element-wise kernels (no tile). */
+ocl_op_config ocl_op_elementwise(pit_dtype dtype);
+/* The tile core asked for, kept inside what the kernels and device allow. */
+ocl_op_config ocl_op_tile(const ocl_ctx *c, pit_dtype dtype, const pit_tile *tile);
+/* wg halved until the device allows it. */
+size_t ocl_op_fit_wg(const ocl_ctx *c, size_t wg);
+/* Chunks of bm entries that cover the longest group (max_entries, at most
+ * the capacity). */
+cl_int ocl_op_chunks(int32_t max_entries, const pit_index *idx, int bm);
+/* Kernel kname of family source `source` built with k, checked to fit the
+ * device with wg work-items per group. */
+pit_status ocl_op_kernel(ocl_ctx *c, const char *source, const ocl_op_config *k,
+                         const char *kname, size_t wg, cl_kernel *out);
+
+/* ---- operator families (ops/ocl_<family>.c): the table's entries ------------ */
+/* detection */
 pit_status ocl_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *idx, int n);
+/* sparse matmul along K and M, and the dense GEMM */
 pit_status ocl_matmul_sparse(void *bctx, void *stream, const pit_tile *tile,
                              const pit_index *idx, int32_t max_entries, int worst_case_grid,
                              const pit_tdesc *A, const pit_tdesc *B, const pit_tdesc *C);
@@ -146,15 +211,30 @@ pit_status ocl_matmul_dense(void *bctx, void *stream, const pit_tdesc *A,
 const char *ocl_dense_name(void *bctx);
 /* Called from context_destroy: drops what the dense GEMM library cached. */
 void ocl_dense_release(ocl_ctx *c);
-
-/* Fills a buffer with a 32-bit pattern on a queue (clEnqueueFillBuffer). */
-pit_status ocl_fill32(cl_command_queue q, cl_mem mem, size_t offset, uint32_t pattern,
-                      size_t bytes);
-
-/* Small helpers shared by the operators. */
-static inline int64_t ocl_cdiv(int64_t a, int64_t b)
-{
-    return (a + b - 1) / b;
-}
+/* SDDMM */
+pit_status ocl_sddmm(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *A,
+                     const pit_tdesc *B, const pit_tdesc *mask, const pit_tdesc *C);
+/* sparse softmax and its backward */
+pit_status ocl_softmax_sparse(void *bctx, void *stream, const pit_index *idx,
+                              const pit_tdesc *X, const pit_tdesc *mask, const pit_tdesc *Y,
+                              float scale);
+pit_status ocl_softmax_sparse_backward(void *bctx, void *stream, const pit_index *idx,
+                                       const pit_tdesc *Y, const pit_tdesc *dY,
+                                       const pit_tdesc *mask, const pit_tdesc *dX,
+                                       float scale);
+/* Mixture of Experts: routing and the grouped expert products */
+pit_status ocl_moe_route(void *bctx, void *stream, const pit_tdesc *ids, const pit_index *idx);
+pit_status ocl_moe_matmul(void *bctx, void *stream, int mode, const pit_tile *tile,
+                          const pit_index *idx, int32_t max_entries, const pit_tdesc *X,
+                          const pit_tdesc *W, const pit_tdesc *gates, const pit_tdesc *Y);
+/* row-sparse matmul */
+pit_status ocl_matmul_rows(void *bctx, void *stream, const pit_tile *tile,
+                           const pit_index *idx, int32_t max_entries, const pit_tdesc *A,
+                           const pit_tdesc *B, const pit_tdesc *C, int keep_skipped);
+/* element-wise: relu, transpose, and the zero pass the operators start with */
+pit_status ocl_relu(void *bctx, void *stream, const pit_tdesc *X, const pit_tdesc *Y);
+pit_status ocl_transpose(void *bctx, void *stream, const pit_tdesc *X, const pit_tdesc *Y);
+/* Every element of t set to zero (strided views keep their gaps). */
+pit_status ocl_zero_tensor(ocl_ctx *c, cl_command_queue q, const pit_tdesc *t);
 
 #endif /* PIT_OCL_INTERNAL_H */

@@ -20,24 +20,63 @@
 /* Generated at build time from kernels/ *.cl (see CMakeLists.txt). */
 #include "pit_common_cl.h"
 #include "pit_detect_cl.h"
+#include "pit_elementwise_cl.h"
 #include "pit_matmul_cl.h"
-#include "pit_ops_cl.h"
+#include "pit_moe_cl.h"
+#include "pit_rows_cl.h"
+#include "pit_sddmm_cl.h"
+#include "pit_softmax_cl.h"
+#include "pit_tile_cl.h"
 
+#define MAX_PARTS 3
+
+/* A program's source: pit_common.cl, the shared files it needs, its family's
+ * file; the parts are compiled as one text in this order. */
 static const struct {
     const char *name;
-    const char *text;
+    const char *parts[MAX_PARTS];
 } ocl_sources[] = {
-    {"pit_detect", ocl_src_pit_detect},
-    {"pit_matmul", ocl_src_pit_matmul},
-    {"pit_ops", ocl_src_pit_ops},
+    {"pit_detect", {ocl_src_pit_common, ocl_src_pit_detect}},
+    {"pit_matmul", {ocl_src_pit_common, ocl_src_pit_matmul}},
+    {"pit_sddmm", {ocl_src_pit_common, ocl_src_pit_tile, ocl_src_pit_sddmm}},
+    {"pit_softmax", {ocl_src_pit_common, ocl_src_pit_softmax}},
+    {"pit_moe", {ocl_src_pit_common, ocl_src_pit_tile, ocl_src_pit_moe}},
+    {"pit_rows", {ocl_src_pit_common, ocl_src_pit_tile, ocl_src_pit_rows}},
+    {"pit_elementwise", {ocl_src_pit_common, ocl_src_pit_elementwise}},
 };
 
-static const char *source_text(const char *name)
+typedef struct program_source {
+    const char *parts[MAX_PARTS];
+    cl_uint count;
+} program_source;
+
+static int find_source(const char *name, program_source *out)
 {
     for (size_t i = 0; i < sizeof ocl_sources / sizeof ocl_sources[0]; ++i)
-        if (strcmp(ocl_sources[i].name, name) == 0)
-            return ocl_sources[i].text;
-    return NULL;
+        if (strcmp(ocl_sources[i].name, name) == 0) {
+            out->count = 0;
+            while (out->count < MAX_PARTS && ocl_sources[i].parts[out->count]) {
+                out->parts[out->count] = ocl_sources[i].parts[out->count];
+                out->count++;
+            }
+            return 1;
+        }
+    return 0;
+}
+
+/* The parts as one malloc'd text (the disk cache key's source). */
+static char *source_text(const program_source *src)
+{
+    size_t n = 1;
+    for (cl_uint i = 0; i < src->count; ++i)
+        n += strlen(src->parts[i]);
+    char *text = malloc(n);
+    if (!text)
+        return NULL;
+    text[0] = '\0';
+    for (cl_uint i = 0; i < src->count; ++i)
+        strcat(text, src->parts[i]);
+    return text;
 }
 
 /* ---- hashing (FNV-1a, 64 bit) ---------------------------------------------------- */
@@ -223,12 +262,11 @@ static pit_status build_from_binary(ocl_ctx *c, const unsigned char *bin, size_t
     return PIT_SUCCESS;
 }
 
-static pit_status build_from_source(ocl_ctx *c, const char *name, const char *source,
+static pit_status build_from_source(ocl_ctx *c, const char *name, program_source *src,
                                     const char *options, cl_program *out)
 {
-    const char *parts[2] = {ocl_src_pit_common, source};
     cl_int err = CL_SUCCESS;
-    cl_program p = clCreateProgramWithSource(c->context, 2, parts, NULL, &err);
+    cl_program p = clCreateProgramWithSource(c->context, src->count, src->parts, NULL, &err);
     OCL_TRY(OCL_CHECK("clCreateProgramWithSource", err));
     err = build_locked(p, c->device, options);
     if (err != CL_SUCCESS) {
@@ -245,14 +283,12 @@ static pit_status build_from_source(ocl_ctx *c, const char *name, const char *so
 static pit_status build_program(ocl_ctx *c, const char *name, const char *options,
                                 cl_program *out)
 {
-    const char *source = source_text(name);
-    if (!source)
+    program_source src;
+    if (!find_source(name, &src))
         return ocl_host->error(PIT_ERR_INTERNAL, "opencl: no kernel source named %s", name);
-    char *keytext = malloc(strlen(ocl_src_pit_common) + strlen(source) + 1);
+    char *keytext = source_text(&src);
     if (!keytext)
         return ocl_host->error(PIT_ERR_OUT_OF_MEMORY, "opencl: out of host memory");
-    strcpy(keytext, ocl_src_pit_common);
-    strcat(keytext, source);
     cache_key k = make_key(c, keytext, options);
     free(keytext);
 
@@ -271,7 +307,7 @@ static pit_status build_program(ocl_ctx *c, const char *name, const char *option
             ocl_host->log_debug("opencl: cached binary %s rejected, recompiling", path);
         }
     }
-    OCL_TRY(build_from_source(c, name, source, options, out));
+    OCL_TRY(build_from_source(c, name, &src, options, out));
     ocl_host->log_debug("opencl: compiled %s %s", name, options);
     if (have_path) {
         size_t size = 0;

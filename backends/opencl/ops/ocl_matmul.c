@@ -18,16 +18,10 @@
 #define DENSE_BN 64
 #define DENSE_BK 16
 
-/* One operand as the kernels see it: element offset, row stride, batch stride. */
-typedef struct mm_view {
-    cl_mem mem;
-    cl_long off, ld, bs;
-} mm_view;
-
 typedef struct mm_problem {
     pit_dtype dtype;
     int64_t batch, M, N, K;
-    mm_view a, b, c;
+    ocl_mat a, b, c;
 } mm_problem;
 
 /* A compiled configuration of pit_matmul.cl. */
@@ -37,16 +31,6 @@ typedef struct mm_config {
     int bm, bn, bk, rm, rn;
     size_t wg;
 } mm_config;
-
-static mm_view view_of(const pit_tdesc *t)
-{
-    mm_view v;
-    v.mem = (cl_mem)t->mem;
-    v.off = (cl_long)(t->offset / ocl_dtype_bytes(t->dtype));
-    v.ld = (cl_long)t->strides[t->rank - 2];
-    v.bs = t->rank == 3 ? (cl_long)t->strides[0] : 0;
-    return v;
-}
 
 /* Checks dtypes and shapes (core does too; a plug-in must not trust it). */
 static pit_status describe_problem(const pit_tdesc *A, const pit_tdesc *B, const pit_tdesc *C,
@@ -81,9 +65,9 @@ static pit_status describe_problem(const pit_tdesc *A, const pit_tdesc *B, const
                                (long long)C->shape[C->rank - 1], (long long)p->batch);
     if (p->M > INT32_MAX || p->N > INT32_MAX || p->K > INT32_MAX)
         return ocl_host->error(PIT_ERR_UNSUPPORTED, "opencl matmul: a dimension exceeds 2^31");
-    p->a = view_of(A);
-    p->b = view_of(B);
-    p->c = view_of(C);
+    p->a = ocl_mat_of(A);
+    p->b = ocl_mat_of(B);
+    p->c = ocl_mat_of(C);
     return PIT_SUCCESS;
 }
 
@@ -174,27 +158,19 @@ static pit_status get_matmul_program(ocl_ctx *c, pit_dtype dtype, const mm_confi
 
 /* ---- launches ------------------------------------------------------------------- */
 
-static void arg_view(ocl_args *a, const mm_view *v)
-{
-    ocl_arg_mem(a, v->mem);
-    ocl_arg_long(a, v->off);
-    ocl_arg_long(a, v->ld);
-    ocl_arg_long(a, v->bs);
-}
-
 /* Launches pit_matmul with grid (n-tiles, dim1, batch). */
 static pit_status launch_matmul(ocl_ctx *c, cl_command_queue q, cl_program prog,
-                                const mm_config *cfg, const mm_problem *p, const mm_view *acc,
+                                const mm_config *cfg, const mm_problem *p, const ocl_mat *acc,
                                 const pit_index *idx, size_t dim1, int nchunks)
 {
     cl_kernel k;
     OCL_TRY(ocl_kernel_create(c, prog, "pit_matmul", cfg->wg, &k));
     ocl_args a;
     ocl_args_begin(&a, k, "pit_matmul");
-    arg_view(&a, &p->a);
-    arg_view(&a, &p->b);
-    arg_view(&a, &p->c);
-    arg_view(&a, acc ? acc : &p->c);
+    ocl_arg_view(&a, &p->a);
+    ocl_arg_view(&a, &p->b);
+    ocl_arg_view(&a, &p->c);
+    ocl_arg_view(&a, acc ? acc : &p->c);
     ocl_arg_int(&a, (cl_int)p->M);
     ocl_arg_int(&a, (cl_int)p->N);
     ocl_arg_int(&a, (cl_int)p->K);
@@ -212,16 +188,16 @@ static pit_status launch_matmul(ocl_ctx *c, cl_command_queue q, cl_program prog,
 /* Element-wise helper kernels of the matmul program (zero / store the f32
  * accumulation target of axis M), over an M x N x batch grid. */
 static pit_status launch_elementwise(cl_program prog, cl_command_queue q, const char *kname,
-                                     const mm_view *first, const mm_view *second,
+                                     const ocl_mat *first, const ocl_mat *second,
                                      const mm_problem *p)
 {
     cl_kernel k;
     OCL_TRY(ocl_kernel_new(prog, kname, &k));
     ocl_args a;
     ocl_args_begin(&a, k, kname);
-    arg_view(&a, first);
+    ocl_arg_view(&a, first);
     if (second)
-        arg_view(&a, second);
+        ocl_arg_view(&a, second);
     ocl_arg_int(&a, (cl_int)p->M);
     ocl_arg_int(&a, (cl_int)p->N);
     size_t global[3] = {(size_t)p->N, (size_t)p->M, (size_t)p->batch};
@@ -288,7 +264,7 @@ static pit_status matmul_axis_m(ocl_ctx *c, ocl_stream *s, const pit_tile *tile,
 
     /* SWrite accumulates: the target starts at zero. f32 accumulates into C
      * itself, f16/bf16 into an f32 scratch converted afterwards. */
-    mm_view acc = p->c;
+    ocl_mat acc = p->c;
     if (p->dtype == PIT_F32) {
         OCL_TRY(launch_elementwise(prog, s->queue, "pit_zero_f32", &acc, NULL, p));
     } else {

@@ -125,7 +125,8 @@ static pit_status plan_passes(const ocl_ctx *c, const pit_index *idx, int n,
     return PIT_SUCCESS;
 }
 
-static pit_status check_detect_args(const pit_tdesc *X, const pit_index *idx, int n)
+/* Also gives the -DMW code of X's elements. */
+static pit_status check_detect_args(const pit_tdesc *X, const pit_index *idx, int n, int *mw)
 {
     if (n < 1 || n > MAX_CANDS)
         return ocl_host->error(PIT_ERR_INVALID_ARGUMENT,
@@ -133,10 +134,7 @@ static pit_status check_detect_args(const pit_tdesc *X, const pit_index *idx, in
     if (X->rank != 2 && X->rank != 3)
         return ocl_host->error(PIT_ERR_INVALID_ARGUMENT,
                                "opencl detect: rank %d operand (2 or 3 allowed)", X->rank);
-    if (ocl_pattern_bytes(X->dtype) == 0)
-        return ocl_host->error(PIT_ERR_UNSUPPORTED_DTYPE,
-                               "opencl detect: dtype %d (" OCL_PATTERN_DTYPES " allowed)",
-                               (int)X->dtype);
+    OCL_TRY(ocl_pattern_word(X, "detect:", mw));
     for (int i = 0; i < n; ++i) {
         const pit_microtile *t = &idx[i].tile;
         if (t->rows < 1 || t->cols < 1 || t->axis < PIT_AXIS_K || t->axis > PIT_AXIS_N)
@@ -157,13 +155,11 @@ static pit_status zero_counts(cl_command_queue q, const pit_index *idx, int n)
     return PIT_SUCCESS;
 }
 
-static pit_status run_pass(ocl_ctx *c, cl_command_queue q, const pit_tdesc *X,
+static pit_status run_pass(ocl_ctx *c, cl_command_queue q, const pit_tdesc *X, int esize,
                            const pit_index *idx, const detect_pass *p)
 {
-    const int r = X->rank;
-    const int64_t rows = X->shape[r - 2], cols = X->shape[r - 1];
-    const int64_t batch = r == 3 ? X->shape[0] : 1;
-    const int esize = ocl_pattern_bytes(X->dtype);
+    const int64_t rows = ocl_rows_of(X), cols = ocl_cols_of(X);
+    const int64_t batch = ocl_batch_of(X);
     const int dwg = (int)(c->max_wg < 256 ? c->max_wg : 256);
 
     /* Detection only tests elements for zero: the program depends on their
@@ -195,10 +191,7 @@ static pit_status run_pass(ocl_ctx *c, cl_command_queue q, const pit_tdesc *X,
     }
     ocl_args a;
     ocl_args_begin(&a, k, "pit_detect");
-    ocl_arg_mem(&a, (cl_mem)X->mem);
-    ocl_arg_long(&a, (cl_long)(X->offset / (size_t)esize));
-    ocl_arg_long(&a, (cl_long)X->strides[r - 2]);
-    ocl_arg_long(&a, r == 3 ? (cl_long)X->strides[0] : 0);
+    ocl_arg_mat(&a, X);
     ocl_arg_int(&a, (cl_int)rows);
     ocl_arg_int(&a, (cl_int)cols);
     ocl_arg_raw(&a, sizeof gpb, &gpb);
@@ -221,7 +214,8 @@ pit_status ocl_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *i
 {
     ocl_ctx *c = bctx;
     ocl_stream *s = stream;
-    OCL_TRY(check_detect_args(X, idx, n));
+    int esize = 0;
+    OCL_TRY(check_detect_args(X, idx, n, &esize));
     OCL_TRY(zero_counts(s->queue, idx, n));
     const int r = X->rank;
     if (X->shape[r - 2] == 0 || X->shape[r - 1] == 0 || (r == 3 && X->shape[0] == 0))
@@ -242,6 +236,6 @@ pit_status ocl_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *i
     int npasses = 0;
     OCL_TRY(plan_passes(c, idx, n, passes, &npasses));
     for (int i = 0; i < npasses; ++i)
-        OCL_TRY(run_pass(c, s->queue, X, idx, &passes[i]));
+        OCL_TRY(run_pass(c, s->queue, X, esize, idx, &passes[i]));
     return PIT_SUCCESS;
 }

@@ -1,0 +1,216 @@
+/*
+ * ocl_moe.c - Mixture of Experts (kernels/pit_moe.cl): routing token-slots
+ * to experts (moe_route), and the grouped expert products of moe_matmul:
+ * mode 0 forward, 1 dX, 2 dW, 3 dgates.
+ */
+#include "ocl_internal.h"
+
+pit_status ocl_moe_route(void *bctx, void *stream, const pit_tdesc *ids, const pit_index *idx)
+{
+    ocl_ctx *c = bctx;
+    ocl_stream *s = stream;
+    if (ids->dtype != PIT_I32 || ids->rank != 2)
+        return ocl_host->error(PIT_ERR_INVALID_ARGUMENT, "opencl moe_route: expert_ids must be "
+                               "i32 [T,k]");
+    OCL_TRY(ocl_fill32(s->queue, (cl_mem)idx->counts, 0, 0u, (size_t)idx->groups * 4));
+    OCL_TRY(ocl_fill32(s->queue, (cl_mem)idx->total, 0, 0u, 4));
+    ocl_op_config k = ocl_op_elementwise(PIT_F32);
+    cl_kernel kern;
+    OCL_TRY(ocl_op_kernel(c, "pit_moe", &k, "pit_moe_route", 1, &kern));
+    ocl_args a;
+    ocl_args_begin(&a, kern, "pit_moe_route");
+    ocl_arg_rows(&a, ids);
+    ocl_arg_int(&a, (cl_int)ids->shape[0]);
+    ocl_arg_int(&a, (cl_int)ids->shape[1]);
+    ocl_arg_int(&a, idx->groups);
+    ocl_arg_mem(&a, (cl_mem)idx->counts);
+    ocl_arg_mem(&a, (cl_mem)idx->entries);
+    ocl_arg_mem(&a, (cl_mem)idx->total);
+    ocl_arg_int(&a, idx->capacity);
+    size_t global[1] = {(size_t)(ids->shape[0] * ids->shape[1])};
+    return ocl_launch(&a, s->queue, 1, global, NULL);
+}
+
+/* The gate argument of a token-slot kernel (NULL: all gates are 1). */
+static void arg_gates(ocl_args *a, const pit_tdesc *gates)
+{
+    if (gates) {
+        ocl_arg_rows(a, gates);
+        return;
+    }
+    ocl_arg_mem(a, NULL);
+    ocl_arg_long(a, 0);
+    ocl_arg_long(a, 0);
+}
+
+/* The expert's slots as the kernels read them: counts, entries, capacity. */
+static void arg_slots(ocl_args *a, const pit_index *idx)
+{
+    ocl_arg_mem(a, (cl_mem)idx->counts);
+    ocl_arg_mem(a, (cl_mem)idx->entries);
+    ocl_arg_int(a, idx->capacity);
+}
+
+/* Sums the f32 slot rows Ys per token into Out (mode 0/1 with k > 1). */
+static pit_status moe_combine(ocl_ctx *c, cl_command_queue q, cl_mem ys, int topk,
+                              const pit_tdesc *Out)
+{
+    ocl_op_config k = ocl_op_elementwise(Out->dtype);
+    cl_kernel kern;
+    OCL_TRY(ocl_op_kernel(c, "pit_moe", &k, "pit_moe_combine", 1, &kern));
+    ocl_args a;
+    ocl_args_begin(&a, kern, "pit_moe_combine");
+    ocl_arg_mem(&a, ys);
+    ocl_arg_int(&a, topk);
+    ocl_arg_rows(&a, Out);
+    ocl_arg_int(&a, (cl_int)Out->shape[0]);
+    ocl_arg_int(&a, (cl_int)Out->shape[1]);
+    size_t global[2] = {(size_t)Out->shape[1], (size_t)Out->shape[0]};
+    return ocl_launch(&a, q, 2, global, NULL);
+}
+
+/* The f32 slot rows of a k > 1 product, zeroed: slots with a skipped id stay
+ * 0 and add nothing when combined. Released by OpenCL only once the queued
+ * kernels using it are done, so the caller releases it right after enqueuing. */
+static pit_status slot_buffer(ocl_ctx *c, cl_command_queue q, size_t bytes, cl_mem *out)
+{
+    cl_int err = CL_SUCCESS;
+    *out = clCreateBuffer(c->context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
+    OCL_TRY(OCL_CHECK("clCreateBuffer(moe slot results)", err));
+    pit_status st = ocl_fill32(q, *out, 0, 0u, bytes);
+    if (st != PIT_SUCCESS) {
+        clReleaseMemObject(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* Modes 0 and 1: R (X or dY) rows gathered per expert times W[e] or W[e]^T. */
+static pit_status moe_rows_product(ocl_ctx *c, ocl_stream *s, int mode, const ocl_op_config *k,
+                                   const pit_index *idx, int32_t max_entries,
+                                   const pit_tdesc *R, const pit_tdesc *W,
+                                   const pit_tdesc *gates, const pit_tdesc *Out, int topk)
+{
+    const int64_t ND = Out->shape[1], KD = R->shape[1];
+    cl_mem ys = NULL;
+    if (topk == 1)
+        OCL_TRY(ocl_zero_tensor(c, s->queue, Out)); /* rows of unrouted tokens */
+    else
+        OCL_TRY(slot_buffer(c, s->queue, (size_t)(idx->capacity * ND) * 4, &ys));
+    cl_int nchunks = ocl_op_chunks(max_entries, idx, k->bm);
+    cl_kernel kern;
+    pit_status st = ocl_op_kernel(c, "pit_moe", k, "pit_moe_gemm", k->wg, &kern);
+    if (st == PIT_SUCCESS) {
+        ocl_args a;
+        ocl_args_begin(&a, kern, "pit_moe_gemm");
+        ocl_arg_int(&a, mode);
+        ocl_arg_rows(&a, R);
+        ocl_arg_mat(&a, W);
+        arg_gates(&a, gates);
+        ocl_arg_rows(&a, Out);
+        ocl_arg_mem(&a, ys);
+        ocl_arg_int(&a, (cl_int)KD);
+        ocl_arg_int(&a, (cl_int)ND);
+        ocl_arg_int(&a, topk);
+        arg_slots(&a, idx);
+        ocl_arg_int(&a, nchunks);
+        size_t global[2] = {(size_t)ocl_cdiv(ND, k->bn) * k->wg,
+                            (size_t)idx->groups * (size_t)nchunks};
+        size_t local[2] = {k->wg, 1};
+        st = ocl_launch(&a, s->queue, 2, global, local);
+    }
+    if (st == PIT_SUCCESS && ys)
+        st = moe_combine(c, s->queue, ys, topk, Out);
+    if (ys)
+        clReleaseMemObject(ys);
+    return st;
+}
+
+static pit_status moe_dgates(ocl_ctx *c, ocl_stream *s, const ocl_op_config *k,
+                             const pit_index *idx, int32_t max_entries, const pit_tdesc *X,
+                             const pit_tdesc *W, const pit_tdesc *dgates, const pit_tdesc *D)
+{
+    OCL_TRY(ocl_zero_tensor(c, s->queue, dgates)); /* slots with a skipped id */
+    cl_int nchunks = ocl_op_chunks(max_entries, idx, k->bm);
+    cl_kernel kern;
+    OCL_TRY(ocl_op_kernel(c, "pit_moe", k, "pit_moe_dgates", k->wg, &kern));
+    ocl_args a;
+    ocl_args_begin(&a, kern, "pit_moe_dgates");
+    ocl_arg_rows(&a, X);
+    ocl_arg_mat(&a, W);
+    ocl_arg_rows(&a, D);
+    ocl_arg_rows(&a, dgates);
+    ocl_arg_int(&a, (cl_int)X->shape[1]);
+    ocl_arg_int(&a, (cl_int)D->shape[1]);
+    ocl_arg_int(&a, (cl_int)dgates->shape[1]);
+    arg_slots(&a, idx);
+    ocl_arg_int(&a, nchunks);
+    size_t global[2] = {k->wg, (size_t)idx->groups * (size_t)nchunks};
+    size_t local[2] = {k->wg, 1};
+    return ocl_launch(&a, s->queue, 2, global, local);
+}
+
+static pit_status moe_dw(ocl_ctx *c, ocl_stream *s, const ocl_op_config *k, const pit_index *idx,
+                         const pit_tdesc *X, const pit_tdesc *dW, const pit_tdesc *gates,
+                         const pit_tdesc *D, int topk)
+{
+    const int64_t H = X->shape[1], N = D->shape[1];
+    cl_kernel kern;
+    OCL_TRY(ocl_op_kernel(c, "pit_moe", k, "pit_moe_dw", k->wg, &kern));
+    ocl_args a;
+    ocl_args_begin(&a, kern, "pit_moe_dw");
+    ocl_arg_rows(&a, X);
+    ocl_arg_rows(&a, D);
+    arg_gates(&a, gates);
+    ocl_arg_mat(&a, dW);
+    ocl_arg_int(&a, (cl_int)H);
+    ocl_arg_int(&a, (cl_int)N);
+    ocl_arg_int(&a, topk);
+    arg_slots(&a, idx);
+    size_t global[3] = {(size_t)ocl_cdiv(N, k->bn) * k->wg, (size_t)ocl_cdiv(H, k->bm),
+                        (size_t)idx->groups};
+    size_t local[3] = {k->wg, 1, 1};
+    return ocl_launch(&a, s->queue, 3, global, local);
+}
+
+static pit_status check_moe_args(int mode, const pit_index *idx, const pit_tdesc *X,
+                                 const pit_tdesc *W, const pit_tdesc *gates, const pit_tdesc *Y)
+{
+    if (mode < 0 || mode > 3)
+        return ocl_host->error(PIT_ERR_INVALID_ARGUMENT, "opencl moe_matmul: mode %d (0..3)", mode);
+    if (X->rank != 2 || W->rank != 3 || Y->rank != 2 || W->shape[0] != idx->groups)
+        return ocl_host->error(PIT_ERR_SHAPE_MISMATCH, "opencl moe_matmul: X, Y must be rank 2 "
+                               "and W [E,H,N] with E = %d index groups", idx->groups);
+    if (mode == 3 ? (!gates || gates->dtype != PIT_F32 || gates->rank != 2)
+                  : (gates && (gates->dtype != PIT_F32 || gates->rank != 2)))
+        return ocl_host->error(PIT_ERR_INVALID_ARGUMENT, "opencl moe_matmul: gates must be f32 "
+                               "[T,k]%s", mode == 3 ? " (dgates, required in mode 3)" : "");
+    if (X->dtype != W->dtype || X->dtype != Y->dtype)
+        return ocl_host->error(PIT_ERR_UNSUPPORTED_DTYPE, "opencl moe_matmul: X, W and Y dtypes "
+                               "differ");
+    return PIT_SUCCESS;
+}
+
+pit_status ocl_moe_matmul(void *bctx, void *stream, int mode, const pit_tile *tile,
+                          const pit_index *idx, int32_t max_entries, const pit_tdesc *X,
+                          const pit_tdesc *W, const pit_tdesc *gates, const pit_tdesc *Y)
+{
+    ocl_ctx *c = bctx;
+    ocl_stream *s = stream;
+    OCL_TRY(check_moe_args(mode, idx, X, W, gates, Y));
+    const int64_t T = X->shape[0];
+    if (T == 0)
+        return PIT_SUCCESS;
+    /* capacity = T * k by the contract: every token-slot may be routed. */
+    const int topk = (int)(idx->capacity / T);
+    ocl_op_config k = ocl_op_tile(c, X->dtype, tile);
+    switch (mode) {
+    case 0:
+    case 1:
+        return moe_rows_product(c, s, mode, &k, idx, max_entries, X, W, gates, Y, topk);
+    case 2:
+        return moe_dw(c, s, &k, idx, X, W, gates, Y, topk);
+    default:
+        return moe_dgates(c, s, &k, idx, max_entries, X, W, gates, Y);
+    }
+}
