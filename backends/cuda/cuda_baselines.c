@@ -7,22 +7,17 @@
  *                         analysis, nnz read back, column/value arrays sized,
  *                         convert), then cusparseSpMM; f32, f16 and bf16
  *                         storage with f32 compute. Two event-timed parts.
- *   vendor_convert        block 1: dense -> CSR as above. block > 1: BSR.
- *                         cuSPARSE 12.6 (CUDA 13) has no generic dense->BSR
- *                         (cusparseDenseToSparse writes CSR, CSC, COO and
- *                         Blocked-ELL only); the only route is dense -> CSR ->
- *                         legacy (deprecated) cusparseXcsr2bsrNnz +
- *                         cusparse<t>csr2bsr, which exist for float/double/
- *                         complex only. That route gave a wrong block count on
- *                         the H100, so BSR is PIT_ERR_UNSUPPORTED unless
- *                         PIT_CUDA_LEGACY_BSR=1 (f32 only; see below).
+ *   vendor_convert        block 1: dense -> CSR as above. block > 1: BSR is
+ *                         PIT_ERR_UNSUPPORTED: cuSPARSE 12.6 (CUDA 13) has no
+ *                         generic dense->BSR (cusparseDenseToSparse writes
+ *                         CSR, CSC, COO and Blocked-ELL only), and the legacy
+ *                         csr2bsr route gave a wrong block count on the H100.
  *
  * Not compiled by the HIP plug-in: its rocSPARSE baseline is
  * backends/hip/hip_sparse.c. What does not depend on the library (operands
  * and their checks, locking, scratch, event timer) both take from
  * cuda_baseline.h.
  */
-#define DISABLE_CUSPARSE_DEPRECATED 1 /* csr2bsr: the only BSR conversion CUDA 13 has */
 
 #include <cusparse.h>
 #include <stdint.h>
@@ -94,7 +89,7 @@ done:
     return st;
 }
 
-/* Stream-ordered scratch stays in the pool between calls (as cuda_ops.c does
+/* Stream-ordered scratch stays in the pool between calls (as ops/common.c does
  * for its own): timed runs do not re-map memory the pool gave back. */
 static void keep_pool(pit_cuda_ctx *c)
 {

@@ -166,7 +166,7 @@ static void skewed_counts(int64_t T, int E, int32_t *c)
     }
 }
 
-/* expert loads of the MoE bench: "skewed" (the issue's), "even" (T / E
+/* expert loads of the MoE bench: "skewed" (a power-law ramp), "even" (T / E
  * each) or "one" (every token to expert 0: one gathered dense GEMM); returns
  * the load's name for the bench line */
 static const char *moe_loads(const char *kind, int64_t T, int E, int32_t *c)

@@ -224,5 +224,5 @@ void compare(const char *what, const dten *out, const double *ref)
     free(got);
 }
 
-const pit_dtype test_test_dtypes[] = {PIT_F32, PIT_F16, PIT_BF16};
+const pit_dtype test_dtypes[] = {PIT_F32, PIT_F16, PIT_BF16};
 const char *const test_kind_names[] = {"random", "empty", "full", "mixed"};

@@ -394,7 +394,7 @@ PIT_DEV void detect_part(const pit_attention_args &a, int g, int part)
     __syncthreads();
     pit_u32 any = 0, zero = 0;
     /* one block at a time: two in flight (or streaming loads, ld.cs) made
-     * the call 0.03 ms slower on the H100 (docs/PERF-NOTES.md) */
+     * the call 0.03 ms slower on the H100 */
 #pragma unroll 1
     for (int j = 0; j < nb; ++j) {
         const pit_u8 *blk = rows + (pit_i64)(kb0 + j) * BLOCK * MASK_BYTES;
