@@ -7,22 +7,17 @@
  *                         analysis, nnz read back, column/value arrays sized,
  *                         convert), then cusparseSpMM; f32, f16 and bf16
  *                         storage with f32 compute. Two event-timed parts.
- *   vendor_convert        block 1: dense -> CSR as above. block > 1: BSR.
- *                         cuSPARSE 12.6 (CUDA 13) has no generic dense->BSR
- *                         (cusparseDenseToSparse writes CSR, CSC, COO and
- *                         Blocked-ELL only); the only route is dense -> CSR ->
- *                         legacy (deprecated) cusparseXcsr2bsrNnz +
- *                         cusparse<t>csr2bsr, which exist for float/double/
- *                         complex only. That route gave a wrong block count on
- *                         the H100, so BSR is PIT_ERR_UNSUPPORTED unless
- *                         PIT_CUDA_LEGACY_BSR=1 (f32 only; see below).
+ *   vendor_convert        block 1: dense -> CSR as above. block > 1: BSR is
+ *                         PIT_ERR_UNSUPPORTED: cuSPARSE 12.6 (CUDA 13) has no
+ *                         generic dense->BSR (cusparseDenseToSparse writes
+ *                         CSR, CSC, COO and Blocked-ELL only), and the legacy
+ *                         csr2bsr route gave a wrong block count on the H100.
  *
  * Not compiled by the HIP plug-in: its rocSPARSE baseline is
  * backends/hip/hip_sparse.c. What does not depend on the library (operands
  * and their checks, locking, scratch, event timer) both take from
  * cuda_baseline.h.
  */
-#define DISABLE_CUSPARSE_DEPRECATED 1 /* csr2bsr: the only BSR conversion CUDA 13 has */
 
 #include <cusparse.h>
 #include <stdint.h>
@@ -94,7 +89,7 @@ done:
     return st;
 }
 
-/* Stream-ordered scratch stays in the pool between calls (as cuda_ops.c does
+/* Stream-ordered scratch stays in the pool between calls (as ops/common.c does
  * for its own): timed runs do not re-map memory the pool gave back. */
 static void keep_pool(pit_cuda_ctx *c)
 {
@@ -223,63 +218,7 @@ pit_status pit_cuda_vendor_sparse_matmul(void *bctx, void *stream, const pit_tde
 
 /* ---- conversion alone ------------------------------------------------------------------- */
 
-/* CSR -> BSR of block x block (row-major blocks) with the legacy API: f32. */
-static pit_status csr_to_bsr(cusparseHandle_t h, CUstream s, const pit_baseline_dense *a, const csr *A, int block,
-                             pit_baseline_scratch *sc)
-{
-    pit_status st = PIT_SUCCESS;
-    cusparseMatDescr_t da = NULL, db = NULL;
-    int64_t mb = (a->rows + block - 1) / block, nb = (a->cols + block - 1) / block;
-    int nnzb = 0, ends[2] = {0, 0};
-    int device_mode = 0;
-    CUdeviceptr row_ptr = 0, col_ind = 0, values = 0, total = 0;
-    if ((st = pit_baseline_scratch_alloc(sc, s, (size_t)(mb + 1) * 4, "BSR row pointers", &row_ptr)) != PIT_SUCCESS ||
-        (st = pit_baseline_scratch_alloc(sc, s, 4, "BSR block count", &total)) != PIT_SUCCESS)
-        goto done;
-    SP_CHECK_GOTO(cusparseCreateMatDescr(&da), "cusparseCreateMatDescr", st, done);
-    SP_CHECK_GOTO(cusparseCreateMatDescr(&db), "cusparseCreateMatDescr", st, done);
-    /* The block count goes to device memory (device pointer mode) and is read
-     * back here, ordered on the stream: in host pointer mode it came back
-     * before the count was written on the H100 (a non-blocking stream). */
-    SP_CHECK_GOTO(cusparseSetPointerMode(h, CUSPARSE_POINTER_MODE_DEVICE), "cusparseSetPointerMode", st, done);
-    device_mode = 1;
-    SP_CHECK_GOTO(cusparseXcsr2bsrNnz(h, CUSPARSE_DIRECTION_ROW, (int)a->rows, (int)a->cols, da,
-                                      (const int *)(uintptr_t)A->offsets, (const int *)(uintptr_t)A->columns, block,
-                                      db, (int *)(uintptr_t)row_ptr, (int *)(uintptr_t)total),
-                  "cusparseXcsr2bsrNnz", st, done);
-    CU_CHECK_GOTO(pit_cu.MemcpyDtoHAsync(&nnzb, total, 4, s), "cuMemcpyDtoHAsync(BSR block count)", st, done);
-    CU_CHECK_GOTO(pit_cu.MemcpyDtoHAsync(&ends[0], row_ptr, 4, s), "cuMemcpyDtoHAsync(BSR row 0)", st, done);
-    CU_CHECK_GOTO(pit_cu.MemcpyDtoHAsync(&ends[1], row_ptr + (CUdeviceptr)(mb * 4), 4, s),
-                  "cuMemcpyDtoHAsync(BSR row end)", st, done);
-    CU_CHECK_GOTO(pit_cu.StreamSynchronize(s), "cuStreamSynchronize(BSR block count)", st, done);
-    if (nnzb < 0 || (int64_t)nnzb > mb * nb || nnzb != ends[1] - ends[0]) {
-        st = pit_cuda_host->error(PIT_ERR_BACKEND, "cuda cuSPARSE baseline: cusparseXcsr2bsrNnz counted %d blocks "
-                                  "(row pointers %d..%d, at most %lld)", nnzb, ends[0], ends[1],
-                                  (long long)(mb * nb));
-        goto done;
-    }
-    if ((st = pit_baseline_scratch_alloc(sc, s, (size_t)nnzb * 4, "BSR columns", &col_ind)) != PIT_SUCCESS ||
-        (st = pit_baseline_scratch_alloc(sc, s, (size_t)nnzb * (size_t)block * (size_t)block * 4, "BSR values",
-                                         &values)) != PIT_SUCCESS)
-        goto done;
-    SP_CHECK_GOTO(cusparseScsr2bsr(h, CUSPARSE_DIRECTION_ROW, (int)a->rows, (int)a->cols, da,
-                                   (const float *)(uintptr_t)A->values, (const int *)(uintptr_t)A->offsets,
-                                   (const int *)(uintptr_t)A->columns, block, db, (float *)(uintptr_t)values,
-                                   (int *)(uintptr_t)row_ptr, (int *)(uintptr_t)col_ind),
-                  "cusparseScsr2bsr", st, done);
-done:
-    if (device_mode) {
-        cusparseStatus_t r = cusparseSetPointerMode(h, CUSPARSE_POINTER_MODE_HOST);
-        if (st == PIT_SUCCESS && r != CUSPARSE_STATUS_SUCCESS)
-            st = sparse_fail(r, "cusparseSetPointerMode(host)", __FILE__, __LINE__);
-    }
-    if (da) cusparseDestroyMatDescr(da);
-    if (db) cusparseDestroyMatDescr(db);
-    return st;
-}
-
-/* A conversion job: dense -> CSR, and for a block over 1 CSR -> BSR,
- * timed (events 0-1). */
+/* A conversion job: dense -> CSR, timed (events 0-1). */
 static pit_status convert_run(pit_cuda_ctx *c, CUstream s, const pit_baseline_job *j, pit_baseline_scratch *sc,
                               pit_baseline_timer *t)
 {
@@ -289,8 +228,7 @@ static pit_status convert_run(pit_cuda_ctx *c, CUstream s, const pit_baseline_jo
     keep_pool(c);
     csr A;
     memset(&A, 0, sizeof A);
-    if ((st = pit_baseline_mark(t, s)) == PIT_SUCCESS && (st = dense_to_csr(h, s, &j->a, sc, &A)) == PIT_SUCCESS &&
-        (j->block == 1 || (st = csr_to_bsr(h, s, &j->a, &A, j->block, sc)) == PIT_SUCCESS))
+    if ((st = pit_baseline_mark(t, s)) == PIT_SUCCESS && (st = dense_to_csr(h, s, &j->a, sc, &A)) == PIT_SUCCESS)
         st = pit_baseline_mark(t, s);
     if (A.mat) cusparseDestroySpMat(A.mat);
     return st;
@@ -301,27 +239,13 @@ pit_status pit_cuda_vendor_convert(void *bctx, void *stream, const pit_tdesc *A,
     pit_baseline_job j;
     pit_status st = pit_baseline_convert_job(&lib_cusparse, A, block, ms, &j);
     if (st != PIT_SUCCESS) return st;
-    const pit_baseline_dense *a = &j.a;
-    /* Seen on the H100 (CUDA 13.0, 2026-11-23): cusparseXcsr2bsrNnz on the CSR
-     * that cusparseDenseToSparse wrote counted 3346785 blocks of 16x16 in a
-     * 4096^2 f32 matrix (at most 65536), and the next conversion hung. Not
-     * understood yet (suspects: the generic CSR's column order, or the legacy
-     * call's stream ordering); off unless PIT_CUDA_LEGACY_BSR=1, for whoever
-     * debugs it on a GPU. */
-    if (block > 1 && !getenv("PIT_CUDA_LEGACY_BSR"))
+    /* cuSPARSE has no generic dense -> BSR conversion, and its legacy
+     * csr2bsr counted wrong blocks on the CSR the generic API wrote (the
+     * next conversion hung): blocks are not offered */
+    if (block > 1)
         return pit_cuda_host->error(PIT_ERR_UNSUPPORTED,
-                                    "cuda cuSPARSE baseline: dense -> BSR: cuSPARSE %d.%d (CUDA 13) has no generic "
-                                    "dense->BSR conversion, and the legacy csr2bsr path gave a wrong block count on "
-                                    "the H100 (PIT_CUDA_LEGACY_BSR=1 runs it anyway; f32 only)",
-                                    CUSPARSE_VER_MAJOR, CUSPARSE_VER_MINOR);
-    if (block > 1 && a->type != CUDA_R_32F)
-        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED,
-                                    "cuda cuSPARSE baseline: dense -> BSR of %s: cuSPARSE %d.%d (CUDA 13) has no "
-                                    "generic dense->BSR conversion and its legacy csr2bsr exists for "
-                                    "float/double/complex only (f32 is supported)",
-                                    a->type == CUDA_R_16F ? "f16" : "bf16", CUSPARSE_VER_MAJOR, CUSPARSE_VER_MINOR);
-    if (block > 1 && (a->rows > INT32_MAX || a->cols > INT32_MAX || a->rows * a->cols > INT32_MAX))
-        return err(PIT_ERR_UNSUPPORTED, "dense -> BSR over 2^31 elements (the legacy csr2bsr takes int)");
+                                    "cuda cuSPARSE baseline: dense -> BSR: cuSPARSE %d.%d has no generic dense->BSR "
+                                    "conversion", CUSPARSE_VER_MAJOR, CUSPARSE_VER_MINOR);
     return pit_baseline_run(bctx, stream, convert_run, &j);
 }
 

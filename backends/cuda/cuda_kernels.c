@@ -1,6 +1,7 @@
 /*
- * cuda_kernels.c - kernel variants: names, embedded sources, -D defines,
- * the tile validity rules and the one table of variants CI compiles.
+ * cuda_kernels.c - kernel variants: the registry's names and embedded
+ * sources (kernels/kernels.def), -D defines, the tile validity rules and
+ * the one table of variants CI compiles.
  */
 #include "cuda_kernels.h"
 
@@ -11,50 +12,64 @@
 #include "cuda_model.h"
 #include "pit_cuda_sources.h" /* generated from kernels/ at build time */
 
+/* ---- the registry: kernels/kernels.def ---------------------------------- */
+typedef struct kernel_entry {
+    const char *id, *entry, *source;
+} kernel_entry;
+
+static const kernel_entry registry[PIT_CUDA_KERNEL_COUNT] = {
+#define PIT_KERNEL(id, entry, source) {#id, entry, source},
+#include "kernels/kernels.def"
+#undef PIT_KERNEL
+};
+
+static const kernel_entry *entry_of(pit_cuda_kernel_kind kind)
+{
+    return (unsigned)kind < PIT_CUDA_KERNEL_COUNT ? &registry[kind] : NULL;
+}
+
 const char *pit_cuda_kernel_name(pit_cuda_kernel_kind kind)
 {
-    switch (kind) {
-    case PIT_CUDA_DETECT: return "pit_detect";
-    case PIT_CUDA_MATMUL: return "pit_matmul";
-    case PIT_CUDA_ZERO: return "pit_zero_f32";
-    case PIT_CUDA_CONVERT: return "pit_convert_f32";
-    case PIT_CUDA_COMPACT: return "pit_compact";
-    default: return pit_cuda_model_kernel_name(kind);
-    }
+    const kernel_entry *e = entry_of(kind);
+    return e ? e->entry : "?";
 }
 
 const char *pit_cuda_kernel_source(pit_cuda_kernel_kind kind)
 {
-    switch (kind) {
-    case PIT_CUDA_DETECT: return pit_cuda_src_pit_detect_cu;
-    case PIT_CUDA_MATMUL: return pit_cuda_src_pit_matmul_cu;
-    case PIT_CUDA_ZERO:
-    case PIT_CUDA_CONVERT:
-    case PIT_CUDA_COMPACT: return pit_cuda_src_pit_util_cu;
-    default: return pit_cuda_src_pit_ops_cu;
-    }
+    const kernel_entry *e = entry_of(kind);
+    for (int i = 0; e && i < pit_cuda_kernel_file_count; ++i)
+        if (!strcmp(pit_cuda_kernel_files[i].name, e->source)) return pit_cuda_kernel_files[i].text;
+    return NULL;
 }
 
 int pit_cuda_kernel_headers(const char *const **sources, const char *const **names)
 {
-    static const char *const header_names[] = {"pit_port.cuh"};
-    static const char *header_sources[1];
-    header_sources[0] = pit_cuda_src_pit_port_cuh;
-    *sources = header_sources;
-    *names = header_names;
-    return 1;
+    *sources = pit_cuda_header_texts;
+    *names = pit_cuda_header_names;
+    return pit_cuda_header_count;
+}
+
+/* "-DPIT_KERNEL_<id> ": the kernel a source holding several compiles */
+static size_t kernel_define(pit_cuda_kernel_kind kind, char *buf, size_t size)
+{
+    const kernel_entry *e = entry_of(kind);
+    int n = snprintf(buf, size, "-DPIT_KERNEL_%s ", e ? e->id : "UNKNOWN");
+    return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
 }
 
 char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size)
 {
     int dt = (int)v->dtype;
+    size_t at = kernel_define(v->kind, buf, size);
+    char *p = buf + at;
+    size -= at;
     switch (v->kind) {
     case PIT_CUDA_DETECT:
-        snprintf(buf, size, "-DPIT_DTYPE=%d -DVEC=%d -DDETECT_H=%d -DDETECT_TW=%d", dt, v->vec,
-                 PIT_CUDA_DETECT_H, PIT_CUDA_DETECT_TW);
+        snprintf(p, size, "-DPIT_DTYPE=%d -DVEC=%d -DDETECT_H=%d -DDETECT_TW=%d", dt, v->vec, PIT_CUDA_DETECT_H,
+                 PIT_CUDA_DETECT_TW);
         break;
     case PIT_CUDA_MATMUL:
-        snprintf(buf, size,
+        snprintf(p, size,
                  "-DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DTHREADS=%d -DSTAGES=%d -DTC=%d "
                  "-DAXIS=%d -DMT_ROWS=%d -DMT_COLS=%d -DA_VEC=%d -DB_VEC=%d -DA_COMP=%d -DC_VEC=%d",
                  dt, v->tile.bm, v->tile.bn, v->tile.bk, v->tile.threads, v->tile.stages,
@@ -64,10 +79,10 @@ char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size
     case PIT_CUDA_ZERO:
     case PIT_CUDA_CONVERT:
     case PIT_CUDA_COMPACT:
-        snprintf(buf, size, "-DPIT_DTYPE=%d", dt);
+        snprintf(p, size, "-DPIT_DTYPE=%d", dt);
         break;
     default:
-        pit_cuda_model_defines(v, buf, size);
+        pit_cuda_model_defines(v, p, size);
         break;
     }
     return buf;
@@ -211,7 +226,7 @@ static int emit_tile(pit_dtype dt, const pit_tile *t, pit_cuda_variant_fn fn, vo
  * so the width carries the arithmetic per load); 32x64 on 64 threads gives
  * each thread a 4x8 block: half the shared-memory reads per FFMA of the
  * menu's 128 threads (4x4), the bound of the f32 kernels (32 deep it needs
- * 128 registers and lost to 8 and 16 deep, docs/PERF-NOTES.md) */
+ * 128 registers and lost to 8 and 16 deep) */
 static const pit_tile wide_cc[] = {
     {32, 256, 16, 128, 2, 0}, {32, 256, 32, 128, 2, 0}, {32, 64, 8, 64, 2, 0}, {32, 64, 16, 64, 2, 0}};
 static const pit_tile wide_tc[] = {{32, 256, 32, 128, 4, 1}, {32, 256, 32, 256, 4, 1}, {32, 256, 64, 128, 3, 1}};

@@ -11,33 +11,21 @@
 #include <stddef.h>
 
 #include "backend.h"
+#include "kernels/args.h" /* the kernels' argument blocks */
 
+/* The kernels, one value each: kernels/kernels.def is the one list. */
 typedef enum pit_cuda_kernel_kind {
-    PIT_CUDA_DETECT = 0,  /* pit_detect.cu: pit_detect             */
-    PIT_CUDA_MATMUL = 1,  /* pit_matmul.cu: pit_matmul             */
-    PIT_CUDA_ZERO = 2,    /* pit_util.cu:   pit_zero_f32           */
-    PIT_CUDA_CONVERT = 3, /* pit_util.cu:   pit_convert_f32        */
-    PIT_CUDA_COMPACT = 4, /* pit_util.cu:   pit_compact (axis-K SRead as a gather pass) */
-    /* pit_ops.cu: operators of dynamic-sparse models (cuda_model.h) */
-    PIT_CUDA_OP_ATTENTION = 16,
-    PIT_CUDA_OP_SDDMM,
-    PIT_CUDA_OP_SOFTMAX,
-    PIT_CUDA_OP_SOFTMAX_BWD,
-    PIT_CUDA_OP_ROUTE,
-    PIT_CUDA_OP_PLAN,
-    PIT_CUDA_OP_GMM_TC,
-    PIT_CUDA_OP_GMM_CC,
-    PIT_CUDA_OP_ZERO,
-    PIT_CUDA_OP_RELU,
-    PIT_CUDA_OP_TRANSPOSE,
-    PIT_CUDA_OP_MARK
+#define PIT_KERNEL(id, entry, source) PIT_CUDA_##id,
+#include "kernels/kernels.def"
+#undef PIT_KERNEL
+    PIT_CUDA_KERNEL_COUNT
 } pit_cuda_kernel_kind;
 
 /* Detection region of one CTA: DETECT_H rows x DETECT_TW vectors. */
 #define PIT_CUDA_DETECT_H 32
 #define PIT_CUDA_DETECT_TW 64
 #define PIT_CUDA_DETECT_THREADS 256
-#define PIT_CUDA_DETECT_MAX 8
+#define PIT_CUDA_DETECT_MAX PIT_DETECT_MAX
 
 /* Everything that selects one compiled kernel. */
 typedef struct pit_cuda_variant {
@@ -50,13 +38,14 @@ typedef struct pit_cuda_variant {
     int a_vec, b_vec;     /* matmul: 16-byte vector loads allowed */
     int a_comp;           /* matmul axis K: A is pit_compact's dense copy */
     int c_vec;            /* matmul: C (or the f32 target) rows 16-byte aligned */
-    int op_param[5];      /* pit_ops.cu kernels: see cuda_model.h */
+    int op_param[5];      /* operator kernels: see cuda_model.h */
 } pit_cuda_variant;
 
-/* The kernel's entry point and its embedded source. */
+/* The kernel's entry point and its embedded source (kernels.def). */
 const char *pit_cuda_kernel_name(pit_cuda_kernel_kind kind);
 const char *pit_cuda_kernel_source(pit_cuda_kernel_kind kind);
-/* Headers the sources include, for nvrtcCreateProgram. */
+/* Headers the sources include, by the names they include them with, for
+ * nvrtcCreateProgram (and hiprtc). */
 int pit_cuda_kernel_headers(const char *const **sources, const char *const **names);
 
 /* The -D defines of a variant as one string ("-DPIT_DTYPE=1 -DBM=32 ..."),

@@ -90,6 +90,16 @@ static int write_text(const char *dir, const char *name, const char *text)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
+    /* headers live in folders (common/port.cuh): make the one they name */
+    char *slash = strrchr(path, '/');
+    if (slash > path + strlen(dir)) {
+        *slash = 0;
+        if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+            fprintf(stderr, "pit-hip-genco: cannot create %s: %s\n", path, strerror(errno));
+            return -1;
+        }
+        *slash = '/';
+    }
     FILE *f = fopen(path, "w");
     if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
         fprintf(stderr, "pit-hip-genco: cannot write %s: %s\n", path, strerror(errno));

@@ -1,10 +1,10 @@
 /*
  * hip_shim.h - lets the HIP plug-in compile the CUDA backend's host
- * operations (backends/cuda/cuda_ops.c) unchanged: detection, the fused
+ * operations (backends/cuda/ops/) unchanged: detection, the fused
  * SRead/tile/SWrite matmul along K and M, and the dense GEMM are the same
  * host logic on both vendors, so they are written once.
  *
- * CMake force-includes this header into cuda_ops.c and cuda_model_ops.c;
+ * CMake force-includes this header into the operator files of backends/cuda/ops/;
  * hip_sparse.c includes it before backends/cuda/cuda_baseline.h (what the
  * cuSPARSE and rocSPARSE baselines share). It claims the include guards of
  * cuda_internal.h and cuda_driver.h, whose CUDA types never reach this
@@ -25,11 +25,11 @@
 #include "cuda_kernels.h" /* the shared variant table */
 #include "hip_internal.h"
 
-/* ---- the CUDA driver names cuda_ops.c uses --------------------------------- */
+/* ---- the CUDA driver names the ops/ files use --------------------------------- */
 typedef hipError_t CUresult;
 typedef hipStream_t CUstream;
 typedef hipEvent_t CUevent;
-typedef uint64_t CUdeviceptr; /* an integer, as CUDA's: cuda_ops.c adds offsets to it */
+typedef uint64_t CUdeviceptr; /* an integer, as CUDA's: the ops/ files add offsets to it */
 #define CUDA_SUCCESS hipSuccess
 
 typedef void *CUmemoryPool;
@@ -53,7 +53,7 @@ typedef struct pit_hip_cu_api {
 } pit_hip_cu_api;
 extern const pit_hip_cu_api pit_cu;
 
-/* CUDA call names in cuda_ops.c's messages become the HIP calls made. */
+/* CUDA call names in the ops/ files' messages become the HIP calls made. */
 pit_status pit_cu_fail(CUresult r, const char *what, const char *file, int line);
 #define CU_CHECK(call, what)                                                      \
     do {                                                                          \
@@ -62,7 +62,7 @@ pit_status pit_cu_fail(CUresult r, const char *what, const char *file, int line)
     } while (0)
 #define pit_cuda_basename pit_hip_basename
 
-/* A host whose error() rewrites the "cuda" of cuda_ops.c's messages. */
+/* A host whose error() rewrites the "cuda" of the ops/ files' messages. */
 extern const pit_host *const pit_cuda_host;
 
 /* ---- context, stream, kernels (hip_internal.h) under their CUDA names ------ */
@@ -74,7 +74,7 @@ typedef pit_hip_kernel pit_cuda_kernel;
 #define pit_cuda_get_kernel pit_hip_get_kernel
 #define pit_cuda_launch pit_hip_launch
 
-/* ---- cuBLAS over rocBLAS (hip_blas.c); only what cuda_ops.c calls ---------- */
+/* ---- cuBLAS over rocBLAS (hip_blas.c); only what the ops/ files call ---------- */
 typedef void *cublasHandle_t;
 typedef int cublasStatus_t;
 typedef int cudaDataType_t;
@@ -100,7 +100,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
                                           const void *beta, void *C, cudaDataType_t ct, int ldc, long long sc,
                                           int batch, cublasComputeType_t compute, cublasGemmAlgo_t algo);
 
-/* The entry points cuda_ops.c defines get HIP names in this plug-in. */
+/* The entry points the ops/ files define get HIP names in this plug-in. */
 #define pit_cuda_detect pit_hip_detect
 #define pit_cuda_matmul_sparse pit_hip_matmul_sparse
 #define pit_cuda_matmul_dense pit_hip_matmul_blas

@@ -32,9 +32,10 @@
  * masks), VEC (elements per load: 16/elem_size, 8 for u8, or 1 when rows
  * are not aligned to the load), DETECT_H, DETECT_TW.
  */
-#include "pit_port.cuh"
+#include "common/port.cuh"
+#include "args.h"
+#include "common/index.cuh"
 
-#define PIT_DETECT_MAX 8
 #define DETECT_W (DETECT_TW * VEC)
 #define DETECT_THREADS 256
 #define DETECT_ROWS_PER_PASS (DETECT_THREADS / DETECT_TW)
@@ -69,26 +70,6 @@
 
 /* static shared memory only; read by the host like every pit kernel */
 extern "C" __device__ const int pit_smem_bytes = 0;
-
-struct pit_detect_target {
-    int tm, tk, axis;       /* axis: 1 = K, 2 = M */
-    int groups_per_batch, capacity;
-    int tiles_cols;         /* micro-tiles along the columns of X */
-    int *counts, *entries, *total;
-    pit_u32 *dedup;         /* NULL when every micro-tile is region-aligned */
-    /* "full" marks (at most one target has full = 1): zero and arrive exist
-     * when dedup does (bits / counters per micro-tile, as dedup's bits) */
-    pit_u32 *zero;          /* a piece of the micro-tile has a zero element */
-    int *arrive;            /* pieces (CTAs) arrived, packed with their bits */
-    int full, pad;
-};
-
-struct pit_detect_args {
-    const pit_u8 *x;        /* element 0 */
-    pit_i64 ld, batch_stride; /* elements */
-    int rows, cols, n;
-    pit_detect_target t[PIT_DETECT_MAX];
-};
 
 /* One load: a 16-byte vector, or one element when rows are not 16-byte
  * aligned (VEC = 1). Unconditional (an invalid one reads a valid address

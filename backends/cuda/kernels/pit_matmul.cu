@@ -32,15 +32,11 @@
  *          through the index). C_VEC (1: C / the f32 target has 16-byte
  *          aligned rows: SWrite stores or reduces vectors of 2 or 4).
  */
-#include "pit_port.cuh"
-
-#if PIT_DTYPE == PIT_DT_F32
-typedef float T;
-#elif PIT_DTYPE == PIT_DT_F16
-typedef pit_half T;
-#else
-typedef pit_bf16 T;
-#endif
+#include "common/port.cuh"
+#include "args.h"
+#include "common/mma.cuh"
+#include "common/index.cuh"
+#include "common/elem.cuh"
 
 #ifndef A_COMP
 #define A_COMP 0
@@ -121,17 +117,6 @@ static_assert(!TC || (BK % 16 == 0 && TC_WM > 0), "no tensor-core warp layout fo
 static_assert(TC || CC_TM > 0, "no CUDA-core thread layout for this tile");
 static_assert(!TC || PIT_DTYPE != PIT_DT_F32, "tensor-core path takes 16-bit inputs");
 static_assert(AXIS != 1 || BM == MT_ROWS, "axis K: BM must equal the micro-tile rows");
-
-struct pit_mm_args {
-    const pit_u8 *a, *b;  /* element 0 */
-    pit_u8 *c;            /* axis K output */
-    float *acc;           /* axis M f32 target */
-    pit_i64 lda, ldb, ldc, ldacc;
-    pit_i64 sa, sb, sc, sacc; /* batch strides (elements) */
-    int M, N, K;
-    const int *counts, *entries;
-    int capacity, groups_per_batch;
-};
 
 /* What a CTA gathers: its group's entries and the extent of the gathered
  * axis, plus the fixed coordinates of its tile. */

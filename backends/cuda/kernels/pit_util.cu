@@ -3,26 +3,13 @@
  * zero a strided f32 matrix first, and convert the f32 accumulation to the
  * output dtype afterwards. Defines: PIT_DTYPE (of the converted output).
  */
-#include "pit_port.cuh"
-
-#if PIT_DTYPE == PIT_DT_F32
-typedef float T;
-#elif PIT_DTYPE == PIT_DT_F16
-typedef pit_half T;
-#else
-typedef pit_bf16 T;
-#endif
+#include "common/port.cuh"
+#include "args.h"
+#include "common/index.cuh"
+#include "common/elem.cuh"
 
 /* static shared memory only; read by the host like every pit kernel */
 extern "C" __device__ const int pit_smem_bytes = 0;
-
-struct pit_util_args {
-    float *f32;        /* the f32 matrix: zeroed, or converted from */
-    pit_u8 *out;       /* converted into (T) */
-    pit_i64 ld32, s32; /* row and batch strides of f32 (elements) */
-    pit_i64 ldo, so;   /* of out */
-    int rows, cols;
-};
 
 /* grid: x covers columns (256 per CTA), y rows, z batch */
 PIT_KERNEL void __launch_bounds__(256) pit_zero_f32(const pit_util_args a)
@@ -47,15 +34,6 @@ PIT_KERNEL void __launch_bounds__(256) pit_convert_f32(const pit_util_args a)
  * densely, in index order, to out + g*tm*ldo (gathered column q at q), so the
  * fused kernel then reads A with 16-byte cp.async. Reads only the indexed
  * micro-tiles. ldo must be a multiple of 8. grid: x = 256 gathered columns, y = row-block, z = batch. */
-struct pit_compact_args {
-    const pit_u8 *a; /* element 0 of A */
-    pit_u8 *out;
-    pit_i64 lda, sa, ldo, so; /* elements */
-    int M, K, tm, tk;
-    const int *counts, *entries;
-    int capacity, groups_per_batch;
-};
-
 PIT_KERNEL void __launch_bounds__(256) pit_compact(const pit_compact_args a)
 {
     const int grp = blockIdx.z * a.groups_per_batch + blockIdx.y;

@@ -1,0 +1,217 @@
+/*
+ * args.h - the argument block of every CUDA (and HIP) kernel, passed by
+ * value as the kernel's one parameter. One header for both sides: the host
+ * C files fill these structs, the device code reads them, and a size check
+ * each keeps the two layouts one. Pointers are device addresses: typed
+ * pointers in device code, 64-bit integers on the host.
+ *
+ * C11 and C++ (NVRTC, hiprtc, clang -x hip): fixed-width fields, explicit
+ * padding, nothing C++-only outside PIT_ARGS_DEVICE.
+ */
+#ifndef PIT_ARGS_H
+#define PIT_ARGS_H
+
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(__HIP__)
+#define PIT_ARGS_DEVICE 1
+#ifndef PIT_PORT_CUH
+#error "include common/port.cuh before args.h"
+#endif
+#define PIT_PTR(type) type *
+#define PIT_ALIGNAS(n) alignas(n)
+#define PIT_ARGS_SIZE(type, bytes) static_assert(sizeof(type) == (bytes), #type " size")
+#else
+#include <stdint.h>
+typedef int64_t pit_i64;
+typedef uint64_t pit_u64;
+typedef uint8_t pit_u8;
+#define PIT_PTR(type) uint64_t
+#define PIT_ALIGNAS(n) _Alignas(n)
+#define PIT_ARGS_SIZE(type, bytes) _Static_assert(sizeof(type) == (bytes), #type " size")
+#endif
+
+/* ---- detection (pit_detect.cu) ----------------------------------------- */
+#define PIT_DETECT_MAX 8 /* indexes one pass fills */
+
+typedef struct pit_detect_target {
+    int tm, tk, axis; /* axis: 1 = K, 2 = M */
+    int groups_per_batch, capacity;
+    int tiles_cols; /* micro-tiles along the columns of X */
+    PIT_PTR(int) counts;
+    PIT_PTR(int) entries;
+    PIT_PTR(int) total;
+    PIT_PTR(pit_u32) dedup; /* NULL when every micro-tile is region-aligned */
+    /* "full" marks (at most one target has full = 1): zero and arrive exist
+     * when dedup does (bits / counters per micro-tile, as dedup's bits) */
+    PIT_PTR(pit_u32) zero; /* a piece of the micro-tile has a zero element */
+    PIT_PTR(int) arrive;   /* pieces (CTAs) arrived, packed with their bits */
+    int full, pad;
+} pit_detect_target;
+PIT_ARGS_SIZE(pit_detect_target, 80);
+
+typedef struct pit_detect_args {
+    PIT_PTR(const pit_u8) x;  /* element 0 */
+    pit_i64 ld, batch_stride; /* elements */
+    int rows, cols, n, pad;
+    pit_detect_target t[PIT_DETECT_MAX];
+} pit_detect_args;
+PIT_ARGS_SIZE(pit_detect_args, 680);
+
+/* ---- the fused sparse matmul (pit_matmul.cu) ----------------------------- */
+typedef struct pit_mm_args {
+    PIT_PTR(const pit_u8) a; /* element 0 */
+    PIT_PTR(const pit_u8) b;
+    PIT_PTR(pit_u8) c;     /* axis K output */
+    PIT_PTR(float) acc;    /* axis M f32 target */
+    pit_i64 lda, ldb, ldc, ldacc;
+    pit_i64 sa, sb, sc, sacc; /* batch strides (elements) */
+    int M, N, K, pad;
+    PIT_PTR(const int) counts;
+    PIT_PTR(const int) entries;
+    int capacity, groups_per_batch;
+} pit_mm_args;
+PIT_ARGS_SIZE(pit_mm_args, 136);
+
+/* ---- pit_util.cu: zero / convert an f32 matrix, compact A ---------------- */
+typedef struct pit_util_args {
+    PIT_PTR(float) f32;     /* the f32 matrix: zeroed, or converted from */
+    PIT_PTR(pit_u8) out;    /* converted into (T) */
+    pit_i64 ld32, s32;      /* row and batch strides of f32 (elements) */
+    pit_i64 ldo, so;        /* of out */
+    int rows, cols;
+} pit_util_args;
+PIT_ARGS_SIZE(pit_util_args, 56);
+
+typedef struct pit_compact_args {
+    PIT_PTR(const pit_u8) a; /* element 0 of A */
+    PIT_PTR(pit_u8) out;
+    pit_i64 lda, sa, ldo, so; /* elements */
+    int M, K, tm, tk;
+    PIT_PTR(const int) counts;
+    PIT_PTR(const int) entries;
+    int capacity, groups_per_batch;
+} pit_compact_args;
+PIT_ARGS_SIZE(pit_compact_args, 88);
+
+/* ---- operators of dynamic-sparse models --------------------------------- */
+/* The block index as the kernels see it. batched 0: one set of groups
+ * shared by every batch (a rank-2 mask indexed once). */
+typedef struct pit_ix {
+    PIT_PTR(const int) counts;
+    PIT_PTR(const int) entries;
+    int capacity, gpb, batched, pad;
+} pit_ix;
+PIT_ARGS_SIZE(pit_ix, 32);
+
+/* pit_attention.cu */
+typedef struct pit_attention_args {
+    PIT_PTR(const pit_u8) q;
+    PIT_PTR(const pit_u8) k;
+    PIT_PTR(const pit_u8) v;
+    PIT_PTR(const pit_u8) mask;
+    PIT_PTR(pit_u8) o;
+    pit_i64 ldq, ldk, ldv, ldo, mld;
+    pit_i64 sq, sk, sv, so, ms; /* batch strides (elements); ms 0: one mask */
+    pit_ix ix;
+    PIT_PTR(const int) order; /* NULL, or the groups by falling count (pit_op_plan mode 1) */
+    int L, mask_pair;         /* mask_pair: two mask elements load as one word */
+    float scale_log2;
+    int pad0;
+    /* Detection inside the kernel (det != NULL; L a multiple of BLOCK, mask
+     * rows 16-byte aligned): det[0] hands out work items in order, det[1 +
+     * g] counts the finished detection parts of group g. */
+    PIT_PTR(int) det;
+    PIT_PTR(int) total;
+    int groups, parts, heads, ahead; /* groups; detection parts and attention items a group; lookahead */
+    int part_blocks, pad;            /* key blocks a detection part */
+} pit_attention_args;
+PIT_ARGS_SIZE(pit_attention_args, 216);
+
+/* pit_sddmm.cu */
+typedef struct pit_sddmm_args {
+    PIT_PTR(const pit_u8) a;
+    PIT_PTR(const pit_u8) b;
+    PIT_PTR(const pit_u8) mask;
+    PIT_PTR(pit_u8) c;
+    pit_i64 lda, ldb, ldc, mld;
+    pit_i64 sa, sb, sc, ms;
+    pit_ix ix;
+    int M, N, K, br, bc, parts_c; /* parts_c: 32-wide parts across a block */
+} pit_sddmm_args;
+PIT_ARGS_SIZE(pit_sddmm_args, 152);
+
+/* pit_softmax.cu */
+typedef struct pit_softmax_args {
+    PIT_PTR(const pit_u8) x; /* fwd: x = X; bwd: x = Y, y = dY */
+    PIT_PTR(const pit_u8) y;
+    PIT_PTR(const pit_u8) mask;
+    PIT_PTR(pit_u8) out;
+    pit_i64 ldx, ldy, mld, ldo;
+    pit_i64 sx, sy, ms, so;
+    pit_ix ix;
+    int M, N, br, bc;
+    float scale;
+    int pad;
+} pit_softmax_args;
+PIT_ARGS_SIZE(pit_softmax_args, 152);
+#define PIT_SOFTMAX_MAX_BLOCKS 65536 /* column blocks of the kernel's shared bitmap */
+
+/* pit_moe_route.cu: routing */
+typedef struct pit_route_args {
+    PIT_PTR(const int) ids;
+    PIT_PTR(int) counts;
+    PIT_PTR(int) entries;
+    PIT_PTR(int) total;
+    pit_i64 ld;
+    int T, k, E, capacity;
+} pit_route_args;
+PIT_ARGS_SIZE(pit_route_args, 56);
+
+/* pit_moe_route.cu: work lists and orders */
+typedef struct pit_plan_args {
+    PIT_PTR(const int) counts;
+    PIT_PTR(int) list; /* mode 0: [0] = n, then triples; mode 1: the order */
+    int groups, bm, capacity, mode;
+} pit_plan_args;
+PIT_ARGS_SIZE(pit_plan_args, 32);
+
+/* pit_gmm_tc.cu, pit_gmm_cc.cu: gathered GEMMs */
+typedef struct pit_gmm_args {
+    /* a CUtensorMap of B as [groups, K, N] (or [1, K, N] when sb = 0) for
+     * the warp-specialised kernel: 128 opaque bytes, 64-byte aligned */
+    PIT_ALIGNAS(64) pit_u8 map_b[128];
+    PIT_PTR(const pit_u8) a;
+    PIT_PTR(const pit_u8) b;
+    PIT_PTR(const pit_u8) d; /* MoE mode 2/3 second operand dY */
+    PIT_PTR(pit_u8) c;
+    PIT_PTR(float) acc;
+    PIT_PTR(const float) gates; /* [T,k] f32, row stride ldg; NULL: 1 */
+    PIT_PTR(const int) counts;
+    PIT_PTR(const int) entries;
+    PIT_PTR(const int) list;
+    pit_i64 lda, ldb, ldc, ldd, ldacc, ldg;
+    pit_i64 sa, sb, sc, sacc; /* per-group strides (elements) */
+    int M, N, K, kdiv, capacity, ntn; /* M: rows of dW (H) in MoE mode 2 */
+} pit_gmm_args;
+PIT_ARGS_SIZE(pit_gmm_args, 320);
+
+/* pit_elementwise.cu: [batch, rows, cols] strided views */
+typedef struct pit_ew_args {
+    PIT_PTR(const pit_u8) x;
+    PIT_PTR(pit_u8) y;
+    PIT_PTR(const int) ids; /* zero: when set, only rows r whose ids[b * sid + r * ldid] is outside 0..E-1 */
+    pit_i64 ldx, sx, ldy, sy, ldid, sid;
+    int rows, cols, E, pad;
+} pit_ew_args;
+PIT_ARGS_SIZE(pit_ew_args, 88);
+
+/* pit_gmm_cc.cu: rows a storing GEMM writes */
+typedef struct pit_mark_args {
+    PIT_PTR(const int) counts;
+    PIT_PTR(const int) entries;
+    PIT_PTR(int) mark;
+    pit_i64 stride;
+    int capacity, kdiv;
+} pit_mark_args;
+PIT_ARGS_SIZE(pit_mark_args, 40);
+
+#endif /* PIT_ARGS_H */

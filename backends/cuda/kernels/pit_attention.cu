@@ -1,0 +1,473 @@
+/*
+ * pit_attention.cu - fused sparse attention: tensor cores, FlashAttention
+ * style over the block index of the mask (pit_op_attention). With
+ * ATT_DETECT the kernel detects the mask's blocks itself, detection of
+ * later groups running beside the attention of earlier ones.
+ *
+ * Defines: PIT_DTYPE (16-bit), BLOCK, HD, HDV, MASK_DT, ATT_DETECT.
+ */
+#include "common/port.cuh"
+#include "args.h"
+#include "common/mma.cuh"
+#include "common/sm90.cuh"
+#include "common/index.cuh"
+#include "common/elem.cuh"
+
+/* Fused attention. Defines: BLOCK (64/128: query rows per CTA = the index's
+ * block), HD (Q/K head dim), HDV (V/O head dim), MASK_DT. 16-bit only.
+ * CTA = (query block, bh). Each warp owns 16 query rows; keys stream in
+ * chunks of 64 (a block is BLOCK/64 chunks), double-buffered with cp.async.
+ * S = Q.K^T and O += P.V on mma.sync; the online softmax keeps a running
+ * max and sum per row in f32 (exp2 with the scale folded in).
+ * An entry marked PIT_ENTRY_FULL (detection found every mask element of the
+ * block non-zero) skips the mask loads of its chunks: only the bounds
+ * (row, key < L) decide. Other entries read the mask element by element. */
+/* On sm_90a with head dims 64 the products run on wgmma (ATT_WGMMA): a
+ * warpgroup's 64 rows at once, A (Q, then P) from the same registers as
+ * mma.sync's fragments, K and V read by the tensor cores from shared
+ * memory, where a chunk's key rows (128 bytes) sit under 128-byte swizzle:
+ * K is B K-major for S = Q.K^T, V is B N-major for O += P.V. The ldmatrix
+ * traffic of K and V (every warp read the whole chunk) is gone. */
+#if PIT_HAS_WGMMA && HD == 64 && HDV == 64
+#define ATT_WGMMA 1
+#else
+#define ATT_WGMMA 0
+#endif
+constexpr int BQ = BLOCK, KC = 64, WARPS = BQ / 16, THREADS = WARPS * 32;
+constexpr int QS = HD + 8; /* padded: ldmatrix without conflicts */
+#if ATT_WGMMA
+constexpr int KS = HD, VS = HDV, ALIGN = 1024; /* swizzle atoms start 1024-byte aligned */
+#else
+constexpr int KS = HD + 8, VS = HDV + 8, ALIGN = 0;
+#endif
+constexpr int Q_BYTES = BQ * QS * 2, K_BYTES = KC * KS * 2, V_BYTES = KC * VS * 2;
+extern "C" __device__ const int pit_smem_bytes = Q_BYTES + 2 * (K_BYTES + V_BYTES) + ALIGN;
+static_assert(!ATT_WGMMA || Q_BYTES % 1024 == 0, "attention: K and V stages 1024-byte aligned");
+static_assert(BLOCK % KC == 0 && HD % 16 == 0 && HDV % 16 == 0, "attention tile");
+static_assert(PIT_DTYPE != PIT_DT_F32, "tensor cores take 16-bit inputs");
+
+/* (batch, query block) of this CTA. With an order, the CTAs that start
+ * first take the groups with the most blocks (longest first: no long CTA
+ * left alone at the end of the grid); a shared index runs a group's every
+ * batch one after another. */
+PIT_DEV void attn_work(const pit_attention_args &a, int &b, int &qb)
+{
+    if (!a.order) {
+        b = blockIdx.y;
+        qb = blockIdx.x;
+        return;
+    }
+    const int lin = blockIdx.x + blockIdx.y * gridDim.x;
+    if (a.ix.batched) {
+        const int g = __ldg(a.order + lin);
+        b = g / a.ix.gpb;
+        qb = g % a.ix.gpb;
+    } else {
+        qb = __ldg(a.order + lin / gridDim.y);
+        b = lin % gridDim.y;
+    }
+}
+
+/* P's A fragment of k-step kk (keys 16 kk ..): the S accumulators of
+ * column tiles 2 kk and 2 kk + 1 packed to 16 bits (the m16n8 accumulator
+ * layout is the m16n8k16 A layout, on mma.sync and on wgmma) */
+PIT_DEV void p_fragment(const float (&s)[8][4], int kk, pit_u32 (&pa)[4])
+{
+    pa[0] = pack2(s[2 * kk][0], s[2 * kk][1]), pa[1] = pack2(s[2 * kk][2], s[2 * kk][3]);
+    pa[2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pa[3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+}
+
+/* rows [r0, r0 + ROWS) x COLS of src into shared, zeros past L: stride S,
+ * or SW: 64-element rows under 128-byte swizzle (pit_swz128) */
+template <int ROWS, int COLS, int S, bool SW = false>
+PIT_DEV void load_rows(T *dst, const T *src, pit_i64 ld, int r0, int L)
+{
+    static_assert(!SW || COLS == 64, "swizzled rows are 128 bytes");
+    constexpr int VPR = COLS / 8, UNITS = ROWS * VPR;
+#pragma unroll
+    for (int i = 0; i < (UNITS + THREADS - 1) / THREADS; ++i) {
+        int u = threadIdx.x + i * THREADS;
+        if (UNITS % THREADS && u >= UNITS) break;
+        int r = u / VPR, c = (u % VPR) * 8;
+        bool ok = r0 + r < L;
+        T *at = dst + (SW ? pit_swz128(r, c) : r * S + c);
+        pit_copy16(at, ok ? src + (pit_i64)(r0 + r) * ld + c : src, ok);
+    }
+}
+
+/* Two adjacent mask elements (col, col + 1) of row as bits 0 and 1. */
+PIT_DEV pit_u32 mask_pair(const pit_attention_args &a, const pit_u8 *m, int row, int col)
+{
+    if (row >= a.L || col >= a.L) return 0;
+    pit_i64 i = (pit_i64)row * a.mld + col;
+    if (a.mask_pair && col + 1 < a.L) {
+#if MASK_BYTES == 2
+        pit_u32 w = __ldg((const pit_u32 *)(m + 2 * i));
+        return (pit_u32)pit_bits_nonzero16(w & 0xffffu) | ((pit_u32)pit_bits_nonzero16(w >> 16) << 1);
+#elif MASK_DT == PIT_DT_U8
+        pit_u32 w = __ldg((const pit_u16 *)(m + i));
+        return (pit_u32)((w & 0xffu) != 0) | ((pit_u32)((w >> 8) != 0) << 1);
+#else
+        uint2 w = __ldg((const uint2 *)(m + 4 * i));
+#if MASK_DT == PIT_DT_I32
+        return (pit_u32)(w.x != 0) | ((pit_u32)(w.y != 0) << 1);
+#else
+        return (pit_u32)pit_bits_nonzero32(w.x) | ((pit_u32)pit_bits_nonzero32(w.y) << 1);
+#endif
+#endif
+    }
+    pit_u32 b = mask_on(m, i);
+    if (col + 1 < a.L) b |= (pit_u32)mask_on(m, i + 1) << 1;
+    return b;
+}
+
+/* mask_pair of a block whose mask is all non-zero: the bounds alone */
+PIT_DEV pit_u32 bounds_pair(const pit_attention_args &a, int row, int col)
+{
+    if (row >= a.L || col >= a.L) return 0;
+    return col + 1 < a.L ? 3u : 1u;
+}
+
+/* Attention of batch b's query block qb over its group's entries. The
+ * index is read through L2 (pit_ldcg): with detection inside the kernel
+ * it was written during this launch. */
+PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
+{
+    T *Qs = (T *)smem;
+    /* stage i of K and V (computed, not an array: no local memory) */
+    auto Kb = [&](int i) { return (T *)(smem + Q_BYTES + i * K_BYTES); };
+    auto Vb = [&](int i) { return (T *)(smem + Q_BYTES + 2 * K_BYTES + i * V_BYTES); };
+    const int q0 = qb * BQ;
+    const int grp = ix_group(a.ix, b, qb);
+    const int count = pit_ldcg(a.ix.counts + grp);
+    const int *ent = a.ix.entries + (pit_i64)grp * a.ix.capacity;
+    const T *q = (const T *)a.q + b * a.sq, *k = (const T *)a.k + b * a.sk, *v = (const T *)a.v + b * a.sv;
+    const pit_u8 *mask = a.mask + (pit_i64)b * a.ms * MASK_BYTES;
+    const int warp = threadIdx.x / PIT_WARP, lane = pit_lane(), g = lane >> 2, t = lane & 3;
+    const int nchunks = count * (BLOCK / KC);
+
+    float o[HDV / 8][4];
+#pragma unroll
+    for (int j = 0; j < HDV / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    float m_run[2] = {PIT_NEG_INF, PIT_NEG_INF}, l_run[2] = {0.f, 0.f};
+    pit_u32 qf[HD / 16][4];
+
+    if (nchunks > 0) {
+        load_rows<BQ, HD, QS>(Qs, q, a.ldq, q0, a.L);
+    }
+    /* an entry: the key block, PIT_ENTRY_FULL when its mask is all on */
+    auto key0_of = [&](int e, int c) { return pit_entry_index(e) * BLOCK + (c % (BLOCK / KC)) * KC; };
+    auto entry_of = [&](int c) { return pit_ldcg(ent + c / (BLOCK / KC)); };
+    int e_next = nchunks > 0 ? entry_of(0) : 0;
+    if (nchunks > 0) {
+        int k0 = key0_of(e_next, 0);
+        load_rows<KC, HD, KS, ATT_WGMMA>(Kb(0), k, a.ldk, k0, a.L);
+        load_rows<KC, HDV, VS, ATT_WGMMA>(Vb(0), v, a.ldv, k0, a.L);
+    }
+    pit_copy_commit();
+    for (int c = 0; c < nchunks; ++c) {
+        const int e = e_next;
+        const int key0 = key0_of(e, c);
+        const bool full = (e & PIT_ENTRY_FULL) != 0; /* uniform over the CTA */
+        if (c + 1 < nchunks) {
+            e_next = entry_of(c + 1);
+            int k1 = key0_of(e_next, c + 1);
+            load_rows<KC, HD, KS, ATT_WGMMA>(Kb((c + 1) & 1), k, a.ldk, k1, a.L);
+            load_rows<KC, HDV, VS, ATT_WGMMA>(Vb((c + 1) & 1), v, a.ldv, k1, a.L);
+        }
+        pit_copy_commit();
+        /* mask bits of this thread's 16 rows x 64 keys, loaded before the
+         * wait; a full block needs no load */
+        pit_u32 on = 0;
+        if (full && q0 + BQ <= a.L && key0 + KC <= a.L) {
+            on = ~0u;
+        } else if (full) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    on |= bounds_pair(a, q0 + warp * 16 + g + 8 * h, key0 + j * 8 + 2 * t) << (4 * j + 2 * h);
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    on |= mask_pair(a, mask, q0 + warp * 16 + g + 8 * h, key0 + j * 8 + 2 * t) << (4 * j + 2 * h);
+        }
+        pit_copy_wait<1>();
+#if ATT_WGMMA
+        pit_fence_async_smem();
+#endif
+        __syncthreads();
+        /* On wgmma Q's fragments load every chunk: kept across chunks,
+         * ptxas (CUDA 13) gave their registers to P's fragments (the A of
+         * O += P.V), and later chunks multiplied P, not Q, by K (SASS) */
+        if (ATT_WGMMA || c == 0) {
+#pragma unroll
+            for (int kk = 0; kk < HD / 16; ++kk)
+                pit_ldmatrix_x4(qf[kk], Qs + (warp * 16 + (lane & 15)) * QS + kk * 16 + (lane >> 4) * 8);
+        }
+        const T *Ks = Kb(c & 1), *Vs = Vb(c & 1);
+        float s[8][4];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#if ATT_WGMMA
+        /* B = K K-major: a k-step is 32 bytes into the swizzled rows, 8-row groups 1024 B apart */
+        float(&sd)[32] = reinterpret_cast<float(&)[32]>(s);
+        pit_wgmma_pin(sd);
+        pit_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk)
+            pit_wgmma_rs<PIT_DTYPE, 0>(sd, qf[kk], pit_wgmma_desc(pit_smem_addr(Ks) + kk * 32, 16, 1024));
+        pit_wgmma_commit();
+        pit_wgmma_wait<0>();
+        pit_wgmma_pin(sd);
+#else
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk)
+#pragma unroll
+            for (int nj = 0; nj < 4; ++nj) {
+                pit_u32 r[4];
+                pit_ldmatrix_x4(r, Ks + (nj * 16 + (lane & 7) + (lane >> 4) * 8) * KS + kk * 16 + ((lane >> 3) & 1) * 8);
+                pit_u32 b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+                pit_mma_16816<PIT_DTYPE>(s[2 * nj], qf[kk], b0);
+                pit_mma_16816<PIT_DTYPE>(s[2 * nj + 1], qf[kk], b1);
+            }
+#endif
+        /* mask, online softmax: element e of tile j is row g + 8(e/2), key 2t + e%2.
+         * With a positive scale (uniform) the scores stay unscaled: the max of
+         * the raw scores times the scale is the max of the scaled ones, and
+         * the scale joins the exponent's FFMA (one FMUL an element fewer).
+         * Max and sum run as two chains (e = 0, 1): half the dependent steps. */
+        const bool fold = a.scale_log2 > 0.f;
+        const float post = fold ? a.scale_log2 : 1.f;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            if (!fold) {
+#pragma unroll
+                for (int j = 0; j < 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) s[j][2 * h + e] *= a.scale_log2;
+            }
+            float mx2[2] = {PIT_NEG_INF, PIT_NEG_INF};
+            if (on != ~0u) { /* masked scores to -inf (the common case, all allowed, skips it) */
+#pragma unroll
+                for (int j = 0; j < 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        if (!((on >> (4 * j + 2 * h + e)) & 1u)) s[j][2 * h + e] = PIT_NEG_INF;
+            }
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) mx2[e] = fmaxf(mx2[e], s[j][2 * h + e]);
+            float mx = fmaxf(mx2[0], mx2[1]);
+            mx = fmaxf(mx, shfl_xor_f(mx, 1));
+            mx = fmaxf(mx, shfl_xor_f(mx, 2));
+            mx *= post; /* -inf stays -inf: post > 0 */
+            const float m_new = fmaxf(m_run[h], mx);
+            const float m_use = m_new == PIT_NEG_INF ? 0.f : m_new; /* nothing allowed yet */
+            const float alpha = pit_exp2_ftz(m_run[h] - m_use);
+            m_run[h] = m_new;
+            float rs2[2] = {0.f, 0.f};
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float p = pit_exp2_ftz(fmaf(s[j][2 * h + e], post, -m_use));
+                    s[j][2 * h + e] = p;
+                    rs2[e] += p;
+                }
+            const float rs = rs2[0] + rs2[1];
+            l_run[h] = l_run[h] * alpha + rs;
+#pragma unroll
+            for (int j = 0; j < HDV / 8; ++j) {
+                o[j][2 * h] *= alpha;
+                o[j][2 * h + 1] *= alpha;
+            }
+        }
+        /* O += P.V: P's accumulators are already the A fragments */
+#if ATT_WGMMA
+        /* B = V N-major: a k-step is 16 key rows (2048 B) on */
+        pit_u32 pa[4][4];
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) p_fragment(s, kk, pa[kk]);
+        float(&od)[32] = reinterpret_cast<float(&)[32]>(o);
+        pit_wgmma_pin(od);
+        pit_wgmma_pin(reinterpret_cast<pit_u32(&)[16]>(pa));
+        pit_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+            pit_wgmma_rs<PIT_DTYPE, 1>(od, pa[kk], pit_wgmma_desc(pit_smem_addr(Vs) + kk * 2048, KC * 128, 1024));
+        pit_wgmma_commit();
+        pit_wgmma_wait<0>();
+        pit_wgmma_pin(od);
+#else
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+            pit_u32 pa[4];
+            p_fragment(s, kk, pa);
+#pragma unroll
+            for (int nj = 0; nj < HDV / 16; ++nj) {
+                pit_u32 r[4];
+                pit_ldmatrix_x4_trans(r, Vs + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * VS + nj * 16 + (lane >> 4) * 8);
+                pit_u32 b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+                pit_mma_16816<PIT_DTYPE>(o[2 * nj], pa, b0);
+                pit_mma_16816<PIT_DTYPE>(o[2 * nj + 1], pa, b1);
+            }
+        }
+#endif
+        __syncthreads(); /* the next iteration refills this buffer */
+    }
+    /* O = acc / l; rows with no allowed key (l == 0) are 0 */
+    T *out = (T *)a.o + b * a.so;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float l = l_run[h];
+        l += shfl_xor_f(l, 1);
+        l += shfl_xor_f(l, 2);
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const int row = q0 + warp * 16 + g + 8 * h;
+        if (row >= a.L) continue;
+#pragma unroll
+        for (int j = 0; j < HDV / 8; ++j)
+            *(pit_u32 *)(out + (pit_i64)row * a.ldo + j * 8 + 2 * t) = pack2(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
+    }
+}
+
+#if ATT_DETECT
+/* ---- detection inside the kernel ------------------------------------------
+ * A CTA takes one work item, in the order the CTAs start (det[0]): the
+ * detection parts of the first `ahead` groups, then for each group g the
+ * parts of group g + ahead followed by g's attention items (its heads, or
+ * one with a per-head mask). An attention item waits for its group's
+ * parts, which CTAs that started before it took, and those wait for
+ * nothing: no deadlock whatever the hardware runs at once. Memory-bound
+ * detection of later groups runs beside the tensor-core work of earlier
+ * ones. One item a CTA, not a loop over items: with the loop the attention
+ * took 125 registers (116 now, 106 without detection); at 128 two CTAs no
+ * longer fit an SM. */
+constexpr int ROW_UNITS = BLOCK * MASK_BYTES / 16, BLOCK_UNITS = BLOCK * ROW_UNITS;
+static_assert(BLOCK_UNITS % THREADS == 0, "detection: whole 16-byte loads per thread");
+
+/* item -> (detect: part >= 0, or attend: part = -1 - item of the group),
+ * group; false past the last item */
+PIT_DEV bool work_item(const pit_attention_args &a, int t, int &g, int &part)
+{
+    const int nd = a.parts, na = a.heads, W = a.ahead, G = a.groups;
+    if (t < W * nd) {
+        g = t / nd, part = t % nd;
+        return true;
+    }
+    t -= W * nd;
+    const int S = nd + na;
+    if (t < (G - W) * S) {
+        g = t / S;
+        const int r = t % S;
+        if (r < nd) g += W, part = r;
+        else part = -1 - (r - nd);
+        return true;
+    }
+    t -= (G - W) * S;
+    g = G - W + t / na, part = -1 - t % na;
+    return g < G;
+}
+
+/* 16 bytes of mask: bit 0 some element non-zero, bit 1 some element zero
+ * (non-zero on the bits, as detection: -0.0 is zero) */
+PIT_DEV pit_u32 unit_flags(uint4 u)
+{
+    return mask_word_flags(u.x) | mask_word_flags(u.y) | mask_word_flags(u.z) | mask_word_flags(u.w);
+}
+
+/* Part `part` of group g: key blocks [part * part_blocks, ...) of query
+ * block qb, appended to the index (out of order, atomics), marked full
+ * when no element is zero; then the group's count of finished parts. */
+PIT_DEV void detect_part(const pit_attention_args &a, int g, int part)
+{
+    __shared__ pit_u32 any_bits, zero_bits;
+    const int nkb = a.L / BLOCK, kb0 = part * a.part_blocks;
+    const int nb = a.part_blocks < nkb - kb0 ? a.part_blocks : nkb - kb0;
+    const int mb = a.ix.batched ? g / a.ix.gpb : 0, qb = a.ix.batched ? g % a.ix.gpb : g;
+    const pit_u8 *rows = a.mask + ((pit_i64)mb * a.ms + (pit_i64)qb * BLOCK * a.mld) * MASK_BYTES;
+    if (threadIdx.x == 0) any_bits = 0, zero_bits = 0;
+    __syncthreads();
+    pit_u32 any = 0, zero = 0;
+    /* one block at a time: two in flight (or streaming loads, ld.cs) made
+     * the call 0.03 ms slower on the H100 */
+#pragma unroll 1
+    for (int j = 0; j < nb; ++j) {
+        const pit_u8 *blk = rows + (pit_i64)(kb0 + j) * BLOCK * MASK_BYTES;
+        uint4 u[BLOCK_UNITS / THREADS];
+#pragma unroll
+        for (int i = 0; i < BLOCK_UNITS / THREADS; ++i) {
+            const int unit = threadIdx.x + i * THREADS, r = unit / ROW_UNITS, c = unit % ROW_UNITS;
+            u[i] = __ldg((const uint4 *)(blk + (pit_i64)r * a.mld * MASK_BYTES) + c);
+        }
+        pit_u32 f = 0;
+#pragma unroll
+        for (int i = 0; i < BLOCK_UNITS / THREADS; ++i) f |= unit_flags(u[i]);
+        any |= (f & 1u) << j, zero |= (f >> 1) << j;
+    }
+    /* a warp's bits, then the CTA's */
+#pragma unroll 1
+    for (int j = 0; j < nb; ++j) {
+        const pit_u32 ba = pit_ballot((any >> j) & 1u), bz = pit_ballot((zero >> j) & 1u);
+        if (pit_lane() == 0) {
+            if (ba) pit_atomic_or(&any_bits, 1u << j);
+            if (bz) pit_atomic_or(&zero_bits, 1u << j);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < PIT_WARP) {
+        const int j = threadIdx.x;
+        const bool on = j < nb && ((any_bits >> j) & 1u);
+        if (on) {
+            /* the index this launch fills (read-only to every other kernel) */
+            const int slot = pit_atomic_add(const_cast<int *>(a.ix.counts) + g, 1);
+            const int full = (zero_bits >> j) & 1u ? 0 : PIT_ENTRY_FULL;
+            const_cast<int *>(a.ix.entries)[(pit_i64)g * a.ix.capacity + slot] = (kb0 + j) | full;
+        }
+        const int n = pit_popc(pit_ballot(on));
+        if (j == 0 && n) pit_atomic_add(a.total, n);
+        pit_fence_device();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) pit_atomic_add(a.det + 1 + g, 1);
+}
+
+/* Waits (one thread, then the CTA) until group g's parts are all in. */
+PIT_DEV void wait_detected(const pit_attention_args &a, int g)
+{
+    if (threadIdx.x == 0)
+        while (pit_ld_acquire(a.det + 1 + g) < a.parts) pit_sleep();
+    __syncthreads();
+}
+
+#endif
+
+PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const pit_attention_args a)
+{
+    extern __shared__ __align__(16) pit_u8 smem_raw[];
+    pit_u8 *smem = smem_raw + (ALIGN ? (ALIGN - (pit_smem_addr(smem_raw) & (ALIGN - 1))) & (ALIGN - 1) : 0);
+#if !ATT_DETECT
+    int b, qb;
+    attn_work(a, b, qb);
+    attend(a, smem, b, qb);
+#else
+    /* one item a CTA, in the order the CTAs start (not blockIdx's) */
+    __shared__ int item;
+    if (threadIdx.x == 0) item = pit_atomic_add(a.det, 1);
+    __syncthreads();
+    int g, part;
+    if (!work_item(a, item, g, part)) return;
+    if (part >= 0) {
+        detect_part(a, g, part);
+        return;
+    }
+    wait_detected(a, g);
+    /* a shared index: item i of group g is head i; per head: its one item */
+    if (a.ix.batched) attend(a, smem, g / a.ix.gpb, g % a.ix.gpb);
+    else attend(a, smem, -1 - part, g);
+#endif
+}

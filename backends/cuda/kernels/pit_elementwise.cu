@@ -1,0 +1,88 @@
+/*
+ * pit_elementwise.cu - element-wise and layout helpers on [batch, rows,
+ * cols] strided views: zero (optionally only the rows no expert routed),
+ * ReLU and transpose. One per compilation: PIT_KERNEL_OP_ZERO,
+ * PIT_KERNEL_OP_RELU or PIT_KERNEL_OP_TRANSPOSE. Defines: PIT_DTYPE.
+ */
+#include "common/port.cuh"
+#include "args.h"
+#include "common/elem.cuh"
+
+extern "C" __device__ const int pit_smem_bytes = 0;
+
+#if defined(PIT_KERNEL_OP_ZERO)
+/* grid: x = 256 columns, y = chunks of 256 rows (strided loop), z = batch.
+ * With ids, a chunk's 256 ids load at once (one per thread, coalesced)
+ * and the rows to zero are read from shared memory: no global load waits
+ * inside the row loop. */
+PIT_KERNEL void __launch_bounds__(256) pit_op_zero(const pit_ew_args a)
+{
+    __shared__ bool skip[256];
+    __shared__ int zeroes[8]; /* per warp: a row of the chunk to zero */
+    const int c = blockIdx.x * 256 + threadIdx.x;
+    T *Y = (T *)a.y + blockIdx.z * a.sy + c;
+    for (int r0 = blockIdx.y * 256; r0 < a.rows; r0 += gridDim.y * 256) {
+        if (a.ids) {
+            const int r = r0 + threadIdx.x;
+            bool routed = false; /* a routed token: its row is stored by the GEMM */
+            if (r < a.rows) {
+                const int e = __ldg(a.ids + blockIdx.z * a.sid + (pit_i64)r * a.ldid);
+                routed = e >= 0 && e < a.E;
+            }
+            __syncthreads(); /* the previous chunk is done with skip and zeroes */
+            skip[threadIdx.x] = routed;
+            if (pit_ballot(r < a.rows && !routed)) zeroes[threadIdx.x / 32] = 1;
+            else if (pit_lane() == 0) zeroes[threadIdx.x / 32] = 0;
+            __syncthreads();
+            bool any = false;
+#pragma unroll
+            for (int w = 0; w < 8; ++w) any |= zeroes[w] != 0;
+            if (!any) continue; /* every row of the chunk routed */
+        }
+        const int n = min(256, a.rows - r0);
+        if (c < a.cols)
+            for (int i = 0; i < n; ++i)
+                if (!a.ids || !skip[i]) Y[(pit_i64)(r0 + i) * a.ldy] = pit_from_float<T>(0.f);
+    }
+}
+#endif
+
+#if defined(PIT_KERNEL_OP_RELU)
+/* max(x, 0) with NaN kept; Y may be X. grid: x = 256 columns, y = groups
+ * of EW_ROWS rows (strided loop), z = batch. A group's loads are all issued
+ * before its stores: one memory round trip a group, not one a row (a CTA
+ * loops over many rows). */
+constexpr int EW_ROWS = 8;
+PIT_KERNEL void __launch_bounds__(256) pit_op_relu(const pit_ew_args a)
+{
+    const int c = blockIdx.x * 256 + threadIdx.x;
+    if (c >= a.cols) return;
+    const T *X = (const T *)a.x + blockIdx.z * a.sx + c;
+    T *Y = (T *)a.y + blockIdx.z * a.sy + c;
+    for (int r0 = blockIdx.y * EW_ROWS; r0 < a.rows; r0 += gridDim.y * EW_ROWS) {
+        float v[EW_ROWS];
+#pragma unroll
+        for (int j = 0; j < EW_ROWS; ++j) v[j] = r0 + j < a.rows ? pit_to_float(X[(pit_i64)(r0 + j) * a.ldx]) : 0.f;
+#pragma unroll
+        for (int j = 0; j < EW_ROWS; ++j)
+            if (r0 + j < a.rows) Y[(pit_i64)(r0 + j) * a.ldy] = pit_from_float<T>(v[j] > 0.f || v[j] != v[j] ? v[j] : 0.f);
+    }
+}
+#endif
+
+#if defined(PIT_KERNEL_OP_TRANSPOSE)
+/* Y[b] = X[b]^T through a 32x32 shared tile (both sides coalesced).
+ * grid: x = column tiles of X, y = row tiles, z = batch; 32x8 threads. */
+PIT_KERNEL void __launch_bounds__(256) pit_op_transpose(const pit_ew_args a)
+{
+    __shared__ T tile[32][33];
+    const int c0 = blockIdx.x * 32, r0 = blockIdx.y * 32, tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+    const T *X = (const T *)a.x + blockIdx.z * a.sx;
+    T *Y = (T *)a.y + blockIdx.z * a.sy;
+    for (int i = ty; i < 32; i += 8)
+        if (r0 + i < a.rows && c0 + tx < a.cols) tile[i][tx] = X[(pit_i64)(r0 + i) * a.ldx + c0 + tx];
+    __syncthreads();
+    for (int i = ty; i < 32; i += 8)
+        if (c0 + i < a.cols && r0 + tx < a.rows) Y[(pit_i64)(c0 + i) * a.ldy + r0 + tx] = tile[tx][i];
+}
+#endif

@@ -1,0 +1,190 @@
+/*
+ * attention.c - fused sparse attention on CUDA (kernels/pit_attention.cu):
+ * over a detected index, or with the detection inside the kernel. Shapes
+ * the fused kernel cannot take are PIT_ERR_UNSUPPORTED: core then composes
+ * SDDMM, softmax and the sparse matmul itself.
+ */
+#include <string.h>
+
+#include "ops.h"
+
+/* The fused kernel's shapes: 16-bit on tensor cores, blocks 64/128, head
+ * dims 64/128, 16-byte rows. */
+static int attention_fusable(const pit_cuda_ctx *c, const pit_index *idx, const pit_cuda_view *q,
+                             const pit_cuda_view *k, const pit_cuda_view *v, const pit_cuda_view *o)
+{
+    int block = idx->tile.rows;
+    return q->dt != PIT_F32 && c->arch >= 80 && idx->tile.cols == block && (block == 64 || block == 128) &&
+           (q->cols == 64 || q->cols == 128) && (v->cols == 64 || v->cols == 128) && pit_cuda_aligned16(q) &&
+           pit_cuda_aligned16(k) && pit_cuda_aligned16(v) && pit_cuda_aligned16(o);
+}
+
+static pit_status not_fusable(void)
+{
+    return pit_cuda_error(PIT_ERR_UNSUPPORTED, "cuda %s: %s", "attention",
+                          "the fused kernel takes 16-bit Q, K, V on tensor cores, blocks and head dims of 64 or 128, "
+                          "16-byte aligned rows");
+}
+
+/* The fused kernel's arguments that both launches share (not the order
+ * plan, nor the detection inside the kernel) */
+static pit_status attention_args(const pit_index *idx, const pit_cuda_view *q, const pit_cuda_view *k,
+                                 const pit_cuda_view *v, const pit_cuda_view *m, const pit_cuda_view *o, float scale,
+                                 pit_attention_args *a)
+{
+    memset(a, 0, sizeof *a);
+    pit_status st = pit_cuda_index_arg(idx, q->batch, q->rows, q->rows, "attention", &a->ix);
+    if (st != PIT_SUCCESS) return st;
+    a->q = q->ptr, a->k = k->ptr, a->v = v->ptr, a->mask = m->ptr, a->o = o->ptr;
+    a->ldq = q->ld, a->ldk = k->ld, a->ldv = v->ld, a->ldo = o->ld, a->mld = m->ld;
+    a->sq = q->bs, a->sk = k->bs, a->sv = v->bs, a->so = o->bs, a->ms = m->bs;
+    a->L = (int32_t)q->rows;
+    uint64_t pair = 2 * pit_cuda_el_bytes(m->dt); /* two elements as one aligned load */
+    a->mask_pair = m->ptr % pair == 0 && m->ld % 2 == 0 && m->bs % 2 == 0;
+    a->scale_log2 = scale * 1.4426950408889634f;
+    return PIT_SUCCESS;
+}
+
+/* The fused kernel over a detected index. */
+static pit_status attention_fused(pit_cuda_ctx *c, CUstream s, const pit_index *idx, const pit_cuda_view *q,
+                                  const pit_cuda_view *k, const pit_cuda_view *v, const pit_cuda_view *m,
+                                  const pit_cuda_view *o, float scale)
+{
+    pit_attention_args a;
+    pit_status st = attention_args(idx, q, k, v, m, o, scale, &a);
+    if (st != PIT_SUCCESS) return st;
+    int block = idx->tile.rows;
+    int param[5] = {block, (int)q->cols, (int)v->cols, (int)m->dt, 0};
+    /* the query blocks with the most key blocks start first (pit_op_plan
+     * mode 1), when there are more CTAs than fit at once */
+    const int64_t nqb = pit_cuda_cdiv(q->rows, block);
+    int64_t groups = a.ix.batched ? q->batch * idx->groups_per_batch : nqb;
+    int64_t ctas = nqb * q->batch;
+    CUdeviceptr order = 0;
+    if (idx->capacity < 1024 && ctas > 2 * (int64_t)c->sm_count) {
+        CU_CHECK(pit_cu.MemAllocAsync(&order, (size_t)groups * 4, s), "cuMemAllocAsync(attention order)");
+        pit_plan_args pl = {a.ix.counts, order, (int32_t)groups, 1, idx->capacity, 1};
+        st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
+        a.order = order;
+    }
+    if (st == PIT_SUCCESS)
+        st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_ATTENTION, q->dt, param, (unsigned)nqb, q->batch, 1,
+                                  (unsigned)(block / 16 * 32), &a);
+    return pit_cuda_free_scratch(s, order, st);
+}
+
+/* Q, K, V, mask and O as views (core checked dtypes and shapes); *none:
+ * nothing to compute */
+static pit_status attention_views(const pit_tdesc *Q, const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask,
+                                  const pit_tdesc *O, pit_cuda_view *q, pit_cuda_view *k, pit_cuda_view *v,
+                                  pit_cuda_view *m, pit_cuda_view *o, int *none)
+{
+    pit_status st;
+    const char *op = "attention";
+    int64_t ms;
+    if ((st = pit_cuda_view_of(Q, op, "Q", 0, q)) != PIT_SUCCESS ||
+        (st = pit_cuda_view_of(K, op, "K", 0, k)) != PIT_SUCCESS ||
+        (st = pit_cuda_view_of(V, op, "V", 0, v)) != PIT_SUCCESS ||
+        (st = pit_cuda_view_of(mask, op, "mask", 0, m)) != PIT_SUCCESS ||
+        (st = pit_cuda_view_of(O, op, "O", 0, o)) != PIT_SUCCESS ||
+        (st = pit_cuda_batch_stride(m, q->batch, op, "mask", &ms)) != PIT_SUCCESS)
+        return st;
+    *none = q->rows == 0 || q->batch == 0 || v->cols == 0;
+    return PIT_SUCCESS;
+}
+
+static pit_status cuda_attention(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *Q,
+                                 const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask, const pit_tdesc *O,
+                                 float scale)
+{
+    pit_cuda_view q, k, v, m, o;
+    int none = 1;
+    pit_cuda_ctx *c = bctx;
+    pit_status st = attention_views(Q, K, V, mask, O, &q, &k, &v, &m, &o, &none);
+    if (st != PIT_SUCCESS || none) return st;
+    if (!attention_fusable(c, idx, &q, &k, &v, &o)) return not_fusable();
+    PIT_CUDA_WITH_CONTEXT(c, attention_fused(c, pit_cuda_stream_of(stream), idx, &q, &k, &v, &m, &o, scale));
+}
+
+/* ---- attention with its detection ------------------------------------------------ */
+/* CUDA only: the HIP plug-in, which compiles this file through its shim,
+ * leaves the entry NULL (core then detects and calls attention_sparse). */
+#ifndef PIT_HIP_SHIM_H
+/* Detection inside the fused kernel (pit_op_attention with ATT_DETECT): it
+ * saves the detection launch and the order plan, and measured faster than
+ * detection then kernel (docs/design/). Whole blocks (L a multiple of the
+ * block), 16-byte mask rows, groups one a query block; other shapes detect
+ * apart first. */
+static int attention_detect_inside(const pit_index *idx, const pit_cuda_view *q, const pit_cuda_view *m)
+{
+    const int64_t block = idx->tile.rows, vec = 16 / (int64_t)pit_cuda_el_bytes(m->dt), nkb = q->rows / block;
+    return q->rows % block == 0 && m->ptr % 16 == 0 && m->ld % vec == 0 && m->bs % vec == 0 &&
+           idx->groups_per_batch == nkb && idx->capacity >= nkb && idx->capacity < PIT_ENTRY_FULL;
+}
+
+/* Key blocks a detection part of the kernel reads (4 x 32 KB with bf16
+ * 128 x 128 blocks; the switch PIT_CUDA_ATTENTION_PART for sweeps). The
+ * items that run ahead of the attention (PIT_CUDA_ATTENTION_AHEAD) are
+ * about one wave: two CTAs an SM. */
+#define ATTENTION_PART_BLOCKS 4
+
+static pit_status attention_detect_fused(pit_cuda_ctx *c, CUstream s, const pit_index *idx, const pit_cuda_view *q,
+                                         const pit_cuda_view *k, const pit_cuda_view *v, const pit_cuda_view *m,
+                                         const pit_cuda_view *o, float scale)
+{
+    pit_attention_args a;
+    pit_status st = attention_args(idx, q, k, v, m, o, scale, &a);
+    if (st != PIT_SUCCESS) return st;
+    const int block = idx->tile.rows;
+    const int64_t nkb = q->rows / block, groups = a.ix.batched ? q->batch * nkb : nkb;
+    const int32_t part_switch = c->switches.value[PIT_SWITCH_ATTENTION_PART];
+    const int part_blocks = part_switch > 0 ? part_switch : ATTENTION_PART_BLOCKS;
+    const int64_t parts = pit_cuda_cdiv(nkb, part_blocks), heads = a.ix.batched ? 1 : q->batch;
+    const int64_t items = groups * (parts + heads);
+    if (items > INT32_MAX / 2)
+        return pit_cuda_error(PIT_ERR_UNSUPPORTED, "cuda %s: %s", "attention", "too many blocks for one launch");
+    const int32_t ahead_switch = c->switches.value[PIT_SWITCH_ATTENTION_AHEAD];
+    int64_t ahead_items = ahead_switch > 0 ? ahead_switch : 2 * (int64_t)c->sm_count;
+    int64_t ahead = pit_cuda_cdiv(ahead_items, parts + heads);
+    a.groups = (int32_t)groups, a.parts = (int32_t)parts, a.heads = (int32_t)heads;
+    a.ahead = (int32_t)(ahead < 1 ? 1 : ahead > groups ? groups : ahead);
+    a.part_blocks = part_blocks;
+    a.total = (uint64_t)(uintptr_t)idx->total;
+    CUdeviceptr det = 0;
+    if ((st = pit_cuda_zero_index(s, idx)) != PIT_SUCCESS ||
+        (st = pit_cuda_scratch_words(s, (size_t)groups + 1, &det)) != PIT_SUCCESS)
+        return st; /* det[0]: the next work item; det[1 + g]: group g's finished parts */
+    a.det = det;
+    int param[5] = {block, (int)q->cols, (int)v->cols, (int)m->dt, 1};
+    st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_ATTENTION, q->dt, param, items, 1, 1, (unsigned)(block / 16 * 32),
+                              &a);
+    return pit_cuda_free_scratch(s, det, st);
+}
+
+static pit_status cuda_attention_detect(void *bctx, void *stream, const pit_tdesc *detect_view, pit_index *idx,
+                                        const pit_tdesc *Q, const pit_tdesc *K, const pit_tdesc *V,
+                                        const pit_tdesc *mask, const pit_tdesc *O, float scale)
+{
+    pit_cuda_view q, k, v, m, o;
+    int none = 1;
+    pit_cuda_ctx *c = bctx;
+    pit_status st = attention_views(Q, K, V, mask, O, &q, &k, &v, &m, &o, &none);
+    if (st != PIT_SUCCESS) return st;
+    const int fusable = attention_fusable(c, idx, &q, &k, &v, &o);
+    if (!none && !fusable) return not_fusable(); /* before any work: core detects and composes */
+    if (!none && idx->tile.axis == PIT_AXIS_K && attention_detect_inside(idx, &q, &m))
+        PIT_CUDA_WITH_CONTEXT(c, attention_detect_fused(c, pit_cuda_stream_of(stream), idx, &q, &k, &v, &m, &o,
+                                                        scale));
+    st = pit_cuda_detect(bctx, stream, detect_view, idx, 1);
+    if (st != PIT_SUCCESS || none) return st;
+    PIT_CUDA_WITH_CONTEXT(c, attention_fused(c, pit_cuda_stream_of(stream), idx, &q, &k, &v, &m, &o, scale));
+}
+#endif
+
+void pit_cuda_register_attention(pit_backend *be)
+{
+    be->attention_sparse = cuda_attention;
+#ifndef PIT_HIP_SHIM_H
+    be->attention_detect = cuda_attention_detect;
+#endif
+}

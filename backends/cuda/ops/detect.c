@@ -1,0 +1,148 @@
+/*
+ * detect.c - online sparsity detection on CUDA: one pass over the sparse
+ * operand fills up to 8 indexes (kernels/pit_detect.cu).
+ */
+#include <string.h>
+
+#include "ops.h"
+
+/* Elements per load of pit_detect (its VEC): 16 bytes, 8 for u8 (the
+ * kernel keeps 8 bits per row and load), 1 when rows are not aligned. */
+static int detect_vec(const pit_cuda_view *x, pit_dtype dt)
+{
+    int bytes = dt == PIT_U8 ? 8 : 16;
+    return pit_cuda_rows_aligned(x, x->cols, bytes) ? bytes / (int)pit_cuda_el_bytes(dt) : 1;
+}
+
+static pit_status check_index(const pit_cuda_view *x, const pit_index *ix, int i)
+{
+    const pit_microtile *t = &ix->tile;
+    if (t->rows < 1 || t->cols < 1)
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda detect: index %d has micro-tile %dx%d", i,
+                                    t->rows, t->cols);
+    if (t->axis != PIT_AXIS_K && t->axis != PIT_AXIS_M && t->axis != PIT_AXIS_N)
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda detect: index %d has axis %d", i, (int)t->axis);
+    int64_t tiles_rows = pit_cuda_cdiv(x->rows, t->rows), tiles_cols = pit_cuda_cdiv(x->cols, t->cols);
+    int row_groups = t->axis != PIT_AXIS_M; /* K and N group by row-block */
+    int64_t gpb = row_groups ? tiles_rows : tiles_cols;
+    int64_t cap = row_groups ? tiles_cols : tiles_rows;
+    if (ix->groups_per_batch < gpb || (int64_t)ix->groups < gpb * x->batch || ix->capacity < cap)
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT,
+                                    "cuda detect: index %d (%dx%d) has %d groups per batch, %d in all, capacity %d; "
+                                    "the operand needs %lld, %lld and %lld",
+                                    i, t->rows, t->cols, ix->groups_per_batch, ix->groups, ix->capacity,
+                                    (long long)gpb, (long long)(gpb * x->batch), (long long)cap);
+    return PIT_SUCCESS;
+}
+
+/* A micro-tile that does not tile the CTA region needs global dedup. */
+static int needs_dedup(const pit_microtile *t, int vec)
+{
+    return PIT_CUDA_DETECT_H % t->rows != 0 || (PIT_CUDA_DETECT_TW * vec) % t->cols != 0;
+}
+
+pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx)
+{
+    if (idx->groups > 0)
+        CU_CHECK(pit_cu.MemsetD32Async((CUdeviceptr)(uintptr_t)idx->counts, 0, (size_t)idx->groups, s),
+                 "cuMemsetD32Async(counts)");
+    CU_CHECK(pit_cu.MemsetD32Async((CUdeviceptr)(uintptr_t)idx->total, 0, 1, s), "cuMemsetD32Async(total)");
+    return PIT_SUCCESS;
+}
+
+static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X, const pit_cuda_view *x, const pit_index *idx,
+                                int n)
+{
+    int vec = detect_vec(x, X->dtype);
+    pit_detect_args a;
+    memset(&a, 0, sizeof a);
+    a.x = x->ptr;
+    a.ld = x->ld;
+    a.batch_stride = x->bs;
+    a.rows = (int32_t)x->rows;
+    a.cols = (int32_t)x->cols;
+    a.n = n;
+    /* "full" marks for the first index that asks (the kernel keeps one
+     * shared bitmap of zeros); entries must stay below the mark's bit */
+    int full = -1;
+    for (int i = 0; i < n && full < 0; ++i)
+        if (idx[i].flag_full && idx[i].capacity < PIT_ENTRY_FULL) full = i;
+    /* one dedup bitmap per index that needs one, in a single stream-ordered
+     * block; the full index also gets a bitmap of zeros and a counter per
+     * micro-tile there */
+    size_t dedup_words[PIT_CUDA_DETECT_MAX] = {0}, full_words = 0, total_words = 0;
+    for (int i = 0; i < n; ++i) {
+        const pit_microtile *t = &idx[i].tile;
+        if (needs_dedup(t, vec)) {
+            int64_t tiles = pit_cuda_cdiv(x->rows, t->rows) * pit_cuda_cdiv(x->cols, t->cols) * x->batch;
+            dedup_words[i] = (size_t)pit_cuda_cdiv(tiles, 32);
+            if (i == full) full_words = dedup_words[i] + (size_t)tiles;
+        }
+        total_words += dedup_words[i];
+    }
+    total_words += full_words;
+    CUdeviceptr dedup = 0;
+    if (total_words) {
+        CU_CHECK(pit_cu.MemAllocAsync(&dedup, total_words * 4, s), "cuMemAllocAsync(detect dedup)");
+        CU_CHECK(pit_cu.MemsetD32Async(dedup, 0, total_words, s), "cuMemsetD32Async(detect dedup)");
+    }
+    size_t at = 0;
+    for (int i = 0; i < n; ++i) {
+        pit_detect_target *t = &a.t[i];
+        t->tm = idx[i].tile.rows;
+        t->tk = idx[i].tile.cols;
+        t->axis = idx[i].tile.axis == PIT_AXIS_M ? 2 : 1;
+        t->groups_per_batch = idx[i].groups_per_batch;
+        t->capacity = idx[i].capacity;
+        t->tiles_cols = (int32_t)pit_cuda_cdiv(x->cols, t->tk);
+        t->counts = (uint64_t)(uintptr_t)idx[i].counts;
+        t->entries = (uint64_t)(uintptr_t)idx[i].entries;
+        t->total = (uint64_t)(uintptr_t)idx[i].total;
+        t->dedup = dedup_words[i] ? dedup + at * 4 : 0;
+        at += dedup_words[i];
+        t->full = i == full;
+    }
+    if (full_words) { /* after every dedup bitmap: zeros, then counters */
+        a.t[full].zero = dedup + at * 4;
+        a.t[full].arrive = dedup + (at + dedup_words[full]) * 4;
+    }
+    pit_cuda_variant v;
+    memset(&v, 0, sizeof v);
+    v.kind = PIT_CUDA_DETECT;
+    v.dtype = X->dtype;
+    v.vec = vec;
+    pit_cuda_kernel *k;
+    pit_status st = pit_cuda_get_kernel(c, &v, &k);
+    if (st == PIT_SUCCESS)
+        st = pit_cuda_launch(k, s, (unsigned)pit_cuda_cdiv(x->cols, PIT_CUDA_DETECT_TW * vec),
+                             (unsigned)pit_cuda_cdiv(x->rows, PIT_CUDA_DETECT_H), (unsigned)x->batch,
+                             PIT_CUDA_DETECT_THREADS, &a, "cuLaunchKernel(pit_detect)");
+    if (dedup) {
+        CUresult r = pit_cu.MemFreeAsync(dedup, s);
+        if (st == PIT_SUCCESS && r != CUDA_SUCCESS) st = pit_cu_fail(r, "cuMemFreeAsync(detect dedup)", __FILE__, __LINE__);
+    }
+    return st;
+}
+
+pit_status pit_cuda_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *idx, int n)
+{
+    pit_cuda_ctx *c = bctx;
+    pit_cuda_view x;
+    pit_status st = pit_cuda_view_of(X, "detect", "X", 0, &x);
+    if (st != PIT_SUCCESS) return st;
+    /* the kernel's element types: floats, or bytes of a bool mask */
+    if (x.dt != PIT_F32 && x.dt != PIT_F16 && x.dt != PIT_BF16 && x.dt != PIT_U8)
+        return pit_cuda_error(PIT_ERR_UNSUPPORTED_DTYPE, "cuda %s: %s dtype (f32, f16, bf16 or u8)", "detect", "X");
+    if (n < 1 || n > PIT_CUDA_DETECT_MAX)
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda detect: %d indexes; 1..%d expected", n,
+                                    PIT_CUDA_DETECT_MAX);
+    for (int i = 0; i < n; ++i)
+        if ((st = check_index(&x, &idx[i], i)) != PIT_SUCCESS) return st;
+    if ((st = pit_cuda_push(c)) != PIT_SUCCESS) return st;
+    CUstream s = pit_cuda_stream_of(stream);
+    for (int i = 0; i < n && st == PIT_SUCCESS; ++i) st = pit_cuda_zero_index(s, &idx[i]);
+    if (st == PIT_SUCCESS && x.rows > 0 && x.cols > 0 && x.batch > 0) st = detect_launch(c, s, X, &x, idx, n);
+    pit_cuda_pop();
+    return st;
+}
+

@@ -1,0 +1,133 @@
+/*
+ * gmm.c - the gathered GEMM on CUDA (kernels/pit_gmm_tc.cu, pit_gmm_cc.cu):
+ * for each group and its listed slots, out[slot / kdiv] (+)= gate(slot) *
+ * A[slot / kdiv] . B[group]. MoE's expert GEMMs (moe.c) and matmul_rows
+ * (rows.c) run through it, on the tile core asks for.
+ */
+#include <string.h>
+
+#include "ops.h"
+
+pit_status pit_cuda_gmm_tile_of(const pit_cuda_ctx *c, const char *op, pit_dtype dt, const pit_tile *asked,
+                                pit_tile *t)
+{
+    *t = asked ? *asked : pit_cuda_gmm_default_tile(c->arch, dt);
+    const char *why = "";
+    if (!pit_cuda_gmm_tile_valid(c->arch, dt, t, &why))
+        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED,
+                                    "cuda %s: tile %dx%dx%d (%d threads, %d stages, %s) on sm_%d: %s", op, t->bm,
+                                    t->bn, t->bk, t->threads, t->stages,
+                                    t->tensor_core ? "tensor cores" : "CUDA cores", c->arch, why);
+    return PIT_SUCCESS;
+}
+
+/* The warp-specialised kernel's B through the tensor copy engine: where the
+ * driver encodes tensor maps. B is [groups, K, N] (one group when sb = 0:
+ * shared), boxes of 64 x bk under 128-byte swizzle, the layout the
+ * kernel's wgmma's read; the strides (16-byte multiples) are what the
+ * tensor-core path already requires. 0 where the driver makes no map. */
+static int gmm_tma_b(const pit_cuda_gmm_job *j, const pit_tile *t, pit_gmm_args *a)
+{
+#ifdef PIT_HIP_SHIM_H /* no copy engine through the HIP shim */
+    (void)j, (void)t, (void)a;
+    return 0;
+#else
+    if (!pit_cu.TensorMapEncodeTiled) return 0;
+    const uint64_t es = 2, groups = a->sb ? (uint64_t)j->groups : 1;
+    cuuint64_t dims[3] = {(cuuint64_t)a->N, (cuuint64_t)a->K, groups};
+    cuuint64_t strides[2] = {(cuuint64_t)a->ldb * es, (cuuint64_t)(a->sb ? a->sb : a->ldb * a->K) * es};
+    cuuint32_t box[3] = {64, (cuuint32_t)t->bk, 1}, step[3] = {1, 1, 1};
+    CUtensorMapDataType dt = j->dt == PIT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    return pit_cu.TensorMapEncodeTiled((CUtensorMap *)a->map_b, dt, 3, (void *)(uintptr_t)a->b, dims, strides, box,
+                                       step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+#endif
+}
+
+/* Tensor cores: work list on the device (no read-back), persistent CTAs.
+ * The warp-specialised tile runs where B's tensor map can be made, the
+ * sm_80 mma.sync tile where it cannot. */
+static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j)
+{
+    pit_cuda_variant v;
+    memset(&v, 0, sizeof v);
+    v.kind = PIT_CUDA_OP_GMM_TC;
+    v.dtype = j->dt;
+    v.tile = j->tile;
+    v.op_param[0] = j->acc;
+    if (pit_cuda_gmm_ws(&v.tile)) {
+        v.op_param[1] = gmm_tma_b(j, &v.tile, &j->a);
+        if (!v.op_param[1]) v.tile = pit_cuda_gmm_tile_sm80();
+    }
+    const pit_tile t = v.tile; /* the one tile the list and the grid are sized for */
+    const unsigned threads = v.op_param[1] ? PIT_CUDA_GMM_WS_THREADS : 256;
+    const int per_sm = pit_cuda_gmm_smem(&t) > 113 * 1024 ? 1 : 2; /* CTAs that fit an SM */
+    const int64_t ctas = per_sm * (int64_t)c->sm_count;
+    int64_t bound = j->listed_max / t.bm + j->groups + 1; /* items along M, at most */
+    CUdeviceptr list = 0;
+    CU_CHECK(pit_cu.MemAllocAsync(&list, (size_t)(1 + 3 * bound) * 4, s), "cuMemAllocAsync(gmm work list)");
+    pit_plan_args pl = {j->a.counts, list, (int32_t)j->groups, t.bm, j->a.capacity, 2}; /* mixed order */
+    pit_status st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
+    j->a.list = list;
+    j->a.ntn = (int32_t)pit_cuda_cdiv(j->a.N, t.bn);
+    const int64_t work = bound * j->a.ntn, grid = work < ctas ? work : ctas;
+    if (st == PIT_SUCCESS) st = pit_cuda_launch_variant(c, s, &v, grid, 1, 1, threads, &j->a);
+    return pit_cuda_free_scratch(s, list, st);
+}
+
+/* The CUDA-core tile (pit_cuda_gmm_tile_cuda_core): 64 x 64 outputs a CTA */
+pit_status pit_cuda_gmm_cuda_core(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_job *j)
+{
+    int param[5] = {j->acc, j->mode, 0, 0};
+    int64_t gy = j->mode == 2 ? pit_cuda_cdiv(j->a.M, 64) : pit_cuda_cdiv(j->max_rows, 64);
+    pit_gmm_args a = j->a;
+    return pit_cuda_launch_kind(c, s, PIT_CUDA_OP_GMM_CC, j->dt, param, pit_cuda_cdiv(a.N, 64), gy, j->groups, 256,
+                                &a);
+}
+
+/* Before a storing GEMM: zero the output rows no group lists (a row
+ * mask on the device, so nothing is read back). */
+static pit_status zero_unlisted(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_job *j, const pit_cuda_view *out)
+{
+    size_t n = (size_t)(out->rows * out->batch);
+    CUdeviceptr mark = 0;
+    CU_CHECK(pit_cu.MemAllocAsync(&mark, (n ? n : 1) * 4, s), "cuMemAllocAsync(row mark)");
+    pit_status st = PIT_SUCCESS;
+    if (n) {
+        CUresult r = pit_cu.MemsetD32Async(mark, 0xffffffffu, n, s);
+        if (r != CUDA_SUCCESS) st = pit_cu_fail(r, "cuMemsetD32Async(row mark)", __FILE__, __LINE__);
+    }
+    pit_mark_args m = {j->a.counts, j->a.entries, mark, j->mark_stride, j->a.capacity, j->a.kdiv};
+    if (st == PIT_SUCCESS)
+        st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_MARK, PIT_F32, NULL, pit_cuda_cdiv(j->a.capacity, 256), j->groups,
+                                  1, 256, &m);
+    pit_ew_args z = {0, out->ptr, mark, 0, 0, out->ld, out->bs, 1, out->rows, (int32_t)out->rows, (int32_t)out->cols,
+                     1, 0};
+    if (st == PIT_SUCCESS) st = pit_cuda_launch_zero(c, s, out->dt, &z, out->batch);
+    return pit_cuda_free_scratch(s, mark, st);
+}
+
+pit_status pit_cuda_gmm_scatter(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j, const pit_cuda_view *out,
+                                int tensor_core, int keep)
+{
+    pit_status st = PIT_SUCCESS;
+    CUdeviceptr scratch = 0;
+    if (!j->acc) {
+        if (!keep) st = zero_unlisted(c, s, j, out);
+    } else if (out->dt == PIT_F32) {
+        st = pit_cuda_zero_view(c, s, out);
+        j->a.acc = out->ptr;
+        j->a.ldacc = out->ld;
+        j->a.sacc = j->a.sc;
+    } else {
+        st = pit_cuda_scratch_words(s, (size_t)(out->rows * out->cols * out->batch), &scratch);
+        j->a.acc = scratch;
+        j->a.ldacc = out->cols;
+        j->a.sacc = j->a.sc ? out->rows * out->cols : 0;
+    }
+    if (st == PIT_SUCCESS && (tensor_core || j->max_rows > 0))
+        st = tensor_core ? gmm_tensor_core(c, s, j) : pit_cuda_gmm_cuda_core(c, s, j);
+    if (st == PIT_SUCCESS && scratch) st = pit_cuda_convert_into(c, s, scratch, out);
+    return pit_cuda_free_scratch(s, scratch, st);
+}

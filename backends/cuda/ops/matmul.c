@@ -1,0 +1,319 @@
+/*
+ * matmul.c - the fused PIT matmul on CUDA (SRead, tile product, SWrite along
+ * K or M: kernels/pit_matmul.cu, with pit_util.cu's compaction and f32
+ * helpers) and the dense GEMM through cuBLAS.
+ */
+#include <cublas_v2.h>
+#include <string.h>
+
+#include "ops.h"
+
+/* ---- sparse matmul ----------------------------------------------------------- */
+typedef struct mm_problem {
+    pit_cuda_view a, b, c;
+    pit_dtype dt;
+    int64_t M, N, K, batch;
+} mm_problem;
+
+/* A, B and C as views; core checked their shapes and dtypes */
+static pit_status matmul_views(const pit_tdesc *A, const pit_tdesc *B, const pit_tdesc *C, mm_problem *p)
+{
+    pit_status st;
+    if ((st = pit_cuda_view_of(A, "matmul", "A", 0, &p->a)) != PIT_SUCCESS ||
+        (st = pit_cuda_view_of(B, "matmul", "B", 0, &p->b)) != PIT_SUCCESS ||
+        (st = pit_cuda_view_of(C, "matmul", "C", 0, &p->c)) != PIT_SUCCESS)
+        return st;
+    p->dt = A->dtype;
+    p->M = p->a.rows;
+    p->K = p->a.cols;
+    p->N = p->b.cols;
+    p->batch = p->a.batch;
+    return PIT_SUCCESS;
+}
+
+/* The tile actually compiled: axis K takes the micro-tile's rows as BM;
+ * 16-bit inputs use tensor cores from sm_80 and at least 16 rows. */
+static pit_status effective_tile(const pit_cuda_ctx *c, const mm_problem *p, const pit_tile *tile,
+                                 const pit_microtile *mt, pit_tile *t)
+{
+    *t = *tile;
+    if (t->stages < 2) t->stages = 2;
+    if (mt->axis == PIT_AXIS_K) t->bm = mt->rows;
+    t->tensor_core = t->tensor_core && p->dt != PIT_F32 && c->arch >= 80 && t->bm >= 16;
+    const char *why = "";
+    if (!pit_cuda_tile_valid(p->dt, t, &why))
+        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, "cuda matmul: tile %dx%dx%d (%d threads, %s) for micro-tile %dx%d: %s",
+                                    t->bm, t->bn, t->bk, t->threads, t->tensor_core ? "tensor cores" : "CUDA cores",
+                                    mt->rows, mt->cols, why);
+    return PIT_SUCCESS;
+}
+
+static void fill_pit_mm_args(const mm_problem *p, const pit_index *idx, pit_mm_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->a = p->a.ptr;
+    a->b = p->b.ptr;
+    a->c = p->c.ptr;
+    a->lda = p->a.ld;
+    a->ldb = p->b.ld;
+    a->ldc = p->c.ld;
+    a->sa = p->a.bs;
+    a->sb = p->b.bs;
+    a->sc = p->c.bs;
+    a->M = (int32_t)p->M;
+    a->N = (int32_t)p->N;
+    a->K = (int32_t)p->K;
+    a->counts = (uint64_t)(uintptr_t)idx->counts;
+    a->entries = (uint64_t)(uintptr_t)idx->entries;
+    a->capacity = idx->capacity;
+    a->groups_per_batch = idx->groups_per_batch;
+}
+
+static pit_status launch_util(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind kind, pit_dtype dt, pit_util_args *u,
+                              int64_t batch)
+{
+    pit_cuda_variant v;
+    memset(&v, 0, sizeof v);
+    v.kind = kind;
+    v.dtype = kind == PIT_CUDA_ZERO ? PIT_F32 : dt;
+    pit_cuda_kernel *k;
+    pit_status st = pit_cuda_get_kernel(c, &v, &k);
+    if (st != PIT_SUCCESS) return st;
+    unsigned gy = (unsigned)(u->rows < 4096 ? u->rows : 4096);
+    return pit_cuda_launch(k, s, (unsigned)pit_cuda_cdiv(u->cols, 256), gy, (unsigned)batch, 256, u,
+                           kind == PIT_CUDA_ZERO ? "cuLaunchKernel(pit_zero_f32)" : "cuLaunchKernel(pit_convert_f32)");
+}
+
+/* SRead as a gather pass: A's indexed micro-tile columns copied densely
+ * per row-block into scratch (ld = ldo), read by the fused kernel with
+ * 16-byte cp.async. Grid from the capacity: nothing is read back. */
+static pit_status compact_a(pit_cuda_ctx *c, CUstream s, const mm_problem *p, const pit_index *idx, int64_t row_blocks,
+                            CUdeviceptr out, int64_t ldo)
+{
+    pit_cuda_variant v;
+    memset(&v, 0, sizeof v);
+    v.kind = PIT_CUDA_COMPACT;
+    v.dtype = p->dt;
+    pit_cuda_kernel *k;
+    pit_status st = pit_cuda_get_kernel(c, &v, &k);
+    if (st != PIT_SUCCESS) return st;
+    pit_compact_args a;
+    memset(&a, 0, sizeof a);
+    a.a = p->a.ptr;
+    a.out = (uint64_t)out;
+    a.lda = p->a.ld;
+    a.sa = p->a.bs;
+    a.ldo = ldo;
+    a.so = row_blocks * idx->tile.rows * ldo;
+    a.M = (int32_t)p->M;
+    a.K = (int32_t)p->K;
+    a.tm = idx->tile.rows;
+    a.tk = idx->tile.cols;
+    a.counts = (uint64_t)(uintptr_t)idx->counts;
+    a.entries = (uint64_t)(uintptr_t)idx->entries;
+    a.capacity = idx->capacity;
+    a.groups_per_batch = idx->groups_per_batch;
+    int64_t cols = ldo;
+    if (cols <= 0) return PIT_SUCCESS;
+    return pit_cuda_launch(k, s, (unsigned)pit_cuda_cdiv(cols, 256), (unsigned)row_blocks, (unsigned)p->batch, 256, &a,
+                           "cuLaunchKernel(pit_compact)");
+}
+
+static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v, const mm_problem *p,
+                                const pit_index *idx)
+{
+    if ((int64_t)idx->groups_per_batch * idx->tile.rows < p->M)
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda matmul: the index has %d row-blocks of %d for %lld rows",
+                                    idx->groups_per_batch, idx->tile.rows, (long long)p->M);
+    pit_cuda_kernel *k;
+    pit_status st = pit_cuda_get_kernel(c, v, &k);
+    if (st != PIT_SUCCESS) return st;
+    pit_mm_args a;
+    fill_pit_mm_args(p, idx, &a);
+    int64_t row_blocks = pit_cuda_cdiv(p->M, idx->tile.rows);
+    CUdeviceptr scratch = 0;
+    if (v->a_comp) {
+        int64_t ldo = pit_cuda_cdiv((int64_t)idx->capacity * idx->tile.cols, 8) * 8; /* pit_compact pads to 8 */
+        size_t bytes = (size_t)(row_blocks * idx->tile.rows * ldo * p->batch) * pit_cuda_el_bytes(p->dt);
+        CU_CHECK(pit_cu.MemAllocAsync(&scratch, bytes ? bytes : 16, s), "cuMemAllocAsync(axis K compact)");
+        st = compact_a(c, s, p, idx, row_blocks, scratch, ldo);
+        a.a = (uint64_t)scratch;
+        a.lda = ldo;
+        a.sa = row_blocks * idx->tile.rows * ldo;
+    }
+    /* every row-block gets a CTA (empty ones write zeros): the grid does
+     * not depend on the counts, so nothing is read back */
+    if (st == PIT_SUCCESS)
+        st = pit_cuda_launch(k, s, (unsigned)row_blocks, (unsigned)pit_cuda_cdiv(p->N, v->tile.bn), (unsigned)p->batch,
+                             (unsigned)v->tile.threads, &a, "cuLaunchKernel(pit_matmul axis K)");
+    if (scratch) {
+        CUresult r = pit_cu.MemFreeAsync(scratch, s);
+        if (st == PIT_SUCCESS && r != CUDA_SUCCESS) st = pit_cu_fail(r, "cuMemFreeAsync(axis K compact)", __FILE__, __LINE__);
+    }
+    return st;
+}
+
+static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v, const mm_problem *p,
+                                const pit_index *idx, int32_t max_entries, int worst_case_grid)
+{
+    pit_cuda_kernel *k;
+    pit_status st = pit_cuda_get_kernel(c, v, &k);
+    if (st != PIT_SUCCESS) return st;
+    pit_mm_args a;
+    fill_pit_mm_args(p, idx, &a);
+    /* SWrite accumulates in f32: into C for f32, else into scratch that is
+     * converted into C afterwards */
+    CUdeviceptr scratch = 0;
+    pit_util_args u = {0};
+    u.rows = (int32_t)p->M;
+    u.cols = (int32_t)p->N;
+    if (p->dt == PIT_F32) {
+        a.acc = p->c.ptr;
+        a.ldacc = p->c.ld;
+        a.sacc = p->c.bs;
+        u.f32 = p->c.ptr;
+        u.ld32 = p->c.ld;
+        u.s32 = p->c.bs;
+        st = launch_util(c, s, PIT_CUDA_ZERO, p->dt, &u, p->batch);
+    } else {
+        size_t words = (size_t)(p->M * p->N * p->batch);
+        CU_CHECK(pit_cu.MemAllocAsync(&scratch, (words ? words : 1) * 4, s), "cuMemAllocAsync(axis M scratch)");
+        if (words) CU_CHECK(pit_cu.MemsetD32Async(scratch, 0, words, s), "cuMemsetD32Async(axis M scratch)");
+        a.acc = scratch;
+        a.ldacc = p->N;
+        a.sacc = p->M * p->N;
+    }
+    int64_t rows = worst_case_grid ? pit_cuda_cdiv(p->M, idx->tile.rows) * idx->tile.rows
+                                   : (int64_t)(max_entries > 0 ? max_entries : 0) * idx->tile.rows;
+    int64_t chunks = pit_cuda_cdiv(rows, v->tile.bm);
+    if (st == PIT_SUCCESS && chunks > 0)
+        st = pit_cuda_launch(k, s, (unsigned)pit_cuda_cdiv(p->N, v->tile.bn), (unsigned)chunks, (unsigned)idx->groups,
+                             (unsigned)v->tile.threads, &a, "cuLaunchKernel(pit_matmul axis M)");
+    if (scratch) {
+        if (st == PIT_SUCCESS) {
+            u.f32 = scratch;
+            u.ld32 = p->N;
+            u.s32 = p->M * p->N;
+            u.out = p->c.ptr;
+            u.ldo = p->c.ld;
+            u.so = p->c.bs;
+            st = launch_util(c, s, PIT_CUDA_CONVERT, p->dt, &u, p->batch);
+        }
+        CUresult r = pit_cu.MemFreeAsync(scratch, s);
+        if (st == PIT_SUCCESS && r != CUDA_SUCCESS) st = pit_cu_fail(r, "cuMemFreeAsync(axis M scratch)", __FILE__, __LINE__);
+    }
+    return st;
+}
+
+pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile, const pit_index *idx,
+                                  int32_t max_entries, int worst_case_grid, const pit_tdesc *A, const pit_tdesc *B,
+                                  const pit_tdesc *C)
+{
+    pit_cuda_ctx *c = bctx;
+    mm_problem p;
+    pit_status st = matmul_views(A, B, C, &p);
+    if (st != PIT_SUCCESS) return st;
+    const pit_microtile *mt = &idx->tile;
+    if (mt->axis == PIT_AXIS_N)
+        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, "cuda matmul: sparse B (axis N) is not implemented by the cuda backend");
+    if (mt->axis != PIT_AXIS_K && mt->axis != PIT_AXIS_M)
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda matmul: index axis %d", (int)mt->axis);
+    if (mt->rows < 1 || mt->cols < 1)
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda matmul: micro-tile %dx%d", mt->rows, mt->cols);
+    pit_cuda_variant v;
+    memset(&v, 0, sizeof v);
+    v.kind = PIT_CUDA_MATMUL;
+    v.dtype = p.dt;
+    v.axis = mt->axis;
+    v.mt_rows = mt->rows;
+    v.mt_cols = mt->cols;
+    if ((st = effective_tile(c, &p, tile, mt, &v.tile)) != PIT_SUCCESS) return st;
+    int vec = (int)(16 / pit_cuda_el_bytes(p.dt));
+    v.a_vec = pit_cuda_rows_aligned(&p.a, p.K, 16) && mt->cols % vec == 0 && v.tile.bk % vec == 0;
+    v.b_vec = pit_cuda_rows_aligned(&p.b, p.N, 16) && v.tile.bn % vec == 0;
+    /* axis K with micro-tiles narrower than a 16-byte vector (32x1): gather
+     * A densely first (pit_compact), then read it with 16-byte copies */
+    if (mt->axis == PIT_AXIS_K && !v.a_vec && v.tile.bk % vec == 0) {
+        v.a_comp = 1;
+        v.a_vec = 1;
+    }
+    /* SWrite vectors: C's rows (axis K, and axis M for f32, which reduces
+     * into C) or the f32 scratch (axis M, 16-bit: ld = N) 16-byte aligned */
+    if (mt->axis == PIT_AXIS_K || p.dt == PIT_F32)
+        v.c_vec = p.c.ptr % 16 == 0 && p.c.ld % vec == 0 && p.c.bs % vec == 0;
+    else
+        v.c_vec = p.N % 4 == 0;
+    if ((st = pit_cuda_push(c)) != PIT_SUCCESS) return st;
+    CUstream s = pit_cuda_stream_of(stream);
+    if (p.M > 0 && p.N > 0 && p.batch > 0) {
+        if (mt->axis == PIT_AXIS_K) st = matmul_axis_k(c, s, &v, &p, idx);
+        else st = matmul_axis_m(c, s, &v, &p, idx, max_entries, worst_case_grid);
+    }
+    pit_cuda_pop();
+    return st;
+}
+
+/* ---- dense: cuBLAS ---------------------------------------------------------- */
+static pit_status cublas_fail(cublasStatus_t r, const char *what, const char *file, int line)
+{
+    pit_status st = r == CUBLAS_STATUS_ALLOC_FAILED ? PIT_ERR_OUT_OF_MEMORY : PIT_ERR_BACKEND;
+    return pit_cuda_host->error(st, "%s failed: %d %s at %s:%d", what, (int)r, cublasGetStatusName(r),
+                                pit_cuda_basename(file), line);
+}
+
+#define CUBLAS_CHECK(call, what)                                                          \
+    do {                                                                                  \
+        cublasStatus_t cb_r_ = (call);                                                    \
+        if (cb_r_ != CUBLAS_STATUS_SUCCESS) return cublas_fail(cb_r_, what, __FILE__, __LINE__); \
+    } while (0)
+
+void pit_cuda_blas_destroy(pit_cuda_ctx *c)
+{
+    if (c->blas) cublasDestroy((cublasHandle_t)c->blas);
+    c->blas = NULL;
+}
+
+static cudaDataType_t blas_type(pit_dtype d)
+{
+    return d == PIT_F32 ? CUDA_R_32F : d == PIT_F16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
+/* Row-major C = A.B is column-major C^T = B^T.A^T: swap the operands. */
+static pit_status dense_gemm(cublasHandle_t h, CUstream s, const mm_problem *p)
+{
+    const float alpha = 1.f, beta = 0.f;
+    cudaDataType_t t = blas_type(p->dt);
+    size_t el = pit_cuda_el_bytes(p->dt);
+    CUBLAS_CHECK(cublasSetStream(h, (cudaStream_t)s), "cublasSetStream");
+    CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)p->N, (int)p->M, (int)p->K, &alpha,
+                                            (const void *)(uintptr_t)p->b.ptr, t, (int)p->b.ld, p->b.bs,
+                                            (const void *)(uintptr_t)p->a.ptr, t, (int)p->a.ld, p->a.bs, &beta,
+                                            (void *)(uintptr_t)p->c.ptr, t, (int)p->c.ld, p->c.bs,
+                                            (int)p->batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmStridedBatchedEx");
+    (void)el;
+    return PIT_SUCCESS;
+}
+
+pit_status pit_cuda_matmul_dense(void *bctx, void *stream, const pit_tdesc *A, const pit_tdesc *B,
+                                 const pit_tdesc *C)
+{
+    pit_cuda_ctx *c = bctx;
+    mm_problem p;
+    pit_status st = matmul_views(A, B, C, &p);
+    if (st != PIT_SUCCESS) return st;
+    if (p.M == 0 || p.N == 0 || p.batch == 0) return PIT_SUCCESS;
+    if ((st = pit_cuda_push(c)) != PIT_SUCCESS) return st;
+    /* one handle per context; the lock keeps SetStream + Gemm together */
+    pthread_mutex_lock(&c->lock);
+    if (!c->blas) {
+        cublasHandle_t h = NULL;
+        cublasStatus_t r = cublasCreate(&h);
+        if (r != CUBLAS_STATUS_SUCCESS) st = cublas_fail(r, "cublasCreate", __FILE__, __LINE__);
+        else c->blas = h;
+    }
+    if (st == PIT_SUCCESS) st = dense_gemm((cublasHandle_t)c->blas, pit_cuda_stream_of(stream), &p);
+    pthread_mutex_unlock(&c->lock);
+    pit_cuda_pop();
+    return st;
+}

@@ -1,0 +1,148 @@
+/*
+ * moe.c - MoE on CUDA: routing (kernels/pit_moe_route.cu) and the expert
+ * GEMMs of the forward and backward modes (gmm.c).
+ */
+#include <string.h>
+
+#include "ops.h"
+
+/* ---- routing ------------------------------------------------------------------ */
+static pit_status route_run(pit_cuda_ctx *c, CUstream s, const pit_cuda_view *ids, const pit_index *idx)
+{
+    pit_status st = pit_cuda_zero_index(s, idx);
+    if (st != PIT_SUCCESS) return st;
+    pit_route_args a = {ids->ptr, (uint64_t)(uintptr_t)idx->counts, (uint64_t)(uintptr_t)idx->entries,
+                        (uint64_t)(uintptr_t)idx->total, ids->ld, (int32_t)ids->rows, (int32_t)ids->cols,
+                        idx->groups, idx->capacity};
+    return pit_cuda_launch_kind(c, s, PIT_CUDA_OP_ROUTE, PIT_F32, NULL, pit_cuda_cdiv(ids->rows * ids->cols, 256), 1,
+                                1, 256, &a);
+}
+
+static pit_status cuda_moe_route(void *bctx, void *stream, const pit_tdesc *expert_ids, const pit_index *idx)
+{
+    pit_cuda_view ids;
+    pit_status st = pit_cuda_view_of(expert_ids, "moe_route", "expert_ids", 0, &ids);
+    if (st != PIT_SUCCESS) return st;
+    if (ids.rows * ids.cols > INT32_MAX)
+        return pit_cuda_error(PIT_ERR_UNSUPPORTED, "cuda %s: %s", "moe_route", "more than 2^31 token-slots");
+    pit_cuda_ctx *c = bctx;
+    PIT_CUDA_WITH_CONTEXT(c, route_run(c, pit_cuda_stream_of(stream), &ids, idx));
+}
+
+/* ---- the expert GEMMs --------------------------------------------------------------- */
+typedef struct moe_views {
+    pit_cuda_view x, w, g, y;
+    int has_gates;
+    int64_t T, H, N, E, k;
+} moe_views;
+
+/* X, W, gates, Y as views (core checked their shapes and dtypes) */
+static pit_status moe_shapes(const pit_index *idx, const pit_tdesc *X, const pit_tdesc *W, const pit_tdesc *gates,
+                             const pit_tdesc *Y, moe_views *v)
+{
+    const char *op = "moe_matmul";
+    pit_status st;
+    if ((st = pit_cuda_view_of(X, op, "X", 0, &v->x)) != PIT_SUCCESS ||
+        (st = pit_cuda_view_of(W, op, "W", 0, &v->w)) != PIT_SUCCESS ||
+        (st = pit_cuda_view_of(Y, op, "Y", 0, &v->y)) != PIT_SUCCESS)
+        return st;
+    v->has_gates = gates != NULL && gates->mem != NULL;
+    if (v->has_gates && (st = pit_cuda_view_of(gates, op, "gates", 0, &v->g)) != PIT_SUCCESS) return st;
+    v->T = v->x.rows;
+    v->E = v->w.batch, v->H = v->w.rows, v->N = v->w.cols;
+    v->k = v->has_gates ? v->g.cols : (v->T > 0 ? idx->capacity / v->T : 1);
+    return PIT_SUCCESS;
+}
+
+static void moe_job(int mode, const pit_index *idx, int32_t max_entries, const moe_views *v, pit_cuda_gmm_job *j)
+{
+    memset(j, 0, sizeof *j);
+    j->dt = v->x.dt;
+    j->mode = mode;
+    j->groups = v->E;
+    /* -1: core read no counts back (moe_plans_on_device); a CUDA-core tile
+     * then sizes its grid for every slot in one group */
+    j->max_rows = max_entries > 0 ? max_entries : max_entries < 0 ? idx->capacity : 0;
+    j->listed_max = idx->capacity;
+    pit_gmm_args *a = &j->a;
+    a->a = v->x.ptr, a->lda = v->x.ld;
+    a->b = v->w.ptr, a->ldb = v->w.ld, a->sb = v->w.bs;
+    a->gates = v->has_gates && mode != 3 ? v->g.ptr : 0;
+    a->ldg = v->has_gates ? v->g.ld : 0;
+    a->counts = (uint64_t)(uintptr_t)idx->counts;
+    a->entries = (uint64_t)(uintptr_t)idx->entries;
+    a->capacity = idx->capacity;
+    a->kdiv = (int32_t)v->k;
+    a->N = (int32_t)(mode == 1 ? v->H : v->N);
+    a->K = (int32_t)(mode == 1 ? v->N : v->H);
+    a->M = (int32_t)v->H;
+    if (mode == 0 || mode == 1) {
+        a->c = v->y.ptr, a->ldc = v->y.ld;
+        j->acc = v->k > 1;
+    } else if (mode == 2) { /* out dW = W arg; D = Y arg */
+        a->c = v->w.ptr, a->ldc = v->w.ld, a->sc = v->w.bs;
+        a->d = v->y.ptr, a->ldd = v->y.ld;
+        a->K = 0;
+    } else { /* mode 3: dgates += row dots with D = Y arg */
+        a->d = v->y.ptr, a->ldd = v->y.ld;
+        a->acc = v->g.ptr, a->ldacc = v->g.ld;
+    }
+}
+
+/* 1 where MoE mode `mode` can run on the tensor cores (the 16-bit forward,
+ * rows 16-byte aligned, H and N multiples of 8), whose work list is planned
+ * on the device; the CUDA-core grids are sized by the largest count */
+static int moe_tensor_core(const pit_cuda_ctx *c, int mode, const pit_cuda_view *x, const pit_cuda_view *w,
+                           const pit_cuda_view *y)
+{
+    return mode == 0 && x->dt != PIT_F32 && c->arch >= 80 && pit_cuda_aligned16(x) && pit_cuda_aligned16(w) &&
+           pit_cuda_aligned16(y) && w->rows % 8 == 0 && w->cols % 8 == 0;
+}
+
+static int cuda_moe_plans_on_device(void *bctx, int mode, const pit_tdesc *X, const pit_tdesc *W, const pit_tdesc *Y)
+{
+    pit_cuda_view x, w, y;
+    return pit_cuda_view_of(X, "moe_matmul", "X", 0, &x) == PIT_SUCCESS &&
+           pit_cuda_view_of(W, "moe_matmul", "W", 0, &w) == PIT_SUCCESS &&
+           pit_cuda_view_of(Y, "moe_matmul", "Y", 0, &y) == PIT_SUCCESS && moe_tensor_core(bctx, mode, &x, &w, &y);
+}
+
+static pit_status moe_run(pit_cuda_ctx *c, CUstream s, int mode, const pit_tile *tile, const pit_index *idx,
+                          int32_t max_entries, const moe_views *v)
+{
+    pit_cuda_gmm_job j;
+    moe_job(mode, idx, max_entries, v, &j);
+    j.tile = *tile;
+    if (mode == 2) return pit_cuda_gmm_cuda_core(c, s, &j);
+    if (mode == 3) {
+        pit_cuda_view g = v->g;
+        pit_status st = pit_cuda_zero_view(c, s, &g);
+        return st == PIT_SUCCESS && j.max_rows > 0 ? pit_cuda_gmm_cuda_core(c, s, &j) : st;
+    }
+    const int tc = tile->tensor_core && moe_tensor_core(c, mode, &v->x, &v->w, &v->y);
+    return pit_cuda_gmm_scatter(c, s, &j, &v->y, tc, 0);
+}
+
+/* The tile runs where its kernel serves the mode: a tensor-core tile the
+ * 16-bit forward with aligned rows, the CUDA-core tile everything else. */
+static pit_status cuda_moe_matmul(void *bctx, void *stream, int mode, const pit_tile *tile, const pit_index *idx,
+                                  int32_t max_entries, const pit_tdesc *X, const pit_tdesc *W, const pit_tdesc *gates,
+                                  const pit_tdesc *Y)
+{
+    pit_cuda_ctx *c = bctx;
+    moe_views v;
+    pit_tile t;
+    if (mode < 0 || mode > 3 || (mode == 3 && !(gates && gates->mem)))
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda moe_matmul: mode %d (0..3; 3 with dgates)", mode);
+    pit_status st = moe_shapes(idx, X, W, gates, Y, &v);
+    if (st != PIT_SUCCESS || (st = pit_cuda_gmm_tile_of(c, "moe_matmul", v.x.dt, tile, &t)) != PIT_SUCCESS)
+        return st;
+    PIT_CUDA_WITH_CONTEXT(c, moe_run(c, pit_cuda_stream_of(stream), mode, &t, idx, max_entries, &v));
+}
+
+void pit_cuda_register_moe(pit_backend *be)
+{
+    be->moe_route = cuda_moe_route;
+    be->moe_matmul = cuda_moe_matmul;
+    be->moe_plans_on_device = cuda_moe_plans_on_device;
+}

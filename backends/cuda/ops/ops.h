@@ -1,0 +1,119 @@
+/*
+ * ops.h - what the CUDA backend's operator files (backends/cuda/ops/) share:
+ * the one kernel view of a tensor, launching a kernel variant, scratch
+ * memory, and the entries each file gives the backend's table. The HIP
+ * plug-in compiles these files too, through hip_shim.h.
+ */
+#ifndef PIT_CUDA_OPS_H
+#define PIT_CUDA_OPS_H
+
+#include <stdint.h>
+
+#include "cuda_internal.h"
+#include "cuda_model.h"
+
+/* ---- views --------------------------------------------------------------- */
+/* A tensor as [batch, rows, cols] with strides (elements); rank 2 has batch
+ * stride 0. */
+typedef struct pit_cuda_view {
+    uint64_t ptr; /* element 0 */
+    pit_dtype dt;
+    int64_t batch, rows, cols, ld, bs;
+} pit_cuda_view;
+
+/* The view of t for operator op (name: the operand, for messages). Rank 2
+ * or 3 with unit-stride rows; flat: any rank, above 3 only contiguous
+ * (element-wise operators), taken as its rows of the last dimension. */
+pit_status pit_cuda_view_of(const pit_tdesc *t, const char *op, const char *name, int flat, pit_cuda_view *v);
+
+size_t pit_cuda_el_bytes(pit_dtype d);
+/* Whole vectors of vec_bytes along the rows of v: aligned base, row and
+ * batch strides, and a row length len, all multiples of the vector. */
+int pit_cuda_rows_aligned(const pit_cuda_view *v, int64_t len, int vec_bytes);
+/* rows of v start 16-byte aligned (base, row and batch strides) */
+int pit_cuda_aligned16(const pit_cuda_view *v);
+/* Batch stride of an operand broadcast over `batch` (rank 2: shared). */
+pit_status pit_cuda_batch_stride(const pit_cuda_view *v, int64_t batch, const char *op, const char *name,
+                                 int64_t *s);
+/* The block index over an output of `batch` x rows x cols: one set of
+ * groups per batch, or one set shared by all (index of a rank-2 mask). */
+pit_status pit_cuda_index_arg(const pit_index *idx, int64_t batch, int64_t rows, int64_t cols, const char *op,
+                              pit_ix *ix);
+pit_status pit_cuda_error(pit_status st, const char *fmt, const char *a, const char *b);
+
+static inline int64_t pit_cuda_cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+static inline CUstream pit_cuda_stream_of(void *stream)
+{
+    return ((pit_cuda_stream *)stream)->s;
+}
+
+/* ---- launching ------------------------------------------------------------- */
+/* The kernel of variant v (compiled or cached) on grid gx x gy x gz. */
+pit_status pit_cuda_launch_variant(pit_cuda_ctx *c, CUstream s, const pit_cuda_variant *v, int64_t gx, int64_t gy,
+                                   int64_t gz, unsigned threads, void *args);
+/* A kernel without a tile: kind, dtype and its op_param (NULL: zeros). */
+pit_status pit_cuda_launch_kind(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind kind, pit_dtype dt,
+                                const int *param, int64_t gx, int64_t gy, int64_t gz, unsigned threads, void *args);
+/* pit_op_zero over a, batch b (a->ids set: only the rows no expert routed) */
+pit_status pit_cuda_launch_zero(pit_cuda_ctx *c, CUstream s, pit_dtype dt, pit_ew_args *a, int64_t batch);
+pit_status pit_cuda_zero_view(pit_cuda_ctx *c, CUstream s, const pit_cuda_view *v);
+/* f32 [rows, cols] scratch -> the output view (pit_util.cu's converter) */
+pit_status pit_cuda_convert_into(pit_cuda_ctx *c, CUstream s, CUdeviceptr f32, const pit_cuda_view *out);
+
+/* Runs body between push and pop of the context. */
+#define PIT_CUDA_WITH_CONTEXT(c, body)                      \
+    do {                                                    \
+        pit_status st_push_ = pit_cuda_push(c);             \
+        if (st_push_ != PIT_SUCCESS) return st_push_;       \
+        pit_status st_body_ = (body);                       \
+        pit_cuda_pop();                                     \
+        return st_body_;                                    \
+    } while (0)
+
+/* ---- scratch ----------------------------------------------------------------- */
+/* Scratch of n 4-byte words (f32 sums, int counters), zeroed, ordered on
+ * s; nothing left allocated on failure */
+pit_status pit_cuda_scratch_words(CUstream s, size_t n, CUdeviceptr *p);
+/* Frees p (when set) on s; returns st, or the free's failure when st is
+ * PIT_SUCCESS. */
+pit_status pit_cuda_free_scratch(CUstream s, CUdeviceptr p, pit_status st);
+
+/* Zeroes one index's counts and total (what detect does first; detect.c). */
+pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx);
+
+/* ---- the entries of each operator file ------------------------------------------ */
+void pit_cuda_register_sddmm(pit_backend *be);
+void pit_cuda_register_softmax(pit_backend *be);
+void pit_cuda_register_attention(pit_backend *be);
+void pit_cuda_register_moe(pit_backend *be);
+void pit_cuda_register_rows(pit_backend *be);
+void pit_cuda_register_elementwise(pit_backend *be);
+
+/* ---- the gathered GEMM (gmm.c), run by moe.c and rows.c ---------------------------- */
+typedef struct pit_cuda_gmm_job {
+    pit_gmm_args a;
+    pit_dtype dt;
+    pit_tile tile;            /* the tile asked for (pit_cuda_gmm_tile_valid) */
+    int mode, acc;
+    int64_t groups, max_rows; /* max_rows: most rows of one group (grid of the CUDA-core path) */
+    int64_t listed_max;       /* most listed slots of all groups together */
+    int64_t mark_stride;      /* output rows per group (matmul_rows) or 0 (MoE: one output) */
+} pit_cuda_gmm_job;
+
+/* The tile core asked for, checked against the kernels; NULL: the default
+ * for the device and dtype. */
+pit_status pit_cuda_gmm_tile_of(const pit_cuda_ctx *c, const char *op, pit_dtype dt, const pit_tile *asked,
+                                pit_tile *t);
+/* The CUDA-core kernel over j (any mode) */
+pit_status pit_cuda_gmm_cuda_core(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_job *j);
+/* Modes 0, 1 and matmul_rows. Store (k == 1): zero the unlisted rows unless
+ * keep; accumulate: into out zeroed (f32) or an f32 scratch converted into
+ * out afterwards. tensor_core: on pit_op_gmm_tc with j->tile. */
+pit_status pit_cuda_gmm_scatter(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j, const pit_cuda_view *out,
+                                int tensor_core, int keep);
+
+#endif /* PIT_CUDA_OPS_H */
