@@ -81,8 +81,7 @@ static int entries(void)
 
 int main(void)
 {
-    pit_hip_host = &host;
-    pit_hip_shim_init(&host); /* the shared baseline code (cuda_baseline.h) reports through the shim's host */
+    pit_hip_host = &host; /* also the shared baseline code's (cuda_baseline.h) host, through hip_shim.h */
     pit_status st = pit_hip_sparse_load();
     const char *lib = pit_hip_sparse_library();
     if (st != PIT_SUCCESS && !lib) {
