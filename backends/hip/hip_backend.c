@@ -113,14 +113,3 @@ void pit_vendor_dense_entries(pit_backend *be)
     be->matmul_dense = pit_hip_matmul_dense;
     be->dense_name = pit_hip_dense_name;
 }
-
-pit_status pit_hip_mem_copy(void *bctx, void *stream, void *dst, size_t dst_offset, const void *src,
-                            size_t src_offset, size_t bytes)
-{
-    if (bytes == 0) return PIT_SUCCESS;
-    pit_status st = pit_hip_push(bctx);
-    if (st != PIT_SUCCESS) return st;
-    hipDeviceptr_t to = (char *)dst + dst_offset, from = (char *)(uintptr_t)src + src_offset;
-    CU_CHECK(pit_hip.MemcpyDtoDAsync(to, from, bytes, ((pit_hip_stream *)stream)->s), "hipMemcpyDtoDAsync");
-    return PIT_SUCCESS;
-}

@@ -99,7 +99,6 @@ typedef struct pit_vendor_ctx {
  * hip_dense.c's, which falls back to pit's own tile without rocBLAS */
 #define pit_cuda_matmul_dense pit_hip_matmul_blas
 #define pit_cuda_blas_destroy pit_hip_blas_destroy
-#define pit_cuda_mem_copy pit_hip_mem_copy
 #define pit_cuda_vendor_sparse_matmul pit_hip_vendor_sparse_matmul
 #define pit_cuda_vendor_convert pit_hip_vendor_convert
 #define pit_cuda_vendor_sparse_name pit_hip_vendor_sparse_name

@@ -279,8 +279,8 @@ static pit_status make_handle(pit_hip_ctx *c)
     c->sparse = h;
     int v = 0;
     if (rs.get_version && rs.get_version(h, &v) == rocsparse_status_success && v > 0)
-        snprintf(c->vendor.sparse_name, sizeof c->vendor.sparse_name, "rocSPARSE %d.%d.%d CSR", v / 100000, v / 100 % 1000,
-                 v % 100);
+        snprintf(c->vendor.sparse_name, sizeof c->vendor.sparse_name, "rocSPARSE %d.%d.%d CSR", v / 100000,
+                 v / 100 % 1000, v % 100);
     else
         snprintf(c->vendor.sparse_name, sizeof c->vendor.sparse_name, "rocSPARSE CSR");
 done:

@@ -34,7 +34,8 @@ static pit_status gpu_device_count(int *count)
 {
     *count = 0;
     if (!initialised)
-        return pit_cuda_host->error(PIT_ERR_NO_DEVICE, PIT_VENDOR_NAME ": the backend is not initialised (no runtime)");
+        return pit_cuda_host->error(PIT_ERR_NO_DEVICE,
+                                    PIT_VENDOR_NAME ": the backend is not initialised (no driver or runtime loaded)");
     CU_CHECK(pit_cu.DeviceGetCount(count), PIT_CALL(DeviceGetCount));
     return PIT_SUCCESS;
 }
@@ -99,15 +100,16 @@ static pit_status gpu_context_create(int index, const pit_switches *switches, vo
     c->index = index;
     c->dev = dev;
     c->switches = *switches;
+    pthread_mutex_init(&c->lock, NULL);
     if ((st = pit_gpu_attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &c->sm_count)) == PIT_SUCCESS &&
         (st = pit_gpu_attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &c->smem_optin)) ==
             PIT_SUCCESS)
         st = pit_vendor_context_open(c);
     if (st != PIT_SUCCESS) {
+        pthread_mutex_destroy(&c->lock);
         free(c);
         return st;
     }
-    pthread_mutex_init(&c->lock, NULL);
     *bctx = c;
     return PIT_SUCCESS;
 }
@@ -242,6 +244,19 @@ static pit_status gpu_mem_fill32(void *bctx, void *stream, void *mem, size_t off
     return PIT_SUCCESS;
 }
 
+/* The device-to-device copy: pit bench's bandwidth floor. */
+static pit_status gpu_mem_copy(void *bctx, void *stream, void *dst, size_t dst_offset, const void *src,
+                               size_t src_offset, size_t bytes)
+{
+    if (bytes == 0) return PIT_SUCCESS;
+    pit_status st = pit_cuda_push(bctx);
+    if (st != PIT_SUCCESS) return st;
+    CUresult r = pit_cu.MemcpyDtoDAsync(dptr(dst, dst_offset), dptr(src, src_offset), bytes, stream_of(stream));
+    pit_cuda_pop();
+    if (r != CUDA_SUCCESS) return pit_cu_fail(r, PIT_CALL(MemcpyDtoDAsync), __FILE__, __LINE__);
+    return PIT_SUCCESS;
+}
+
 /* ---- events -------------------------------------------------------------- */
 static pit_status gpu_event_record(void *bctx, void *stream, pit_event **event)
 {
@@ -315,7 +330,7 @@ static pit_backend gpu_backend = {
     .event_destroy = gpu_event_destroy,
     .detect = pit_cuda_detect,
     .matmul_sparse = pit_cuda_matmul_sparse,
-    .mem_copy = pit_cuda_mem_copy,
+    .mem_copy = gpu_mem_copy,
     .vendor_sparse_matmul = pit_cuda_vendor_sparse_matmul,
     .vendor_convert = pit_cuda_vendor_convert,
     .vendor_sparse_name = pit_cuda_vendor_sparse_name,

@@ -196,10 +196,8 @@ void pit_cuda_blas_destroy(pit_cuda_ctx *c);
  * at creation. */
 void pit_cuda_keep_pool_memory(const pit_cuda_ctx *c);
 
-/* ---- baselines for pit bench: copy, the vendor's sparse library
- * (cuda_baselines.c: cuSPARSE; hip_backend.c and hip_sparse.c: rocSPARSE) */
-pit_status pit_cuda_mem_copy(void *bctx, void *stream, void *dst, size_t dst_offset, const void *src,
-                             size_t src_offset, size_t bytes);
+/* ---- the vendor's sparse library, pit bench's baseline (cuda_baselines.c:
+ * cuSPARSE; hip_sparse.c: rocSPARSE) */
 pit_status pit_cuda_vendor_sparse_matmul(void *bctx, void *stream, const pit_tdesc *A, const pit_tdesc *B,
                                          const pit_tdesc *C, double *convert_ms, double *compute_ms);
 pit_status pit_cuda_vendor_convert(void *bctx, void *stream, const pit_tdesc *A, int block, double *ms);
