@@ -113,36 +113,38 @@ static CUresult no_opt_in(CUfunction f, CUfunction_attribute attr, int value)
 
 static void bind_driver_table(void)
 {
-    pit_cu.DeviceGetCount = pit_hip.GetDeviceCount;
-    pit_cu.DeviceGet = device_get;
-    pit_cu.DeviceGetName = pit_hip.DeviceGetName;
-    pit_cu.DeviceGetAttribute = pit_hip.DeviceGetAttribute;
-    pit_cu.DeviceTotalMem = pit_hip.DeviceTotalMem;
-    pit_cu.StreamCreate = pit_hip.StreamCreateWithFlags;
-    pit_cu.StreamDestroy = pit_hip.StreamDestroy;
-    pit_cu.StreamSynchronize = pit_hip.StreamSynchronize;
-    pit_cu.MemAlloc = mem_alloc;
-    pit_cu.MemFree = mem_free;
-    pit_cu.MemAllocAsync = scratch_alloc;
-    pit_cu.MemFreeAsync = scratch_free;
-    pit_cu.DeviceGetDefaultMemPool = no_pool;
-    pit_cu.MemPoolSetAttribute = no_pool_attribute;
-    pit_cu.MemcpyHtoDAsync = copy_to_device;
-    pit_cu.MemcpyDtoHAsync = copy_to_host;
-    pit_cu.MemcpyDtoDAsync = copy_on_device;
-    pit_cu.MemsetD32Async = fill32;
-    pit_cu.MemcpyDtoH = copy_to_host_now;
-    pit_cu.EventCreate = event_create;
-    pit_cu.EventRecord = pit_hip.EventRecord;
-    pit_cu.EventSynchronize = pit_hip.EventSynchronize;
-    pit_cu.EventElapsedTime = pit_hip.EventElapsedTime;
-    pit_cu.EventDestroy = pit_hip.EventDestroy;
-    pit_cu.ModuleLoadData = pit_hip.ModuleLoadData;
-    pit_cu.ModuleUnload = pit_hip.ModuleUnload;
-    pit_cu.ModuleGetFunction = pit_hip.ModuleGetFunction;
-    pit_cu.ModuleGetGlobal = module_global;
-    pit_cu.FuncSetAttribute = no_opt_in;
-    pit_cu.LaunchKernel = pit_hip.ModuleLaunchKernel;
+    pit_cu = (pit_cu_api){
+        .DeviceGetCount = pit_hip.GetDeviceCount,
+        .DeviceGet = device_get,
+        .DeviceGetName = pit_hip.DeviceGetName,
+        .DeviceGetAttribute = pit_hip.DeviceGetAttribute,
+        .DeviceTotalMem = pit_hip.DeviceTotalMem,
+        .StreamCreate = pit_hip.StreamCreateWithFlags,
+        .StreamDestroy = pit_hip.StreamDestroy,
+        .StreamSynchronize = pit_hip.StreamSynchronize,
+        .MemAlloc = mem_alloc,
+        .MemFree = mem_free,
+        .MemAllocAsync = scratch_alloc,
+        .MemFreeAsync = scratch_free,
+        .DeviceGetDefaultMemPool = no_pool,
+        .MemPoolSetAttribute = no_pool_attribute,
+        .MemcpyHtoDAsync = copy_to_device,
+        .MemcpyDtoHAsync = copy_to_host,
+        .MemcpyDtoDAsync = copy_on_device,
+        .MemsetD32Async = fill32,
+        .MemcpyDtoH = copy_to_host_now,
+        .EventCreate = event_create,
+        .EventRecord = pit_hip.EventRecord,
+        .EventSynchronize = pit_hip.EventSynchronize,
+        .EventElapsedTime = pit_hip.EventElapsedTime,
+        .EventDestroy = pit_hip.EventDestroy,
+        .ModuleLoadData = pit_hip.ModuleLoadData,
+        .ModuleUnload = pit_hip.ModuleUnload,
+        .ModuleGetFunction = pit_hip.ModuleGetFunction,
+        .ModuleGetGlobal = module_global,
+        .FuncSetAttribute = no_opt_in,
+        .LaunchKernel = pit_hip.ModuleLaunchKernel,
+    };
 }
 
 pit_status pit_vendor_load(void)
