@@ -1,6 +1,6 @@
 /*
  * test_hip_sparse.c - ctest hip_rocsparse_loader: the rocSPARSE baseline's
- * loader (hip_sparse.c) against the rocSPARSE installed on this machine, no
+ * loader (hip_sparse.c) against the rocSPARSE installed where it runs, no
  * GPU needed. Passes when a librocsparse is found, every symbol pit uses
  * resolves, and the host-only descriptor calls accept pit's enum values and
  * give back what they were given, and the baseline entries refuse what they
