@@ -8,8 +8,9 @@
  * event timer, and running a call: context current and locked, its times
  * read from the events, its scratch freed.
  *
- * Messages start "cuda <library> baseline: " (through hip_shim.h's host,
- * "hip ..."). Everything is static inline: a file uses what it needs.
+ * Messages start "<vendor> <library> baseline: " (PIT_VENDOR_NAME: "cuda",
+ * or "hip" through hip_shim.h). Everything is static inline: a file uses
+ * what it needs.
  */
 #ifndef PIT_CUDA_BASELINE_H
 #define PIT_CUDA_BASELINE_H
@@ -29,7 +30,7 @@ typedef struct pit_baseline_lib {
 
 static inline pit_status pit_baseline_error(const pit_baseline_lib *lib, pit_status st, const char *what)
 {
-    return pit_cuda_host->error(st, "cuda %s baseline: %s", lib->name, what);
+    return pit_cuda_host->error(st, PIT_VENDOR_NAME " %s baseline: %s", lib->name, what);
 }
 
 /* Evaluates a library call returning a status of type T, ok on success; on
@@ -138,11 +139,12 @@ static inline pit_status pit_baseline_scratch_alloc(pit_baseline_scratch *sc, CU
 {
     *out = 0;
     if (sc->n == (int)(sizeof sc->p / sizeof sc->p[0]))
-        return pit_cuda_host->error(PIT_ERR_INTERNAL, "cuda sparse baseline: out of scratch slots (%s)", what);
+        return pit_cuda_host->error(PIT_ERR_INTERNAL, PIT_VENDOR_NAME " sparse baseline: out of scratch slots (%s)",
+                                    what);
     CUresult r = pit_cu.MemAllocAsync(out, bytes ? bytes : 16, s);
     if (r != CUDA_SUCCESS) {
         char call[128];
-        snprintf(call, sizeof call, "cuMemAllocAsync(%s, %zu bytes)", what, bytes);
+        snprintf(call, sizeof call, PIT_CALL(MemAllocAsync) "(%s, %zu bytes)", what, bytes);
         return pit_cu_fail(r, call, __FILE__, __LINE__);
     }
     sc->p[sc->n++] = *out;
@@ -156,7 +158,7 @@ static inline pit_status pit_baseline_scratch_free(pit_baseline_scratch *sc, CUs
     for (int i = 0; i < sc->n; i++) {
         CUresult r = pit_cu.MemFreeAsync(sc->p[i], s);
         if (st == PIT_SUCCESS && r != CUDA_SUCCESS)
-            st = pit_cu_fail(r, "cuMemFreeAsync(sparse baseline scratch)", __FILE__, __LINE__);
+            st = pit_cu_fail(r, PIT_CALL(MemFreeAsync) "(sparse baseline scratch)", __FILE__, __LINE__);
     }
     sc->n = 0;
     return st;
@@ -173,11 +175,11 @@ typedef struct pit_baseline_timer {
 static inline pit_status pit_baseline_mark(pit_baseline_timer *t, CUstream s)
 {
     if (t->n == (int)(sizeof t->e / sizeof t->e[0]))
-        return pit_cuda_host->error(PIT_ERR_INTERNAL, "cuda sparse baseline: out of event slots");
+        return pit_cuda_host->error(PIT_ERR_INTERNAL, PIT_VENDOR_NAME " sparse baseline: out of event slots");
     CUevent e;
-    CU_CHECK(pit_cu.EventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+    CU_CHECK(pit_cu.EventCreate(&e, CU_EVENT_DEFAULT), PIT_CALL(EventCreate));
     t->e[t->n++] = e;
-    CU_CHECK(pit_cu.EventRecord(e, s), "cuEventRecord");
+    CU_CHECK(pit_cu.EventRecord(e, s), PIT_CALL(EventRecord));
     return PIT_SUCCESS;
 }
 
@@ -185,8 +187,8 @@ static inline pit_status pit_baseline_mark(pit_baseline_timer *t, CUstream s)
 static inline pit_status pit_baseline_elapsed(const pit_baseline_timer *t, int from, int to, double *ms)
 {
     float f = 0.f;
-    CU_CHECK(pit_cu.EventSynchronize(t->e[to]), "cuEventSynchronize");
-    CU_CHECK(pit_cu.EventElapsedTime(&f, t->e[from], t->e[to]), "cuEventElapsedTime");
+    CU_CHECK(pit_cu.EventSynchronize(t->e[to]), PIT_CALL(EventSynchronize));
+    CU_CHECK(pit_cu.EventElapsedTime(&f, t->e[from], t->e[to]), PIT_CALL(EventElapsedTime));
     *ms = f;
     return PIT_SUCCESS;
 }
@@ -222,7 +224,7 @@ static inline pit_status pit_baseline_run(void *bctx, void *stream, pit_baseline
     pthread_mutex_lock(&c->lock);
     st = run(c, s, j, &sc, &t);
     if (st == PIT_SUCCESS && t.n < (j->matmul ? 3 : 2))
-        st = pit_cuda_host->error(PIT_ERR_INTERNAL, "cuda sparse baseline: %d events recorded", t.n);
+        st = pit_cuda_host->error(PIT_ERR_INTERNAL, PIT_VENDOR_NAME " sparse baseline: %d events recorded", t.n);
     if (st == PIT_SUCCESS) st = pit_baseline_elapsed(&t, 0, 1, j->convert_ms);
     if (st == PIT_SUCCESS && j->matmul) st = pit_baseline_elapsed(&t, t.n - 2, t.n - 1, j->compute_ms);
     st = pit_baseline_scratch_free(&sc, s, st);

@@ -1,7 +1,8 @@
 /*
- * cuda_baselines.c - what pit bench compares PIT with on CUDA: the
- * device-to-device copy (bandwidth floor) and cuSPARSE, with its dense->sparse
- * conversion timed, since the sparsity is dynamic.
+ * cuda_baselines.c - what pit bench compares PIT with on CUDA: cuSPARSE,
+ * with its dense->sparse conversion timed, since the sparsity is dynamic
+ * (the device-to-device copy, the bandwidth floor, is shared with HIP in
+ * common/gpu_backend.c).
  *
  *   vendor_sparse_matmul  dense A -> CSR (cusparseDenseToSparse: buffer size,
  *                         analysis, nnz read back, column/value arrays sized,
@@ -48,22 +49,6 @@ static const pit_baseline_lib lib_cusparse = {"cuSPARSE", {CUDA_R_32F, CUDA_R_16
 static pit_status err(pit_status st, const char *what)
 {
     return pit_baseline_error(&lib_cusparse, st, what);
-}
-
-/* ---- device-to-device copy ---------------------------------------------------------- */
-
-pit_status pit_cuda_mem_copy(void *bctx, void *stream, void *dst, size_t dst_offset, const void *src,
-                             size_t src_offset, size_t bytes)
-{
-    if (bytes == 0) return PIT_SUCCESS;
-    pit_status st = pit_cuda_push(bctx);
-    if (st != PIT_SUCCESS) return st;
-    CUresult r = pit_cu.MemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst + dst_offset,
-                                        (CUdeviceptr)(uintptr_t)src + src_offset, bytes,
-                                        ((pit_cuda_stream *)stream)->s);
-    pit_cuda_pop();
-    if (r != CUDA_SUCCESS) return pit_cu_fail(r, "cuMemcpyDtoDAsync", __FILE__, __LINE__);
-    return PIT_SUCCESS;
 }
 
 /* ---- the handle: one per context, used under c->lock --------------------------------- */

@@ -2,7 +2,7 @@
  * cuda_driver.c - libcuda.so.1 loaded at init with dlopen: the plug-in links
  * no driver, so it loads (and reports "no CUDA driver") where none exists.
  */
-#include "cuda_driver.h"
+#include "cuda_internal.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -35,7 +35,7 @@ typedef struct symbol {
 
 #define SYM(field, sym) {(void **)&pit_cu.field, sym}
 
-pit_status pit_cuda_driver_load(void)
+pit_status pit_vendor_load(void)
 {
     const symbol symbols[] = {
         SYM(Init, "cuInit"),
@@ -87,26 +87,24 @@ pit_status pit_cuda_driver_load(void)
         /* POSIX guarantees data and function pointers convert through dlsym */
         *symbols[i].slot = dlsym(driver_lib, symbols[i].name);
         if (!*symbols[i].slot) {
-            pit_cuda_driver_unload();
+            pit_vendor_unload();
             return pit_cuda_host->error(PIT_ERR_NO_DEVICE,
                                         "no usable CUDA driver (libcuda.so.1 lacks %s: driver too old)",
                                         symbols[i].name);
         }
     }
     *(void **)&pit_cu.TensorMapEncodeTiled = dlsym(driver_lib, "cuTensorMapEncodeTiled");
-    *(void **)&pit_cu.LaunchKernelEx = dlsym(driver_lib, "cuLaunchKernelEx");
-    *(void **)&pit_cu.OccupancyMaxActiveClusters = dlsym(driver_lib, "cuOccupancyMaxActiveClusters");
     CUresult r = pit_cu.Init(0);
     if (r != CUDA_SUCCESS) {
         const char *name = "?";
         pit_cu.GetErrorName(r, &name);
-        pit_cuda_driver_unload();
+        pit_vendor_unload();
         return pit_cuda_host->error(PIT_ERR_NO_DEVICE, "no CUDA device (cuInit failed: %d %s)", (int)r, name);
     }
     return PIT_SUCCESS;
 }
 
-void pit_cuda_driver_unload(void)
+void pit_vendor_unload(void)
 {
     if (driver_lib) dlclose(driver_lib);
     driver_lib = NULL;

@@ -1,8 +1,8 @@
 /*
  * hip_api.h - the HIP runtime, loaded from libamdhip64.so with dlopen so the
  * plug-in loads on machines without ROCm (CI), rocBLAS and hiprtc found the
- * same way when present, and the one check macro that turns a failed vendor
- * call into a pit error with its place.
+ * same way when present, and the failure of a HIP call as a pit error with
+ * its place (checked with gpu_internal.h's CU_CHECK, through hip_shim.h).
  */
 #ifndef PIT_HIP_API_H
 #define PIT_HIP_API_H
@@ -77,14 +77,6 @@ void pit_hip_unload(void);
 /* "what failed: 100 hipErrorNoDevice at hip_ops.c:123" as a pit error;
  * hipErrorOutOfMemory maps to PIT_ERR_OUT_OF_MEMORY. */
 pit_status pit_hip_fail(hipError_t r, const char *what, const char *file, int line);
-
-/* Evaluates a HIP call; on failure returns the pit error from the enclosing
- * function. what names the call ("hipModuleLaunchKernel(pit_matmul)"). */
-#define HIP_CHECK(call, what)                                                        \
-    do {                                                                             \
-        hipError_t hip_r_ = (call);                                                  \
-        if (hip_r_ != hipSuccess) return pit_hip_fail(hip_r_, what, __FILE__, __LINE__); \
-    } while (0)
 
 /* file name without its folders, for messages */
 const char *pit_hip_basename(const char *path);

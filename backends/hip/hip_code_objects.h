@@ -8,7 +8,7 @@
 
 typedef struct pit_hip_code_object {
     const char *arch;          /* "gfx90a" */
-    const char *key;           /* "<kernel> <defines>", as pit_hip_get_kernel keys it */
+    const char *key;           /* "<kernel> <defines>", as the kernel cache keys it */
     const unsigned char *data; /* the ELF code object */
     const unsigned char *end;
 } pit_hip_code_object;

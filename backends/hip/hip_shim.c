@@ -1,126 +1,161 @@
 /*
- * hip_shim.c - the HIP meaning of the CUDA names that backends/cuda/cuda_ops.c
- * and cuda_baseline.h use (see hip_shim.h): stream-ordered memory calls,
- * events, failed-call messages and a host whose errors say "hip".
+ * hip_shim.c - the driver table pit_cu of the shared host code (see
+ * hip_shim.h) over the HIP runtime: set at load, each entry the HIP call of
+ * the same meaning, or a small function where the APIs differ (device
+ * pointers as integers, no memory pools, events without flags).
  */
 #include "hip_shim.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
-/* ---- memory calls ---------------------------------------------------------- */
-static CUresult memset_d32(CUdeviceptr p, unsigned int value, size_t count, CUstream s)
+pit_cu_api pit_cu;
+
+static hipDeviceptr_t ptr(CUdeviceptr p)
 {
-    return pit_hip.MemsetD32Async((hipDeviceptr_t)(uintptr_t)p, (int)value, count, s);
+    return (hipDeviceptr_t)(uintptr_t)p;
 }
 
-/* Scratch memory is taken with hipMalloc: stream-ordered allocation needs
- * memory-pool support that not every ROCm device has. */
-static CUresult mem_alloc(CUdeviceptr *p, size_t bytes, CUstream s)
+static CUresult device_get(CUdevice *dev, int index)
+{
+    *dev = index;
+    return hipSuccess;
+}
+
+/* ---- memory ------------------------------------------------------------------ */
+static CUresult mem_alloc(CUdeviceptr *p, size_t bytes)
 {
     void *mem = NULL;
-    (void)s;
     hipError_t r = pit_hip.Malloc(&mem, bytes);
     *p = (CUdeviceptr)(uintptr_t)mem;
     return r;
 }
 
+static CUresult mem_free(CUdeviceptr p)
+{
+    return pit_hip.Free(ptr(p));
+}
+
+/* Scratch memory is taken with hipMalloc: stream-ordered allocation needs
+ * memory-pool support that not every ROCm device has. */
+static CUresult scratch_alloc(CUdeviceptr *p, size_t bytes, CUstream s)
+{
+    (void)s;
+    return mem_alloc(p, bytes);
+}
+
 /* ... and freed once the stream's earlier work (which uses it) is done. */
-static CUresult mem_free(CUdeviceptr p, CUstream s)
+static CUresult scratch_free(CUdeviceptr p, CUstream s)
 {
     hipError_t r = pit_hip.StreamSynchronize(s);
-    hipError_t f = pit_hip.Free((void *)(uintptr_t)p);
+    hipError_t f = pit_hip.Free(ptr(p));
     return r != hipSuccess ? r : f;
 }
 
-static CUresult no_pool(CUmemoryPool *pool, int dev)
+static CUresult no_pool(CUmemoryPool *pool, CUdevice dev)
 {
     (void)dev;
     *pool = NULL;
     return hipErrorNotSupported;
 }
 
-static CUresult no_pool_attribute(CUmemoryPool pool, int attr, void *value)
+static CUresult no_pool_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
     (void)pool, (void)attr, (void)value;
     return hipErrorNotSupported;
 }
 
-/* ---- events (pit_hip's entries are resolved at load time, hence these) ---- */
+static CUresult copy_to_device(CUdeviceptr dst, const void *src, size_t bytes, CUstream s)
+{
+    return pit_hip.MemcpyHtoDAsync(ptr(dst), (void *)(uintptr_t)src, bytes, s);
+}
+
+static CUresult copy_to_host(void *dst, CUdeviceptr src, size_t bytes, CUstream s)
+{
+    return pit_hip.MemcpyDtoHAsync(dst, ptr(src), bytes, s);
+}
+
+static CUresult copy_on_device(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s)
+{
+    return pit_hip.MemcpyDtoDAsync(ptr(dst), ptr(src), bytes, s);
+}
+
+static CUresult fill32(CUdeviceptr p, unsigned int value, size_t count, CUstream s)
+{
+    return pit_hip.MemsetD32Async(ptr(p), (int)value, count, s);
+}
+
+static CUresult copy_to_host_now(void *dst, CUdeviceptr src, size_t bytes)
+{
+    return pit_hip.MemcpyDtoH(dst, ptr(src), bytes);
+}
+
+/* ---- events and modules -------------------------------------------------------- */
 static CUresult event_create(CUevent *e, unsigned int flags)
 {
     (void)flags; /* CU_EVENT_DEFAULT */
     return pit_hip.EventCreate(e);
 }
 
-static CUresult event_record(CUevent e, CUstream s)
+static CUresult module_global(CUdeviceptr *p, size_t *bytes, CUmodule m, const char *name)
 {
-    return pit_hip.EventRecord(e, s);
+    hipDeviceptr_t global = NULL;
+    hipError_t r = pit_hip.ModuleGetGlobal(&global, bytes, m, name);
+    *p = (CUdeviceptr)(uintptr_t)global;
+    return r;
 }
 
-static CUresult event_synchronize(CUevent e)
+/* LDS needs no opt-in: a kernel may use what the device has. */
+static CUresult no_opt_in(CUfunction f, CUfunction_attribute attr, int value)
 {
-    return pit_hip.EventSynchronize(e);
+    (void)f, (void)attr, (void)value;
+    return hipSuccess;
 }
 
-static CUresult event_elapsed(float *ms, CUevent from, CUevent to)
+static void bind_driver_table(void)
 {
-    return pit_hip.EventElapsedTime(ms, from, to);
+    pit_cu = (pit_cu_api){
+        .DeviceGetCount = pit_hip.GetDeviceCount,
+        .DeviceGet = device_get,
+        .DeviceGetName = pit_hip.DeviceGetName,
+        .DeviceGetAttribute = pit_hip.DeviceGetAttribute,
+        .DeviceTotalMem = pit_hip.DeviceTotalMem,
+        .StreamCreate = pit_hip.StreamCreateWithFlags,
+        .StreamDestroy = pit_hip.StreamDestroy,
+        .StreamSynchronize = pit_hip.StreamSynchronize,
+        .MemAlloc = mem_alloc,
+        .MemFree = mem_free,
+        .MemAllocAsync = scratch_alloc,
+        .MemFreeAsync = scratch_free,
+        .DeviceGetDefaultMemPool = no_pool,
+        .MemPoolSetAttribute = no_pool_attribute,
+        .MemcpyHtoDAsync = copy_to_device,
+        .MemcpyDtoHAsync = copy_to_host,
+        .MemcpyDtoDAsync = copy_on_device,
+        .MemsetD32Async = fill32,
+        .MemcpyDtoH = copy_to_host_now,
+        .EventCreate = event_create,
+        .EventRecord = pit_hip.EventRecord,
+        .EventSynchronize = pit_hip.EventSynchronize,
+        .EventElapsedTime = pit_hip.EventElapsedTime,
+        .EventDestroy = pit_hip.EventDestroy,
+        .ModuleLoadData = pit_hip.ModuleLoadData,
+        .ModuleUnload = pit_hip.ModuleUnload,
+        .ModuleGetFunction = pit_hip.ModuleGetFunction,
+        .ModuleGetGlobal = module_global,
+        .FuncSetAttribute = no_opt_in,
+        .LaunchKernel = pit_hip.ModuleLaunchKernel,
+    };
 }
 
-static CUresult event_destroy(CUevent e)
+pit_status pit_vendor_load(void)
 {
-    return pit_hip.EventDestroy(e);
+    pit_status st = pit_hip_load();
+    if (st == PIT_SUCCESS) bind_driver_table();
+    return st;
 }
 
-const pit_hip_cu_api pit_cu = {memset_d32,   mem_alloc,    mem_free,          no_pool,       no_pool_attribute,
-                               event_create, event_record, event_synchronize, event_elapsed, event_destroy};
-
-/* ---- messages ------------------------------------------------------------------ */
-static const char *const call_names[][2] = {
-    {"cuLaunchKernel", "hipModuleLaunchKernel"}, {"cuMemAllocAsync", "hipMalloc"},
-    {"cuMemFreeAsync", "hipFree"},               {"cuMemsetD32Async", "hipMemsetD32Async"},
-    {"cuEventCreate", "hipEventCreate"},         {"cuEventRecord", "hipEventRecord"},
-    {"cuEventSynchronize", "hipEventSynchronize"}, {"cuEventElapsedTime", "hipEventElapsedTime"},
-};
-
-/* what with a CUDA call name at its start replaced by the HIP call made */
-const char *pit_hip_call_name(const char *what, char *buf, size_t size)
+void pit_vendor_unload(void)
 {
-    for (size_t i = 0; i < sizeof call_names / sizeof call_names[0]; ++i) {
-        size_t n = strlen(call_names[i][0]);
-        if (!strncmp(what, call_names[i][0], n)) {
-            snprintf(buf, size, "%s%s", call_names[i][1], what + n);
-            return buf;
-        }
-    }
-    return what;
-}
-
-pit_status pit_cu_fail(CUresult r, const char *what, const char *file, int line)
-{
-    char buf[256];
-    return pit_hip_fail(r, pit_hip_call_name(what, buf, sizeof buf), file, line);
-}
-
-/* cuda_ops.c's messages start with "cuda" ("cuda matmul: ..."): say "hip". */
-static pit_status shim_error(pit_status st, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (!strncmp(msg, "cuda", 4)) return pit_hip_host->error(st, "hip%s", msg + 4);
-    return pit_hip_host->error(st, "%s", msg);
-}
-
-static pit_host shim_host;
-const pit_host *const pit_cuda_host = &shim_host;
-
-void pit_hip_shim_init(const pit_host *host)
-{
-    shim_host = *host;
-    shim_host.error = shim_error;
+    pit_hip_unload();
+    memset(&pit_cu, 0, sizeof pit_cu);
 }

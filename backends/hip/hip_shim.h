@@ -1,18 +1,18 @@
 /*
- * hip_shim.h - lets the HIP plug-in compile the CUDA backend's host
- * operations (backends/cuda/ops/) unchanged: detection, the fused
- * SRead/tile/SWrite matmul along K and M, and the dense GEMM are the same
- * host logic on both vendors, so they are written once.
+ * hip_shim.h - the HIP plug-in's vendor header: HIP's types and calls under
+ * CUDA's names, so that the host code written once for both plug-ins
+ * compiles here unchanged (the backend table and kernel loading in
+ * backends/cuda/common, the operations in backends/cuda/ops), the way ggml
+ * builds its CUDA sources for AMD through vendors/hip.h. Names are made
+ * here, at compile time: PIT_VENDOR_NAME makes the shared code's messages
+ * say "hip", PIT_CALL names the HIP call behind each pit_cu entry.
  *
- * CMake force-includes this header into the operator files of backends/cuda/ops/;
- * hip_sparse.c includes it before backends/cuda/cuda_baseline.h (what the
- * cuSPARSE and rocSPARSE baselines share). It claims the include guards of
- * cuda_internal.h and cuda_driver.h, whose CUDA types never reach this
- * plug-in, and gives the names that code uses their HIP meaning: the driver
- * table pit_cu (a few stream-ordered memory calls and the events), CU_CHECK,
- * the context/stream/kernel types, the kernel cache and launch
- * (hip_kernels.c), and cuBLAS's GEMM over rocBLAS (hip_blas.c).
- * Messages it formats say "hip", not "cuda" (see pit_cuda_host below).
+ * CMake force-includes this header into the shared files; hip_sparse.c
+ * includes it before backends/cuda/cuda_baseline.h. It claims the include
+ * guards of cuda_internal.h and cuda_driver.h (no <cuda.h> here) and
+ * includes common/gpu_internal.h itself. pit_cu's entries are HIP runtime
+ * calls, or small functions where the two APIs differ (hip_shim.c);
+ * cuBLAS's GEMM is rocBLAS's (hip_blas.c).
  */
 #ifndef PIT_HIP_SHIM_H
 #define PIT_HIP_SHIM_H
@@ -20,61 +20,97 @@
 #define PIT_CUDA_INTERNAL_H 1 /* cuda_internal.h: replaced by this header */
 #define PIT_CUDA_DRIVER_H 1   /* cuda_driver.h: no <cuda.h> here */
 
-#include <pthread.h>
+#include "hip_api.h"
 
-#include "cuda_kernels.h" /* the shared variant table */
-#include "hip_internal.h"
+#define PIT_VENDOR_NAME "hip"
 
-/* ---- the CUDA driver names the ops/ files use --------------------------------- */
+/* ---- the driver's types and constants -------------------------------------- */
 typedef hipError_t CUresult;
+#define CUDA_SUCCESS hipSuccess
+typedef int CUdevice; /* HIP names devices by ordinal */
 typedef hipStream_t CUstream;
 typedef hipEvent_t CUevent;
-typedef uint64_t CUdeviceptr; /* an integer, as CUDA's: the ops/ files add offsets to it */
-#define CUDA_SUCCESS hipSuccess
-
-typedef void *CUmemoryPool;
+typedef hipModule_t CUmodule;
+typedef hipFunction_t CUfunction;
+typedef uint64_t CUdeviceptr; /* an integer, as CUDA's: the shared code adds offsets to it */
+typedef hipDeviceAttribute_t CUdevice_attribute;
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT hipDeviceAttributeMultiprocessorCount
+/* the LDS a work-group may use: AMD has no opt-in above a default */
+#define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN hipDeviceAttributeMaxSharedMemoryPerBlock
+typedef int CUfunction_attribute;
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+#define CU_STREAM_NON_BLOCKING hipStreamNonBlocking
+#define CU_EVENT_DEFAULT 0
+typedef void *CUmemoryPool; /* no memory pool: scratch is hipMalloc'ed (hip_shim.c) */
+typedef int CUmemPool_attribute;
 typedef uint64_t cuuint64_t;
 #define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
-#define CU_EVENT_DEFAULT 0
 
-typedef struct pit_hip_cu_api {
-    CUresult (*MemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
-    CUresult (*MemAllocAsync)(CUdeviceptr *, size_t, CUstream);
-    CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
-    /* scratch is not taken from a memory pool here: these say so */
-    CUresult (*DeviceGetDefaultMemPool)(CUmemoryPool *, int);
-    CUresult (*MemPoolSetAttribute)(CUmemoryPool, int, void *);
-    /* hipEventCreate has no flags: only CU_EVENT_DEFAULT is taken */
-    CUresult (*EventCreate)(CUevent *, unsigned int);
-    CUresult (*EventRecord)(CUevent, CUstream);
-    CUresult (*EventSynchronize)(CUevent);
-    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
-    CUresult (*EventDestroy)(CUevent);
-} pit_hip_cu_api;
-extern const pit_hip_cu_api pit_cu;
+/* ---- the HIP call behind each pit_cu entry, for messages ------------------ */
+#define PIT_CALL(fn) PIT_HIP_CALL_##fn
+#define PIT_HIP_CALL_DeviceGetCount "hipGetDeviceCount"
+#define PIT_HIP_CALL_DeviceGet "hipDeviceGet"
+#define PIT_HIP_CALL_DeviceGetName "hipDeviceGetName"
+#define PIT_HIP_CALL_DeviceGetAttribute "hipDeviceGetAttribute"
+#define PIT_HIP_CALL_DeviceTotalMem "hipDeviceTotalMem"
+#define PIT_HIP_CALL_StreamCreate "hipStreamCreateWithFlags"
+#define PIT_HIP_CALL_StreamDestroy "hipStreamDestroy"
+#define PIT_HIP_CALL_StreamSynchronize "hipStreamSynchronize"
+#define PIT_HIP_CALL_MemAlloc "hipMalloc"
+#define PIT_HIP_CALL_MemFree "hipFree"
+#define PIT_HIP_CALL_MemAllocAsync "hipMalloc"
+#define PIT_HIP_CALL_MemFreeAsync "hipFree"
+#define PIT_HIP_CALL_DeviceGetDefaultMemPool "hipDeviceGetDefaultMemPool"
+#define PIT_HIP_CALL_MemPoolSetAttribute "hipMemPoolSetAttribute"
+#define PIT_HIP_CALL_MemcpyHtoDAsync "hipMemcpyHtoDAsync"
+#define PIT_HIP_CALL_MemcpyDtoHAsync "hipMemcpyDtoHAsync"
+#define PIT_HIP_CALL_MemcpyDtoDAsync "hipMemcpyDtoDAsync"
+#define PIT_HIP_CALL_MemsetD32Async "hipMemsetD32Async"
+#define PIT_HIP_CALL_MemcpyDtoH "hipMemcpyDtoH"
+#define PIT_HIP_CALL_EventCreate "hipEventCreate"
+#define PIT_HIP_CALL_EventRecord "hipEventRecord"
+#define PIT_HIP_CALL_EventSynchronize "hipEventSynchronize"
+#define PIT_HIP_CALL_EventElapsedTime "hipEventElapsedTime"
+#define PIT_HIP_CALL_EventDestroy "hipEventDestroy"
+#define PIT_HIP_CALL_ModuleLoadData "hipModuleLoadData"
+#define PIT_HIP_CALL_ModuleUnload "hipModuleUnload"
+#define PIT_HIP_CALL_ModuleGetFunction "hipModuleGetFunction"
+#define PIT_HIP_CALL_ModuleGetGlobal "hipModuleGetGlobal"
+#define PIT_HIP_CALL_FuncSetAttribute "hipFuncSetAttribute"
+#define PIT_HIP_CALL_LaunchKernel "hipModuleLaunchKernel"
 
-/* CUDA call names in the ops/ files' messages become the HIP calls made. */
-pit_status pit_cu_fail(CUresult r, const char *what, const char *file, int line);
-#define CU_CHECK(call, what)                                                      \
-    do {                                                                          \
-        CUresult cu_r_ = (call);                                                  \
-        if (cu_r_ != CUDA_SUCCESS) return pit_cu_fail(cu_r_, what, __FILE__, __LINE__); \
-    } while (0)
+#define PIT_VENDOR_DRIVER_CALLS /* none of its own */
+
+/* The HIP part of a context. */
+typedef struct pit_vendor_ctx {
+    char gfx[32];         /* "gfx90a": the device's arch without its feature flags */
+    int wave;             /* hardware wavefront width: 64 (CDNA), 32 (RDNA) */
+    char sparse_name[48]; /* "rocSPARSE 2.3.3 CSR", set with the sparse handle */
+} pit_vendor_ctx;
+
+/* ---- the shared code's functions under the HIP plug-in's names ------------- */
+#define pit_cuda_host pit_hip_host
+#define pit_cu_fail pit_hip_fail
 #define pit_cuda_basename pit_hip_basename
-
-/* A host whose error() rewrites the "cuda" of the ops/ files' messages. */
-extern const pit_host *const pit_cuda_host;
-
-/* ---- context, stream, kernels (hip_internal.h) under their CUDA names ------ */
-typedef pit_hip_ctx pit_cuda_ctx;
-typedef pit_hip_stream pit_cuda_stream;
-typedef pit_hip_kernel pit_cuda_kernel;
 #define pit_cuda_push pit_hip_push
 #define pit_cuda_pop pit_hip_pop
-#define pit_cuda_get_kernel pit_hip_get_kernel
-#define pit_cuda_launch pit_hip_launch
+#define pit_cuda_matmul_sparse pit_hip_matmul_sparse
+/* cuda_ops.c's cuBLAS GEMM is rocBLAS's here; the table's dense GEMM is
+ * hip_dense.c's, which falls back to pit's own tile without rocBLAS */
+#define pit_cuda_matmul_dense pit_hip_matmul_blas
+#define pit_cuda_blas_destroy pit_hip_blas_destroy
+#define pit_cuda_vendor_sparse_matmul pit_hip_vendor_sparse_matmul
+#define pit_cuda_vendor_convert pit_hip_vendor_convert
+#define pit_cuda_vendor_sparse_name pit_hip_vendor_sparse_name
+#define pit_cuda_sparse_destroy pit_hip_sparse_destroy
 
-/* ---- cuBLAS over rocBLAS (hip_blas.c); only what the ops/ files call ---------- */
+#include "common/gpu_internal.h"
+
+typedef pit_cuda_ctx pit_hip_ctx;
+typedef pit_cuda_stream pit_hip_stream;
+typedef pit_cuda_kernel pit_hip_kernel;
+
+/* ---- cuBLAS over rocBLAS (hip_blas.c); only what cuda_ops.c calls ---------- */
 typedef void *cublasHandle_t;
 typedef int cublasStatus_t;
 typedef int cudaDataType_t;
@@ -99,11 +135,5 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
                                           long long sa, const void *B, cudaDataType_t bt, int ldb, long long sb,
                                           const void *beta, void *C, cudaDataType_t ct, int ldc, long long sc,
                                           int batch, cublasComputeType_t compute, cublasGemmAlgo_t algo);
-
-/* The entry points the ops/ files define get HIP names in this plug-in. */
-#define pit_cuda_detect pit_hip_detect
-#define pit_cuda_matmul_sparse pit_hip_matmul_sparse
-#define pit_cuda_matmul_dense pit_hip_matmul_blas
-#define pit_cuda_blas_destroy pit_hip_blas_destroy
 
 #endif /* PIT_HIP_SHIM_H */

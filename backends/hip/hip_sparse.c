@@ -279,10 +279,10 @@ static pit_status make_handle(pit_hip_ctx *c)
     c->sparse = h;
     int v = 0;
     if (rs.get_version && rs.get_version(h, &v) == rocsparse_status_success && v > 0)
-        snprintf(c->sparse_name, sizeof c->sparse_name, "rocSPARSE %d.%d.%d CSR", v / 100000, v / 100 % 1000,
-                 v % 100);
+        snprintf(c->vendor.sparse_name, sizeof c->vendor.sparse_name, "rocSPARSE %d.%d.%d CSR", v / 100000,
+                 v / 100 % 1000, v % 100);
     else
-        snprintf(c->sparse_name, sizeof c->sparse_name, "rocSPARSE CSR");
+        snprintf(c->vendor.sparse_name, sizeof c->vendor.sparse_name, "rocSPARSE CSR");
 done:
     return st;
 }
@@ -468,7 +468,7 @@ const char *pit_hip_vendor_sparse_name(void *bctx)
     pthread_mutex_lock(&c->lock);
     /* a failure here is raised again, with its message, by the call that follows */
     if (!c->sparse && pit_hip_push(c) == PIT_SUCCESS) (void)make_handle(c);
-    const char *name = c->sparse_name[0] ? c->sparse_name : "rocSPARSE CSR";
+    const char *name = c->vendor.sparse_name[0] ? c->vendor.sparse_name : "rocSPARSE CSR";
     pthread_mutex_unlock(&c->lock);
     return name;
 }

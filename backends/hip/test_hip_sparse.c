@@ -1,6 +1,6 @@
 /*
  * test_hip_sparse.c - ctest hip_rocsparse_loader: the rocSPARSE baseline's
- * loader (hip_sparse.c) against the rocSPARSE installed on this machine, no
+ * loader (hip_sparse.c) against the rocSPARSE installed where it runs, no
  * GPU needed. Passes when a librocsparse is found, every symbol pit uses
  * resolves, and the host-only descriptor calls accept pit's enum values and
  * give back what they were given, and the baseline entries refuse what they
@@ -81,8 +81,7 @@ static int entries(void)
 
 int main(void)
 {
-    pit_hip_host = &host;
-    pit_hip_shim_init(&host); /* the shared baseline code (cuda_baseline.h) reports through the shim's host */
+    pit_hip_host = &host; /* also the shared baseline code's (cuda_baseline.h) host, through hip_shim.h */
     pit_status st = pit_hip_sparse_load();
     const char *lib = pit_hip_sparse_library();
     if (st != PIT_SUCCESS && !lib) {
