@@ -1,7 +1,8 @@
 #!/bin/bash
 # scripts/gpu_ab.sh - a lab script for the GPU machine (not shipped): checks a
 # build and compares its speed with another build in the same run.
-#   usage: bash scripts/gpu_ab.sh [conformance] [bench] [sanitize] [base-conformance]
+#   usage: bash scripts/gpu_ab.sh [conformance] [direct] [bench|bench-base] [sanitize] [tune]
+#                                 [base-conformance]
 # Expects, carried along with the tree:
 #   build-gpu/           the build under test (bin/, lib/), built on a CPU machine
 #   .carry/base/         the reference build: bin/, lib/, tiledb/
@@ -9,6 +10,10 @@
 # conformance: the whole suite on CUDA and on NVIDIA's OpenCL driver.
 # bench: `pit bench --suite matmul` and `--suite layers`, reference and new
 #   alternated twice, compared point by point (scripts/bench_compare.py).
+# direct: the CUDA plug-in's direct tests and the CUDA-graph capture test.
+# tune: `pit tune` with the new build (the tuned file comes back; its moe and
+#   rows lines are printed).
+# bench also runs test_cuda_ops --bench (attention and MoE points) of both.
 # sanitize: compute-sanitizer memcheck and racecheck on the quick suite of the
 #   operators whose kernels moved.
 # Logs and JSON go to $OUT (or ./gpu-out); a summary table is printed last.
@@ -34,6 +39,13 @@ for what in "$@"; do
   conformance)
     step conf_cuda run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda "$NEW/bin/pit" conformance
     step conf_opencl run_in "$NEW" "$root/tiledb" env PIT_BACKEND=opencl "$NEW/bin/pit" conformance ;;
+  direct)
+    step cuda_direct run_in "$NEW" "$root/tiledb" env PIT_CUDA_PLUGIN_PATH="$NEW/lib/libpit-cuda.so" "$NEW/bin/test_cuda_direct"
+    step cuda_ops run_in "$NEW" "$root/tiledb" env PIT_CUDA_PLUGIN_PATH="$NEW/lib/libpit-cuda.so" "$NEW/bin/test_cuda_ops"
+    step cuda_graph run_in "$NEW" "$root/tiledb" "$NEW/bin/test_cuda_graph" ;;
+  tune)
+    step tune run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda "$NEW/bin/pit" tune --output "$out/tuned.tiledb"
+    grep -E "^[^#].* (moe|rows) " "$out/tuned.tiledb" | tee -a "$summary" ;;
   base-conformance)
     step base_conf_cuda run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=cuda "$BASE/bin/pit" conformance
     step base_conf_opencl run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=opencl "$BASE/bin/pit" conformance ;;
@@ -47,12 +59,14 @@ for what in "$@"; do
       for b in base new; do
         [ "$what" = bench-base ] && [ $b = new ] && continue
         if [ $b = base ]; then B="$BASE"; T="$BASE/tiledb"; else B="$NEW"; T="$root/tiledb"; fi
+        step ops_bench_${b}_$i run_in "$B" "$T" env PIT_CUDA_PLUGIN_PATH="$B/lib/libpit-cuda.so" "$B/bin/test_cuda_ops" --bench
+        grep -hE "^(attention|moe)" "$out/ops_bench_${b}_$i.log" | sed "s/^/$b $i: /" >> "$out/ops_bench.txt"
         for suite in matmul layers; do
           step bench_${suite}_${b}_$i run_in "$B" "$T" env PIT_BACKEND=cuda "$B/bin/pit" bench --suite $suite --json "$out/bench_${suite}_${b}_$i.json"
         done
       done
     done
-    [ "$what" = bench ] && { python3 "$root/scripts/bench_compare.py" --base "$out"/bench_*_base_*.json --new "$out"/bench_*_new_*.json > "$out/compare.txt" 2>&1; cat "$out/compare.txt"; } ;;
+    [ "$what" = bench ] && { python3 "$root/scripts/bench_compare.py" --base "$out"/bench_*_base_*.json --new "$out"/bench_*_new_*.json > "$out/compare.txt" 2>&1; cat "$out/compare.txt"; cat "$out/ops_bench.txt"; } ;;
   esac
 done
 # the device hands back a few files only: the logs and JSON in one archive
