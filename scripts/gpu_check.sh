@@ -11,7 +11,8 @@
 # direct benches, and scripts/torch_anchors.py (pit through ctypes beside
 # SDPA, FlexAttention and torch's MoE ways, on one stream, in the same run).
 # kernels: after a kernel change: direct tests, conformance, sanitizers, benches.
-# sweep: the MoE grouped-GEMM tile sweep, the matmul bench, CUDA conformance.
+# sweep: the MoE grouped-GEMM tile sweep (one tile-database file a tile), the
+# matmul bench, CUDA conformance.
 # ops: the operator tests and benches, CUDA conformance, graph capture, and
 # compute-sanitizer on the attention conformance cases.
 # model: pit tune on CUDA, then with the freshly tuned database the select
@@ -62,7 +63,6 @@ if [ "$mode" = anchors ]; then
   step conformance_masked sh -c "for op in sddmm softmax attention; do PIT_BACKEND=cuda $B/pit conformance --op \$op || exit 1; done"
   step memcheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
   step racecheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op attention
-  step conformance_apart env PIT_CUDA_ATTENTION_DETECT=apart PIT_BACKEND=cuda $B/pit conformance --op attention
   step bench_ops $B/test_cuda_ops --bench
   grep -h "^attention\|^moe" "$out/bench_ops.log" >> "$summary"
   step torch_anchors env PYTHONUNBUFFERED=1 python3 scripts/torch_anchors.py --lib build-gpu/lib/libpit.so
@@ -78,32 +78,38 @@ if [ "$mode" = kernels ]; then
   step memcheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
   step racecheck_moe env PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op moe
   step memcheck_moe env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op moe
-  # the opt-in paths of the grouped GEMM: CTA pairs sharing B, and no warp specialisation
-  step conformance_moe_pair env PIT_CUDA_GMM_PAIR=1 PIT_BACKEND=cuda $B/pit conformance --op moe
-  step conformance_moe_plain env PIT_CUDA_GMM_WS=0 PIT_BACKEND=cuda $B/pit conformance --op moe
   step bench_ops $B/test_cuda_ops --bench
-  step bench_moe_ways sh -c "for l in one even; do $B/test_cuda_ops --bench moe \$l; done;
-      PIT_CUDA_GMM_PAIR=1 $B/test_cuda_ops --bench moe | sed 's/^moe/moe [PIT_CUDA_GMM_PAIR=1]/';
-      PIT_CUDA_GMM_WS=0 $B/test_cuda_ops --bench moe | sed 's/^moe/moe [PIT_CUDA_GMM_WS=0]/'"
+  step bench_moe_ways sh -c "for l in one even; do $B/test_cuda_ops --bench moe \$l; done"
   grep -h "^moe" "$out/bench_moe_ways.log" | sed 's/^/moe ways: /' >> "$summary"
-  step bench_ops_no_order env PIT_CUDA_NO_ORDER=1 $B/test_cuda_ops --bench
   grep -h "^attention\|^moe" "$out/bench_ops.log" >> "$summary"
-  grep -h "^attention" "$out/bench_ops_no_order.log" | sed 's/^/no order: /' >> "$summary"
   step cuda_graph_capture $B/test_cuda_graph
-  # attention with its detection a kernel of its own (PIT_CUDA_ATTENTION_DETECT=apart, opt-in)
-  step memcheck_attention_apart env PIT_CUDA_ATTENTION_DETECT=apart PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
-  step racecheck_attention_apart env PIT_CUDA_ATTENTION_DETECT=apart PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op attention
   step bench_matmul env PIT_BACKEND=cuda $B/pit bench --suite matmul
   rm -f "$out/gpu.txt"
   echo; cat "$summary"; exit 0
 fi
+# The moe rows of a tile database that name one tile, BMxBNxBKxSTAGES, for
+# f16 and bf16 (warp-specialised on sm_90: 384 threads, tensor cores). Alone
+# for its op and dtype in the first layer ($PIT_TILEDB), the row is the tile
+# that runs; its cost (a nominal 700 TFLOP/s) only keeps the line well-formed.
+moe_tile_rows() {
+  local bm bn bk stages dt
+  IFS=x read -r bm bn bk stages <<< "$1"
+  for dt in f16 bf16; do
+    awk -v dt="$dt" -v bm="$bm" -v bn="$bn" -v bk="$bk" -v st="$stages" 'BEGIN {
+      gflops = 700000; us = 2 * bm * bn * bk / (gflops * 1e3)
+      printf "sm_*  cuda  moe  %s  %d %d %d 384 %d 1 %.6g %.1f 0\n", dt, bm, bn, bk, st, us, gflops }'
+  done
+}
 if [ "$mode" = sweep ]; then
-  # the MoE grouped-GEMM tile (PIT_CUDA_GMM_TILE=BMxBNxBKxSTAGES), then the
-  # matmul bench and the CUDA conformance suite
+  # the MoE grouped-GEMM tile, one tile-database file a candidate (PIT_TILEDB):
+  # the MoE layer of `pit bench --suite layers` names the tile that ran. The
+  # sm_90 f16/bf16 tiles: 128x128x64 with 3 to 5 stages, 128x256x64 with 3.
+  # Then the matmul bench and the CUDA conformance suite.
   step cuda_ops $B/test_cuda_ops
-  for t in ${PIT_SWEEP_TILES:-128x128x32x4 128x256x32x3 128x256x32x4 128x128x64x3 256x128x32x3 64x256x32x4}; do
-    step "gmm_$t" env PIT_CUDA_GMM_TILE=$t $B/test_cuda_ops --bench
-    grep -h "^moe" "$out/gmm_$t.log" | sed "s/^/$t: /" >> "$summary"
+  for t in ${PIT_SWEEP_TILES:-128x128x64x3 128x128x64x4 128x128x64x5 128x256x64x3}; do
+    moe_tile_rows "$t" > "$out/moe_$t.tiledb"
+    step "moe_$t" env PIT_BACKEND=cuda PIT_TILEDB="$out/moe_$t.tiledb" $B/pit bench --suite layers
+    grep -h "^moe" "$out/moe_$t.log" | sed "s/^/$t: /" >> "$summary"
   done
   step bench_matmul env PIT_BACKEND=cuda $B/pit bench --suite matmul
   step conformance_cuda env PIT_BACKEND=cuda $B/pit conformance

@@ -2,9 +2,8 @@
  * tests/test_cuda_graph.c - a fixed-plan pit_matmul, pit_sparse_attention
  * and a 16-bit pit_moe_forward without a report read nothing back, so each
  * can be captured in a CUDA graph and replayed on new data (attention with
- * its detection as a kernel of its own (PIT_CUDA_ATTENTION_DETECT=apart),
- * and inside the fused kernel, whose work counters are zeroed by a memset
- * in the graph; MoE with new routing each replay). Opens the driver with
+ * its detection inside the fused kernel, whose work counters are zeroed by
+ * a memset in the graph; MoE with new routing each replay). Opens the driver with
  * dlopen: without one (CI) the test reports itself skipped (exit 77).
  */
 #include <cuda.h>
@@ -169,34 +168,29 @@ static int attention_graph(const driver *d, pit_context *ctx, CUstream native, p
     double *h[4] = {malloc(sizeof(double) * nq), malloc(sizeof(double) * nq), malloc(sizeof(double) * nq),
                     malloc(sizeof(double) * AL * AL)};
     double *ref = malloc(sizeof(double) * nq);
-    /* detection as its own kernel, then inside the fused kernel */
     int failed = 0;
-    for (int inside = 0; inside < 2; inside++) {
-        setenv("PIT_CUDA_ATTENTION_DETECT", inside ? "inside" : "apart", 1);
-        /* warm-up outside the capture: index buffers, kernels */
-        PIT_OK(attention_inputs(rng, t, h, ref));
-        PIT_OK(pit_sparse_attention(ctx, stream, t[0], t[1], t[2], t[3], O, 0.125f, 64, NULL));
-        PIT_OK(pit_synchronize(ctx, stream));
-        double err0 = bf16_error(O, ref, nq);
-        CUgraph graph;
-        CUgraphExec exec;
-        CU_OK(d->begin(native, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-        pit_status cap = pit_sparse_attention(ctx, stream, t[0], t[1], t[2], t[3], O, 0.125f, 64, NULL);
-        CU_OK(d->end(native, &graph));
-        PIT_OK(cap);
-        CU_OK(d->instantiate(&exec, graph, 0));
-        failed |= !(err0 <= 2e-2);
-        for (int replay = 0; replay < 3; replay++) {
-            PIT_OK(attention_inputs(rng, t, h, ref)); /* a new mask each time */
-            CU_OK(d->launch(exec, native));
-            CU_OK(d->sync(native));
-            double err = bf16_error(O, ref, nq);
-            printf("attention%s replay %d: rel error %.3g\n", inside ? " (detection inside)" : "", replay, err);
-            failed |= !(err <= 2e-2);
-        }
-        printf("attention%s warm-up rel error %.3g\n", inside ? " (detection inside)" : "", err0);
-        unsetenv("PIT_CUDA_ATTENTION_DETECT");
+    /* warm-up outside the capture: index buffers, kernels */
+    PIT_OK(attention_inputs(rng, t, h, ref));
+    PIT_OK(pit_sparse_attention(ctx, stream, t[0], t[1], t[2], t[3], O, 0.125f, 64, NULL));
+    PIT_OK(pit_synchronize(ctx, stream));
+    double err0 = bf16_error(O, ref, nq);
+    CUgraph graph;
+    CUgraphExec exec;
+    CU_OK(d->begin(native, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    pit_status cap = pit_sparse_attention(ctx, stream, t[0], t[1], t[2], t[3], O, 0.125f, 64, NULL);
+    CU_OK(d->end(native, &graph));
+    PIT_OK(cap);
+    CU_OK(d->instantiate(&exec, graph, 0));
+    failed |= !(err0 <= 2e-2);
+    for (int replay = 0; replay < 3; replay++) {
+        PIT_OK(attention_inputs(rng, t, h, ref)); /* a new mask each time */
+        CU_OK(d->launch(exec, native));
+        CU_OK(d->sync(native));
+        double err = bf16_error(O, ref, nq);
+        printf("attention replay %d: rel error %.3g\n", replay, err);
+        failed |= !(err <= 2e-2);
     }
+    printf("attention warm-up rel error %.3g\n", err0);
     for (int i = 0; i < 4; i++) {
         pit_tensor_destroy(t[i]);
         free(h[i]);

@@ -3,7 +3,7 @@
  * common/gpu_backend.c) asks of the vendor: the primary context made
  * current, the device's compute capability and what follows from it, and
  * cuBLAS as the dense GEMM. The driver is loaded in cuda_driver.c, kernel
- * images come from cuda_jit.c, the operations from cuda_ops.c.
+ * images come from cuda_jit.c, the operations from ops/.
  */
 #include <stdio.h>
 

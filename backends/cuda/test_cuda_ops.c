@@ -3,8 +3,9 @@
  * libpit-cuda.so through its pit_backend table alone (no libpit): the block
  * index is built by the backend's own detect on the mask, outputs are
  * NaN-poisoned first, and every result is compared with the double-precision
- * CPU references of core/reference.c (f32 1e-4, f16/bf16 1e-2 relative norm
- * error). Exit 77 (skipped) when there is no CUDA driver or device.
+ * CPU references of core/reference/reference.c (f32 1e-4, f16/bf16 1e-2
+ * relative norm error). Exit 77 (skipped) when there is no CUDA driver or
+ * device.
  *
  *   test_cuda_ops            correctness (odd shapes, empty and full patterns)
  *   test_cuda_ops --bench [attention|moe [skewed|even|one]]

@@ -74,7 +74,7 @@ pit_status pit_hip_load(void);
 pit_status pit_hip_open(void);
 void pit_hip_unload(void);
 
-/* "what failed: 100 hipErrorNoDevice at hip_ops.c:123" as a pit error;
+/* "what failed: 100 hipErrorNoDevice at hip_backend.c:123" as a pit error;
  * hipErrorOutOfMemory maps to PIT_ERR_OUT_OF_MEMORY. */
 pit_status pit_hip_fail(hipError_t r, const char *what, const char *file, int line);
 

@@ -4,7 +4,7 @@
  * vendor: the device made current, its gfx architecture and what follows
  * from it, and the dense GEMM. The runtime is loaded in hip_api.c and
  * bound to the shared driver table in hip_shim.c, kernel images come from
- * hip_kernels.c, the operations from backends/cuda/cuda_ops.c.
+ * hip_kernels.c, the operations from backends/cuda/ops/.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * hip_blas.c - the cuBLAS calls of the shared dense GEMM (cuda_ops.c) over
+ * hip_blas.c - the cuBLAS calls of the shared dense GEMM (ops/matmul.c) over
  * rocBLAS, found at run time with dlopen (Debian 12 has no rocBLAS; then
  * the dense GEMM is pit's own tile, see hip_dense.c). rocBLAS's enums are
  * the values hip_shim.h gives the cuBLAS names.

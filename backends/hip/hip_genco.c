@@ -55,7 +55,7 @@ static int builtin_variant(const pit_cuda_variant *v)
 {
     switch (v->kind) {
     case PIT_CUDA_MATMUL: return v->tile.bk == 32 && v->tile.stages == 2 && v->tile.bn == 64;
-    case PIT_CUDA_OP_ATTENTION: /* detection inside the kernel is CUDA's (cuda_model_ops.c) */
+    case PIT_CUDA_OP_ATTENTION: /* detection inside the kernel is CUDA's (ops/attention.c) */
         return (v->op_param[3] == (int)v->dtype || v->op_param[3] == PIT_U8) && v->op_param[4] == 0;
     case PIT_CUDA_OP_SDDMM:
     case PIT_CUDA_OP_SOFTMAX:

@@ -1,7 +1,7 @@
 /*
  * hip_rtccheck.c - pit-hip-rtc-check: compiles kernel variants of the
  * shared table through hiprtc, the plug-in's run-time path for variants
- * that are not built in (it sees pit_port.cuh in its __HIPCC_RTC__ mode).
+ * that are not built in (it sees common/port.cuh in its __HIPCC_RTC__ mode).
  * Needs the HIP runtime (Debian's libamdhip64-5 carries hiprtc) but no GPU.
  *
  *   pit-hip-rtc-check [--arch gfx90a] [--all]

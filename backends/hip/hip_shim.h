@@ -95,7 +95,7 @@ typedef struct pit_vendor_ctx {
 #define pit_cuda_push pit_hip_push
 #define pit_cuda_pop pit_hip_pop
 #define pit_cuda_matmul_sparse pit_hip_matmul_sparse
-/* cuda_ops.c's cuBLAS GEMM is rocBLAS's here; the table's dense GEMM is
+/* ops/matmul.c's cuBLAS GEMM is rocBLAS's here; the table's dense GEMM is
  * hip_dense.c's, which falls back to pit's own tile without rocBLAS */
 #define pit_cuda_matmul_dense pit_hip_matmul_blas
 #define pit_cuda_blas_destroy pit_hip_blas_destroy
@@ -110,7 +110,7 @@ typedef pit_cuda_ctx pit_hip_ctx;
 typedef pit_cuda_stream pit_hip_stream;
 typedef pit_cuda_kernel pit_hip_kernel;
 
-/* ---- cuBLAS over rocBLAS (hip_blas.c); only what cuda_ops.c calls ---------- */
+/* ---- cuBLAS over rocBLAS (hip_blas.c); only what ops/matmul.c calls ------- */
 typedef void *cublasHandle_t;
 typedef int cublasStatus_t;
 typedef int cudaDataType_t;

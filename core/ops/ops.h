@@ -81,7 +81,7 @@ pit_status ops_check_matmul(pit_context *ctx, const pit_tensor *A, const pit_ten
 /* C = A . B through the backend's dense GEMM, on validated operands. */
 pit_status ops_matmul_dense_run(pit_context *ctx, void *bs, const pit_tensor *A,
                                 const pit_tensor *B, const pit_tensor *C);
-/* SDDMM of validated operands (op_sddmm.c): C[b] = (A[b] . B[b]^T) masked,
+/* SDDMM of validated operands (sddmm.c): C[b] = (A[b] . B[b]^T) masked,
  * with output micro-tile `tile`; key names the workspace of its index. */
 pit_status ops_sddmm_run(pit_context *ctx, void *bs, const pit_tdesc *A, const pit_tdesc *B,
                          const pit_tdesc *mask, const pit_tdesc *C, pit_microtile tile,

@@ -4,7 +4,7 @@
  * loading, devices, contexts, streams, memory and events over the driver
  * table pit_cu. What differs between the vendors (contexts, device names
  * and architectures, the dense GEMM) is the pit_vendor_* functions of
- * gpu_internal.h; the operations are cuda_ops.c and the model operators.
+ * gpu_internal.h; the operations are in ops/, one file per operator family.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -73,7 +73,7 @@ extern pit_cu_api pit_cu;
 extern const pit_host *pit_cuda_host;
 
 /* The failure of a driver call as a pit error:
- * "what failed: 700 CUDA_ERROR_ILLEGAL_ADDRESS at cuda_ops.c:123".
+ * "what failed: 700 CUDA_ERROR_ILLEGAL_ADDRESS at matmul.c:123".
  * Running out of device memory maps to PIT_ERR_OUT_OF_MEMORY. */
 pit_status pit_cu_fail(CUresult r, const char *what, const char *file, int line);
 
@@ -181,7 +181,7 @@ void pit_cuda_free_kernels(pit_cuda_ctx *c);
 pit_status pit_cuda_launch(const pit_cuda_kernel *k, CUstream s, unsigned gx, unsigned gy, unsigned gz,
                            unsigned threads, void *args, const char *what);
 
-/* ---- operations (cuda_ops.c) -------------------------------------------------------- */
+/* ---- operations (ops/detect.c, ops/matmul.c, ops/common.c) ------------------------ */
 pit_status pit_cuda_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *idx, int n);
 /* Zeroes one index's counts and total (what detect does first). */
 pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx);

@@ -21,7 +21,7 @@ static int attention_fusable(const pit_cuda_ctx *c, const pit_index *idx, const 
 
 static pit_status not_fusable(void)
 {
-    return pit_cuda_error(PIT_ERR_UNSUPPORTED, "cuda %s: %s", "attention",
+    return pit_cuda_error(PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " %s: %s", "attention",
                           "the fused kernel takes 16-bit Q, K, V on tensor cores, blocks and head dims of 64 or 128, "
                           "16-byte aligned rows");
 }
@@ -62,7 +62,7 @@ static pit_status attention_fused(pit_cuda_ctx *c, CUstream s, const pit_index *
     int64_t ctas = nqb * q->batch;
     CUdeviceptr order = 0;
     if (idx->capacity < 1024 && ctas > 2 * (int64_t)c->sm_count) {
-        CU_CHECK(pit_cu.MemAllocAsync(&order, (size_t)groups * 4, s), "cuMemAllocAsync(attention order)");
+        CU_CHECK(pit_cu.MemAllocAsync(&order, (size_t)groups * 4, s), PIT_CALL(MemAllocAsync) "(attention order)");
         pit_plan_args pl = {a.ix.counts, order, (int32_t)groups, 1, idx->capacity, 1};
         st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
         a.order = order;
@@ -142,7 +142,8 @@ static pit_status attention_detect_fused(pit_cuda_ctx *c, CUstream s, const pit_
     const int64_t parts = pit_cuda_cdiv(nkb, part_blocks), heads = a.ix.batched ? 1 : q->batch;
     const int64_t items = groups * (parts + heads);
     if (items > INT32_MAX / 2)
-        return pit_cuda_error(PIT_ERR_UNSUPPORTED, "cuda %s: %s", "attention", "too many blocks for one launch");
+        return pit_cuda_error(PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " %s: %s", "attention",
+                              "too many blocks for one launch");
     const int32_t ahead_switch = c->switches.value[PIT_SWITCH_ATTENTION_AHEAD];
     int64_t ahead_items = ahead_switch > 0 ? ahead_switch : 2 * (int64_t)c->sm_count;
     int64_t ahead = pit_cuda_cdiv(ahead_items, parts + heads);

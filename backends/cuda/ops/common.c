@@ -25,7 +25,8 @@ static pit_status flat_view(const pit_tdesc *t, const char *op, const char *name
     int64_t n = 1, stride = 1;
     for (int i = t->rank - 1; i >= 0; --i) {
         if (t->shape[i] != 1 && t->strides[i] != stride)
-            return pit_cuda_error(PIT_ERR_UNSUPPORTED, "cuda %s: %s of rank above 3 must be contiguous", op, name);
+            return pit_cuda_error(PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " %s: %s of rank above 3 must be contiguous", op,
+                                  name);
         stride *= t->shape[i];
         n *= t->shape[i];
     }
@@ -38,15 +39,17 @@ static pit_status flat_view(const pit_tdesc *t, const char *op, const char *name
 pit_status pit_cuda_view_of(const pit_tdesc *t, const char *op, const char *name, int flat, pit_cuda_view *v)
 {
     memset(v, 0, sizeof *v);
-    if (!t) return pit_cuda_error(PIT_ERR_INVALID_ARGUMENT, "cuda %s: %s is missing", op, name);
+    if (!t) return pit_cuda_error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " %s: %s is missing", op, name);
     int r = t->rank;
     if (r < 2 || r > 3) {
-        if (!flat) return pit_cuda_error(PIT_ERR_INVALID_ARGUMENT, "cuda %s: %s must have rank 2 or 3", op, name);
+        if (!flat)
+            return pit_cuda_error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " %s: %s must have rank 2 or 3", op, name);
         pit_status st = flat_view(t, op, name, v);
         if (st != PIT_SUCCESS) return st;
     } else {
         if (t->strides[r - 1] != 1)
-            return pit_cuda_error(PIT_ERR_UNSUPPORTED, "cuda %s: %s is not unit-stride in its rows", op, name);
+            return pit_cuda_error(PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " %s: %s is not unit-stride in its rows", op,
+                                  name);
         v->ptr = (uint64_t)(uintptr_t)t->mem + t->offset;
         v->dt = t->dtype;
         v->batch = r == 3 ? t->shape[0] : 1;
@@ -57,7 +60,7 @@ pit_status pit_cuda_view_of(const pit_tdesc *t, const char *op, const char *name
     }
     /* the grids take rows and columns as 32-bit, batches as one dimension */
     if (v->rows > INT32_MAX || v->cols > INT32_MAX || v->batch > 65535)
-        return pit_cuda_error(PIT_ERR_UNSUPPORTED, "cuda %s: %s is too large", op, name);
+        return pit_cuda_error(PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " %s: %s is too large", op, name);
     return PIT_SUCCESS;
 }
 
@@ -76,7 +79,7 @@ pit_status pit_cuda_batch_stride(const pit_cuda_view *v, int64_t batch, const ch
                                  int64_t *s)
 {
     if (v->batch != batch && !(v->batch == 1 && v->bs == 0))
-        return pit_cuda_error(PIT_ERR_SHAPE_MISMATCH, "cuda %s: %s has another batch", op, name);
+        return pit_cuda_error(PIT_ERR_SHAPE_MISMATCH, PIT_VENDOR_NAME " %s: %s has another batch", op, name);
     *s = v->bs;
     return PIT_SUCCESS;
 }
@@ -87,7 +90,7 @@ pit_status pit_cuda_index_arg(const pit_index *idx, int64_t batch, int64_t rows,
     const pit_microtile *t = &idx->tile;
     if (t->rows < 1 || t->cols < 1 || (int64_t)idx->groups_per_batch * t->rows < rows ||
         (int64_t)idx->capacity * t->cols < cols)
-        return pit_cuda_error(PIT_ERR_INVALID_ARGUMENT, "cuda %s: the %s does not cover the output", op,
+        return pit_cuda_error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " %s: the %s does not cover the output", op,
                               "block index");
     ix->counts = (uint64_t)(uintptr_t)idx->counts;
     ix->entries = (uint64_t)(uintptr_t)idx->entries;
@@ -96,8 +99,9 @@ pit_status pit_cuda_index_arg(const pit_index *idx, int64_t batch, int64_t rows,
     ix->batched = (int64_t)idx->groups >= batch * idx->groups_per_batch;
     ix->pad = 0;
     if (!ix->batched && idx->groups != idx->groups_per_batch)
-        return pit_cuda_error(PIT_ERR_INVALID_ARGUMENT, "cuda %s: the %s has groups for neither one nor every batch",
-                              op, "block index");
+        return pit_cuda_error(PIT_ERR_INVALID_ARGUMENT,
+                              PIT_VENDOR_NAME " %s: the %s has groups for neither one nor every batch", op,
+                              "block index");
     return PIT_SUCCESS;
 }
 
@@ -106,7 +110,7 @@ pit_status pit_cuda_launch_variant(pit_cuda_ctx *c, CUstream s, const pit_cuda_v
                                    int64_t gz, unsigned threads, void *args)
 {
     if (gx > UINT32_MAX / 2)
-        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, "cuda %s: grid of %lld blocks is too large",
+        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " %s: grid of %lld blocks is too large",
                                     pit_cuda_kernel_name(v->kind), (long long)gx);
     pit_cuda_kernel *k;
     pit_status st = pit_cuda_get_kernel(c, v, &k);
@@ -159,12 +163,12 @@ pit_status pit_cuda_convert_into(pit_cuda_ctx *c, CUstream s, CUdeviceptr f32, c
 /* ---- scratch ----------------------------------------------------------------- */
 pit_status pit_cuda_scratch_words(CUstream s, size_t n, CUdeviceptr *p)
 {
-    CU_CHECK(pit_cu.MemAllocAsync(p, (n ? n : 1) * 4, s), "cuMemAllocAsync(scratch)");
+    CU_CHECK(pit_cu.MemAllocAsync(p, (n ? n : 1) * 4, s), PIT_CALL(MemAllocAsync) "(scratch)");
     CUresult r = n ? pit_cu.MemsetD32Async(*p, 0, n, s) : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS) {
         pit_cu.MemFreeAsync(*p, s);
         *p = 0;
-        return pit_cu_fail(r, "cuMemsetD32Async(scratch)", __FILE__, __LINE__);
+        return pit_cu_fail(r, PIT_CALL(MemsetD32Async) "(scratch)", __FILE__, __LINE__);
     }
     return PIT_SUCCESS;
 }
@@ -173,7 +177,8 @@ pit_status pit_cuda_free_scratch(CUstream s, CUdeviceptr p, pit_status st)
 {
     if (!p) return st;
     CUresult r = pit_cu.MemFreeAsync(p, s);
-    if (st == PIT_SUCCESS && r != CUDA_SUCCESS) return pit_cu_fail(r, "cuMemFreeAsync(scratch)", __FILE__, __LINE__);
+    if (st == PIT_SUCCESS && r != CUDA_SUCCESS)
+        return pit_cu_fail(r, PIT_CALL(MemFreeAsync) "(scratch)", __FILE__, __LINE__);
     return st;
 }
 

@@ -18,20 +18,21 @@ static pit_status check_index(const pit_cuda_view *x, const pit_index *ix, int i
 {
     const pit_microtile *t = &ix->tile;
     if (t->rows < 1 || t->cols < 1)
-        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda detect: index %d has micro-tile %dx%d", i,
-                                    t->rows, t->cols);
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " detect: index %d has micro-tile %dx%d",
+                                    i, t->rows, t->cols);
     if (t->axis != PIT_AXIS_K && t->axis != PIT_AXIS_M && t->axis != PIT_AXIS_N)
-        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda detect: index %d has axis %d", i, (int)t->axis);
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " detect: index %d has axis %d", i,
+                                    (int)t->axis);
     int64_t tiles_rows = pit_cuda_cdiv(x->rows, t->rows), tiles_cols = pit_cuda_cdiv(x->cols, t->cols);
     int row_groups = t->axis != PIT_AXIS_M; /* K and N group by row-block */
     int64_t gpb = row_groups ? tiles_rows : tiles_cols;
     int64_t cap = row_groups ? tiles_cols : tiles_rows;
     if (ix->groups_per_batch < gpb || (int64_t)ix->groups < gpb * x->batch || ix->capacity < cap)
         return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT,
-                                    "cuda detect: index %d (%dx%d) has %d groups per batch, %d in all, capacity %d; "
-                                    "the operand needs %lld, %lld and %lld",
-                                    i, t->rows, t->cols, ix->groups_per_batch, ix->groups, ix->capacity,
-                                    (long long)gpb, (long long)(gpb * x->batch), (long long)cap);
+                                    PIT_VENDOR_NAME " detect: index %d (%dx%d) has %d groups per batch, %d in all, "
+                                                    "capacity %d; the operand needs %lld, %lld and %lld",
+                                    i, t->rows, t->cols, ix->groups_per_batch, ix->groups, ix->capacity, (long long)gpb,
+                                    (long long)(gpb * x->batch), (long long)cap);
     return PIT_SUCCESS;
 }
 
@@ -45,8 +46,8 @@ pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx)
 {
     if (idx->groups > 0)
         CU_CHECK(pit_cu.MemsetD32Async((CUdeviceptr)(uintptr_t)idx->counts, 0, (size_t)idx->groups, s),
-                 "cuMemsetD32Async(counts)");
-    CU_CHECK(pit_cu.MemsetD32Async((CUdeviceptr)(uintptr_t)idx->total, 0, 1, s), "cuMemsetD32Async(total)");
+                 PIT_CALL(MemsetD32Async) "(counts)");
+    CU_CHECK(pit_cu.MemsetD32Async((CUdeviceptr)(uintptr_t)idx->total, 0, 1, s), PIT_CALL(MemsetD32Async) "(total)");
     return PIT_SUCCESS;
 }
 
@@ -83,8 +84,8 @@ static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X,
     total_words += full_words;
     CUdeviceptr dedup = 0;
     if (total_words) {
-        CU_CHECK(pit_cu.MemAllocAsync(&dedup, total_words * 4, s), "cuMemAllocAsync(detect dedup)");
-        CU_CHECK(pit_cu.MemsetD32Async(dedup, 0, total_words, s), "cuMemsetD32Async(detect dedup)");
+        CU_CHECK(pit_cu.MemAllocAsync(&dedup, total_words * 4, s), PIT_CALL(MemAllocAsync) "(detect dedup)");
+        CU_CHECK(pit_cu.MemsetD32Async(dedup, 0, total_words, s), PIT_CALL(MemsetD32Async) "(detect dedup)");
     }
     size_t at = 0;
     for (int i = 0; i < n; ++i) {
@@ -116,10 +117,11 @@ static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X,
     if (st == PIT_SUCCESS)
         st = pit_cuda_launch(k, s, (unsigned)pit_cuda_cdiv(x->cols, PIT_CUDA_DETECT_TW * vec),
                              (unsigned)pit_cuda_cdiv(x->rows, PIT_CUDA_DETECT_H), (unsigned)x->batch,
-                             PIT_CUDA_DETECT_THREADS, &a, "cuLaunchKernel(pit_detect)");
+                             PIT_CUDA_DETECT_THREADS, &a, PIT_CALL(LaunchKernel) "(pit_detect)");
     if (dedup) {
         CUresult r = pit_cu.MemFreeAsync(dedup, s);
-        if (st == PIT_SUCCESS && r != CUDA_SUCCESS) st = pit_cu_fail(r, "cuMemFreeAsync(detect dedup)", __FILE__, __LINE__);
+        if (st == PIT_SUCCESS && r != CUDA_SUCCESS)
+            st = pit_cu_fail(r, PIT_CALL(MemFreeAsync) "(detect dedup)", __FILE__, __LINE__);
     }
     return st;
 }
@@ -132,9 +134,10 @@ pit_status pit_cuda_detect(void *bctx, void *stream, const pit_tdesc *X, pit_ind
     if (st != PIT_SUCCESS) return st;
     /* the kernel's element types: floats, or bytes of a bool mask */
     if (x.dt != PIT_F32 && x.dt != PIT_F16 && x.dt != PIT_BF16 && x.dt != PIT_U8)
-        return pit_cuda_error(PIT_ERR_UNSUPPORTED_DTYPE, "cuda %s: %s dtype (f32, f16, bf16 or u8)", "detect", "X");
+        return pit_cuda_error(PIT_ERR_UNSUPPORTED_DTYPE, PIT_VENDOR_NAME " %s: %s dtype (f32, f16, bf16 or u8)",
+                              "detect", "X");
     if (n < 1 || n > PIT_CUDA_DETECT_MAX)
-        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda detect: %d indexes; 1..%d expected", n,
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " detect: %d indexes; 1..%d expected", n,
                                     PIT_CUDA_DETECT_MAX);
     for (int i = 0; i < n; ++i)
         if ((st = check_index(&x, &idx[i], i)) != PIT_SUCCESS) return st;

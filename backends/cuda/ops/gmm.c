@@ -14,10 +14,9 @@ pit_status pit_cuda_gmm_tile_of(const pit_cuda_ctx *c, const char *op, pit_dtype
     *t = asked ? *asked : pit_cuda_gmm_default_tile(c->arch, dt);
     const char *why = "";
     if (!pit_cuda_gmm_tile_valid(c->arch, dt, t, &why))
-        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED,
-                                    "cuda %s: tile %dx%dx%d (%d threads, %d stages, %s) on sm_%d: %s", op, t->bm,
-                                    t->bn, t->bk, t->threads, t->stages,
-                                    t->tensor_core ? "tensor cores" : "CUDA cores", c->arch, why);
+        return pit_cuda_host->error(
+            PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " %s: tile %dx%dx%d (%d threads, %d stages, %s) on sm_%d: %s", op,
+            t->bm, t->bn, t->bk, t->threads, t->stages, t->tensor_core ? "tensor cores" : "CUDA cores", c->arch, why);
     return PIT_SUCCESS;
 }
 
@@ -66,7 +65,7 @@ static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job 
     const int64_t ctas = per_sm * (int64_t)c->sm_count;
     int64_t bound = j->listed_max / t.bm + j->groups + 1; /* items along M, at most */
     CUdeviceptr list = 0;
-    CU_CHECK(pit_cu.MemAllocAsync(&list, (size_t)(1 + 3 * bound) * 4, s), "cuMemAllocAsync(gmm work list)");
+    CU_CHECK(pit_cu.MemAllocAsync(&list, (size_t)(1 + 3 * bound) * 4, s), PIT_CALL(MemAllocAsync) "(gmm work list)");
     pit_plan_args pl = {j->a.counts, list, (int32_t)j->groups, t.bm, j->a.capacity, 2}; /* mixed order */
     pit_status st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
     j->a.list = list;
@@ -92,11 +91,11 @@ static pit_status zero_unlisted(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_
 {
     size_t n = (size_t)(out->rows * out->batch);
     CUdeviceptr mark = 0;
-    CU_CHECK(pit_cu.MemAllocAsync(&mark, (n ? n : 1) * 4, s), "cuMemAllocAsync(row mark)");
+    CU_CHECK(pit_cu.MemAllocAsync(&mark, (n ? n : 1) * 4, s), PIT_CALL(MemAllocAsync) "(row mark)");
     pit_status st = PIT_SUCCESS;
     if (n) {
         CUresult r = pit_cu.MemsetD32Async(mark, 0xffffffffu, n, s);
-        if (r != CUDA_SUCCESS) st = pit_cu_fail(r, "cuMemsetD32Async(row mark)", __FILE__, __LINE__);
+        if (r != CUDA_SUCCESS) st = pit_cu_fail(r, PIT_CALL(MemsetD32Async) "(row mark)", __FILE__, __LINE__);
     }
     pit_mark_args m = {j->a.counts, j->a.entries, mark, j->mark_stride, j->a.capacity, j->a.kdiv};
     if (st == PIT_SUCCESS)

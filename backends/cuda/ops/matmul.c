@@ -42,9 +42,9 @@ static pit_status effective_tile(const pit_cuda_ctx *c, const mm_problem *p, con
     t->tensor_core = t->tensor_core && p->dt != PIT_F32 && c->arch >= 80 && t->bm >= 16;
     const char *why = "";
     if (!pit_cuda_tile_valid(p->dt, t, &why))
-        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, "cuda matmul: tile %dx%dx%d (%d threads, %s) for micro-tile %dx%d: %s",
-                                    t->bm, t->bn, t->bk, t->threads, t->tensor_core ? "tensor cores" : "CUDA cores",
-                                    mt->rows, mt->cols, why);
+        return pit_cuda_host->error(
+            PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " matmul: tile %dx%dx%d (%d threads, %s) for micro-tile %dx%d: %s",
+            t->bm, t->bn, t->bk, t->threads, t->tensor_core ? "tensor cores" : "CUDA cores", mt->rows, mt->cols, why);
     return PIT_SUCCESS;
 }
 
@@ -81,7 +81,8 @@ static pit_status launch_util(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind 
     if (st != PIT_SUCCESS) return st;
     unsigned gy = (unsigned)(u->rows < 4096 ? u->rows : 4096);
     return pit_cuda_launch(k, s, (unsigned)pit_cuda_cdiv(u->cols, 256), gy, (unsigned)batch, 256, u,
-                           kind == PIT_CUDA_ZERO ? "cuLaunchKernel(pit_zero_f32)" : "cuLaunchKernel(pit_convert_f32)");
+                           kind == PIT_CUDA_ZERO ? PIT_CALL(LaunchKernel) "(pit_zero_f32)"
+                                                 : PIT_CALL(LaunchKernel) "(pit_convert_f32)");
 }
 
 /* SRead as a gather pass: A's indexed micro-tile columns copied densely
@@ -116,14 +117,15 @@ static pit_status compact_a(pit_cuda_ctx *c, CUstream s, const mm_problem *p, co
     int64_t cols = ldo;
     if (cols <= 0) return PIT_SUCCESS;
     return pit_cuda_launch(k, s, (unsigned)pit_cuda_cdiv(cols, 256), (unsigned)row_blocks, (unsigned)p->batch, 256, &a,
-                           "cuLaunchKernel(pit_compact)");
+                           PIT_CALL(LaunchKernel) "(pit_compact)");
 }
 
 static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v, const mm_problem *p,
                                 const pit_index *idx)
 {
     if ((int64_t)idx->groups_per_batch * idx->tile.rows < p->M)
-        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda matmul: the index has %d row-blocks of %d for %lld rows",
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT,
+                                    PIT_VENDOR_NAME " matmul: the index has %d row-blocks of %d for %lld rows",
                                     idx->groups_per_batch, idx->tile.rows, (long long)p->M);
     pit_cuda_kernel *k;
     pit_status st = pit_cuda_get_kernel(c, v, &k);
@@ -135,7 +137,7 @@ static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
     if (v->a_comp) {
         int64_t ldo = pit_cuda_cdiv((int64_t)idx->capacity * idx->tile.cols, 8) * 8; /* pit_compact pads to 8 */
         size_t bytes = (size_t)(row_blocks * idx->tile.rows * ldo * p->batch) * pit_cuda_el_bytes(p->dt);
-        CU_CHECK(pit_cu.MemAllocAsync(&scratch, bytes ? bytes : 16, s), "cuMemAllocAsync(axis K compact)");
+        CU_CHECK(pit_cu.MemAllocAsync(&scratch, bytes ? bytes : 16, s), PIT_CALL(MemAllocAsync) "(axis K compact)");
         st = compact_a(c, s, p, idx, row_blocks, scratch, ldo);
         a.a = (uint64_t)scratch;
         a.lda = ldo;
@@ -145,10 +147,11 @@ static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
      * not depend on the counts, so nothing is read back */
     if (st == PIT_SUCCESS)
         st = pit_cuda_launch(k, s, (unsigned)row_blocks, (unsigned)pit_cuda_cdiv(p->N, v->tile.bn), (unsigned)p->batch,
-                             (unsigned)v->tile.threads, &a, "cuLaunchKernel(pit_matmul axis K)");
+                             (unsigned)v->tile.threads, &a, PIT_CALL(LaunchKernel) "(pit_matmul axis K)");
     if (scratch) {
         CUresult r = pit_cu.MemFreeAsync(scratch, s);
-        if (st == PIT_SUCCESS && r != CUDA_SUCCESS) st = pit_cu_fail(r, "cuMemFreeAsync(axis K compact)", __FILE__, __LINE__);
+        if (st == PIT_SUCCESS && r != CUDA_SUCCESS)
+            st = pit_cu_fail(r, PIT_CALL(MemFreeAsync) "(axis K compact)", __FILE__, __LINE__);
     }
     return st;
 }
@@ -177,8 +180,9 @@ static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
         st = launch_util(c, s, PIT_CUDA_ZERO, p->dt, &u, p->batch);
     } else {
         size_t words = (size_t)(p->M * p->N * p->batch);
-        CU_CHECK(pit_cu.MemAllocAsync(&scratch, (words ? words : 1) * 4, s), "cuMemAllocAsync(axis M scratch)");
-        if (words) CU_CHECK(pit_cu.MemsetD32Async(scratch, 0, words, s), "cuMemsetD32Async(axis M scratch)");
+        CU_CHECK(pit_cu.MemAllocAsync(&scratch, (words ? words : 1) * 4, s),
+                 PIT_CALL(MemAllocAsync) "(axis M scratch)");
+        if (words) CU_CHECK(pit_cu.MemsetD32Async(scratch, 0, words, s), PIT_CALL(MemsetD32Async) "(axis M scratch)");
         a.acc = scratch;
         a.ldacc = p->N;
         a.sacc = p->M * p->N;
@@ -188,7 +192,7 @@ static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
     int64_t chunks = pit_cuda_cdiv(rows, v->tile.bm);
     if (st == PIT_SUCCESS && chunks > 0)
         st = pit_cuda_launch(k, s, (unsigned)pit_cuda_cdiv(p->N, v->tile.bn), (unsigned)chunks, (unsigned)idx->groups,
-                             (unsigned)v->tile.threads, &a, "cuLaunchKernel(pit_matmul axis M)");
+                             (unsigned)v->tile.threads, &a, PIT_CALL(LaunchKernel) "(pit_matmul axis M)");
     if (scratch) {
         if (st == PIT_SUCCESS) {
             u.f32 = scratch;
@@ -200,7 +204,8 @@ static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
             st = launch_util(c, s, PIT_CUDA_CONVERT, p->dt, &u, p->batch);
         }
         CUresult r = pit_cu.MemFreeAsync(scratch, s);
-        if (st == PIT_SUCCESS && r != CUDA_SUCCESS) st = pit_cu_fail(r, "cuMemFreeAsync(axis M scratch)", __FILE__, __LINE__);
+        if (st == PIT_SUCCESS && r != CUDA_SUCCESS)
+            st = pit_cu_fail(r, PIT_CALL(MemFreeAsync) "(axis M scratch)", __FILE__, __LINE__);
     }
     return st;
 }
@@ -215,11 +220,13 @@ pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile
     if (st != PIT_SUCCESS) return st;
     const pit_microtile *mt = &idx->tile;
     if (mt->axis == PIT_AXIS_N)
-        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, "cuda matmul: sparse B (axis N) is not implemented by the cuda backend");
+        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " matmul: sparse B (axis N) is not implemented "
+                                                                          "by the " PIT_VENDOR_NAME " backend");
     if (mt->axis != PIT_AXIS_K && mt->axis != PIT_AXIS_M)
-        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda matmul: index axis %d", (int)mt->axis);
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " matmul: index axis %d", (int)mt->axis);
     if (mt->rows < 1 || mt->cols < 1)
-        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda matmul: micro-tile %dx%d", mt->rows, mt->cols);
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " matmul: micro-tile %dx%d", mt->rows,
+                                    mt->cols);
     pit_cuda_variant v;
     memset(&v, 0, sizeof v);
     v.kind = PIT_CUDA_MATMUL;

@@ -24,7 +24,8 @@ static pit_status cuda_moe_route(void *bctx, void *stream, const pit_tdesc *expe
     pit_status st = pit_cuda_view_of(expert_ids, "moe_route", "expert_ids", 0, &ids);
     if (st != PIT_SUCCESS) return st;
     if (ids.rows * ids.cols > INT32_MAX)
-        return pit_cuda_error(PIT_ERR_UNSUPPORTED, "cuda %s: %s", "moe_route", "more than 2^31 token-slots");
+        return pit_cuda_error(PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " %s: %s", "moe_route",
+                              "more than 2^31 token-slots");
     pit_cuda_ctx *c = bctx;
     PIT_CUDA_WITH_CONTEXT(c, route_run(c, pit_cuda_stream_of(stream), &ids, idx));
 }
@@ -133,7 +134,8 @@ static pit_status cuda_moe_matmul(void *bctx, void *stream, int mode, const pit_
     moe_views v;
     pit_tile t;
     if (mode < 0 || mode > 3 || (mode == 3 && !(gates && gates->mem)))
-        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, "cuda moe_matmul: mode %d (0..3; 3 with dgates)", mode);
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT,
+                                    PIT_VENDOR_NAME " moe_matmul: mode %d (0..3; 3 with dgates)", mode);
     pit_status st = moe_shapes(idx, X, W, gates, Y, &v);
     if (st != PIT_SUCCESS || (st = pit_cuda_gmm_tile_of(c, "moe_matmul", v.x.dt, tile, &t)) != PIT_SUCCESS)
         return st;

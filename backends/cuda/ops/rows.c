@@ -50,7 +50,7 @@ static pit_status cuda_matmul_rows(void *bctx, void *stream, const pit_tile *til
         (st = pit_cuda_gmm_tile_of(c, op, o.dt, tile, &t)) != PIT_SUCCESS)
         return st;
     if (idx->tile.rows != 1 || idx->groups < o.batch || idx->capacity < o.rows)
-        return pit_cuda_error(PIT_ERR_INVALID_ARGUMENT, "cuda %s: %s", op,
+        return pit_cuda_error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " %s: %s", op,
                               "the index must list rows (1 x K, a group per batch)");
     if (o.rows == 0 || o.cols == 0 || o.batch == 0) return PIT_SUCCESS;
     PIT_CUDA_WITH_CONTEXT(c, rows_run(c, pit_cuda_stream_of(stream), &t, idx, max_entries, &a, &b, &o, keep_skipped));

@@ -16,7 +16,8 @@ static pit_status softmax_run(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind 
     if (st != PIT_SUCCESS) return st;
     if ((st = pit_cuda_batch_stride(m, o->batch, "softmax", "mask", &p.ms)) != PIT_SUCCESS) return st;
     if (idx->capacity > PIT_SOFTMAX_MAX_BLOCKS)
-        return pit_cuda_error(PIT_ERR_UNSUPPORTED, "cuda %s: %s", "softmax", "more than 65536 column blocks per row");
+        return pit_cuda_error(PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " %s: %s", "softmax",
+                              "more than 65536 column blocks per row");
     p.x = x->ptr, p.y = y ? y->ptr : 0, p.mask = m->ptr, p.out = o->ptr;
     p.ldx = x->ld, p.ldy = y ? y->ld : 0, p.mld = m->ld, p.ldo = o->ld;
     p.sx = x->bs, p.sy = y ? y->bs : 0, p.so = o->bs;

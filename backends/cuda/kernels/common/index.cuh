@@ -43,7 +43,7 @@ PIT_DEV bool mask_on(const pit_u8 *m, pit_i64 i)
 }
 
 /* One 32-bit word of mask: bit 0 some element on, bit 1 some element off
- * (an i32 mask is read as f32 words, core/op_util.c) */
+ * (an i32 mask is read as f32 words, core/pit/index.c) */
 PIT_DEV pit_u32 mask_word_flags(pit_u32 w)
 {
 #if MASK_BYTES == 2
