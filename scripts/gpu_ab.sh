@@ -1,13 +1,14 @@
 #!/bin/bash
 # scripts/gpu_ab.sh - a lab script for the GPU machine (not shipped): checks a
 # build and compares its speed with another build in the same run.
-#   usage: bash scripts/gpu_ab.sh [conformance] [direct] [bench|bench-base] [sanitize] [tune]
+#   usage: bash scripts/gpu_ab.sh [conformance|conformance-cuda] [direct] [bench|bench-base] [sanitize] [tune]
 #                                 [base-conformance]
 # Expects, carried along with the tree:
 #   build-gpu/           the build under test (bin/, lib/), built on a CPU machine
 #   .carry/base/         the reference build: bin/, lib/, tiledb/
 #   .carry/lib/          libclblast.so.1; .carry/include/ the DLPack header
-# conformance: the whole suite on CUDA and on NVIDIA's OpenCL driver.
+# conformance: the whole suite on CUDA and on NVIDIA's OpenCL driver
+#   (conformance-cuda: on CUDA only).
 # bench: `pit bench --suite matmul` and `--suite layers`, reference and new
 #   alternated twice, compared point by point (scripts/bench_compare.py).
 # direct: the CUDA plug-in's direct tests and the CUDA-graph capture test.
@@ -36,9 +37,9 @@ NEW="$root/build-gpu"; BASE="$root/.carry/base"
 
 for what in "$@"; do
   case "$what" in
-  conformance)
+  conformance|conformance-cuda)
     step conf_cuda run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda "$NEW/bin/pit" conformance
-    step conf_opencl run_in "$NEW" "$root/tiledb" env PIT_BACKEND=opencl "$NEW/bin/pit" conformance ;;
+    [ "$what" = conformance ] && step conf_opencl run_in "$NEW" "$root/tiledb" env PIT_BACKEND=opencl "$NEW/bin/pit" conformance ;;
   direct)
     step cuda_direct run_in "$NEW" "$root/tiledb" env PIT_CUDA_PLUGIN_PATH="$NEW/lib/libpit-cuda.so" "$NEW/bin/test_cuda_direct"
     step cuda_ops run_in "$NEW" "$root/tiledb" env PIT_CUDA_PLUGIN_PATH="$NEW/lib/libpit-cuda.so" "$NEW/bin/test_cuda_ops"
@@ -50,7 +51,7 @@ for what in "$@"; do
     step base_conf_cuda run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=cuda "$BASE/bin/pit" conformance
     step base_conf_opencl run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=opencl "$BASE/bin/pit" conformance ;;
   sanitize)
-    for op in attention moe sddmm softmax rows; do
+    for op in ${PIT_SANITIZE_OPS:-attention moe sddmm softmax rows}; do
       step memcheck_$op run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 "$NEW/bin/pit" conformance --quick --op $op
       step racecheck_$op run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 "$NEW/bin/pit" conformance --quick --op $op
     done ;;
