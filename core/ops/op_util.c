@@ -267,4 +267,7 @@ void ops_report_tile(pit_report *r, const pit_tile *tile)
     r->bm = tile->bm;
     r->bn = tile->bn;
     r->bk = tile->bk;
+    /* the tile that ran, named the way pit_matmul names its choice */
+    size_t used = strlen(r->choice);
+    snprintf(r->choice + used, sizeof r->choice - used, " tile %dx%dx%d", tile->bm, tile->bn, tile->bk);
 }
