@@ -273,8 +273,12 @@ typedef struct pit_backend {
      * or stored (k == 1). In mode 2 every expert's dW is written (zeros for an
      * expert with no token); in mode 3 every dgates slot (0 for skipped ids).
      * gates may be NULL in modes 0-2 (all 1). max_entries: the largest
-     * counts[e], or -1 where moe_plans_on_device said it is not needed. */
-    pit_status (*moe_matmul)(void *bctx, void *stream, int mode, const pit_tile *tile,
+     * counts[e], or -1 where moe_plans_on_device said it is not needed.
+     * tile: in, the tile-database row core chose (NULL: the backend's own);
+     * out (when not NULL), the tile that ran: a backend whose kernel for
+     * this mode or these tensors takes another tile says so here, so the
+     * report names what ran. */
+    pit_status (*moe_matmul)(void *bctx, void *stream, int mode, pit_tile *tile,
                              const pit_index *idx, int32_t max_entries, const pit_tdesc *X,
                              const pit_tdesc *W, const pit_tdesc *gates, const pit_tdesc *Y);
     /* 1 where moe_matmul's mode on these tensors plans its work on the device
@@ -284,8 +288,9 @@ typedef struct pit_backend {
     int (*moe_plans_on_device)(void *bctx, int mode, const pit_tdesc *X, const pit_tdesc *W,
                                const pit_tdesc *Y);
     /* C rows listed by idx (axis M, tile 1 x K: one group per batch, entries =
-     * row indices) = A rows . B; other rows zeroed unless keep_skipped. */
-    pit_status (*matmul_rows)(void *bctx, void *stream, const pit_tile *tile, const pit_index *idx,
+     * row indices) = A rows . B; other rows zeroed unless keep_skipped.
+     * tile: in and out, as moe_matmul's. */
+    pit_status (*matmul_rows)(void *bctx, void *stream, pit_tile *tile, const pit_index *idx,
                               int32_t max_entries, const pit_tdesc *A, const pit_tdesc *B,
                               const pit_tdesc *C, int keep_skipped);
     /* Elementwise and layout helpers. */

@@ -313,6 +313,40 @@ int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
     return n + 1 + pit_cuda_model_for_each_variant(arch, fn, user);
 }
 
+typedef struct variant_array {
+    pit_cuda_variant *v;
+    int count, cap, failed;
+} variant_array;
+
+static void append_variant(const pit_cuda_variant *v, void *user)
+{
+    variant_array *a = user;
+    if (a->failed) return;
+    if (a->count == a->cap) {
+        int cap = a->cap ? 2 * a->cap : 256;
+        pit_cuda_variant *grown = realloc(a->v, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            a->failed = 1;
+            return;
+        }
+        a->v = grown;
+        a->cap = cap;
+    }
+    a->v[a->count++] = *v;
+}
+
+pit_cuda_variant *pit_cuda_variant_list(int arch, int *count)
+{
+    variant_array a = {0};
+    pit_cuda_for_each_variant(arch, append_variant, &a);
+    if (a.failed) {
+        free(a.v);
+        a.v = NULL, a.count = 0;
+    }
+    *count = a.count;
+    return a.v;
+}
+
 int pit_cuda_split_options(char *defines, const char **opts, int max)
 {
     int n = 0;

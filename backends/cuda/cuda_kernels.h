@@ -60,6 +60,10 @@ int pit_cuda_tile_valid(pit_dtype dtype, const pit_tile *t, const char **why);
  * returns how many. Tensor-core variants only for arch >= 80. */
 typedef void (*pit_cuda_variant_fn)(const pit_cuda_variant *v, void *user);
 int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user);
+/* The same variants as one array (the caller frees it); NULL when out of
+ * memory. For the build tools that compile them (pit-nvrtc-check,
+ * pit-hip-genco). */
+pit_cuda_variant *pit_cuda_variant_list(int arch, int *count);
 
 /* Splits a variant's defines string at spaces into compiler options, in
  * place (no strtok: the checker compiles from several threads). Shared by

@@ -31,28 +31,25 @@ typedef struct job {
 
 typedef struct job_list {
     job *jobs;
-    int count, cap;
+    int count;
     int arch;
     int next; /* next job to take, under lock */
     pthread_mutex_t lock;
 } job_list;
 
-static void add_job(const pit_cuda_variant *v, void *user)
+/* One job a variant of arch; 0 when out of memory. */
+static int fill_jobs(job_list *l, int arch)
 {
-    job_list *l = user;
-    if (l->count == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 256;
-        job *grown = realloc(l->jobs, (size_t)l->cap * sizeof *grown);
-        if (!grown) {
-            fprintf(stderr, "pit-nvrtc-check: out of memory\n");
-            exit(1);
-        }
-        l->jobs = grown;
+    int n = 0;
+    pit_cuda_variant *v = pit_cuda_variant_list(arch, &n);
+    l->jobs = v && n ? calloc((size_t)n, sizeof *l->jobs) : NULL;
+    for (int i = 0; l->jobs && i < n; ++i) {
+        l->jobs[i].v = v[i];
+        l->jobs[i].arch = arch;
     }
-    job *j = &l->jobs[l->count++];
-    memset(j, 0, sizeof *j);
-    j->v = *v;
-    j->arch = l->arch;
+    l->count = l->jobs ? n : 0;
+    free(v);
+    return l->jobs != NULL;
 }
 
 static void *worker(void *arg)
@@ -139,7 +136,10 @@ int main(int argc, char **argv)
         memset(&l, 0, sizeof l);
         l.arch = archs[a];
         pthread_mutex_init(&l.lock, NULL);
-        pit_cuda_for_each_variant(archs[a], add_job, &l);
+        if (!fill_jobs(&l, archs[a])) {
+            fprintf(stderr, "pit-nvrtc-check: no variants for sm_%d (out of memory?)\n", archs[a]);
+            return 1;
+        }
         pthread_t threads[MAX_JOBS];
         double ta = now_s();
         for (int t = 0; t < njobs; ++t) pthread_create(&threads[t], NULL, worker, &l);

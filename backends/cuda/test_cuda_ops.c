@@ -218,7 +218,7 @@ static void test_moe(pit_dtype dt, int64_t T, int64_t H, int64_t N, int64_t E, i
     double *ry = malloc(ny * 8), *rdx = malloc(nx * 8), *rdw = malloc(nw * 8), *rdg = malloc(ng * 8);
     pit_ref_moe_forward(T, H, N, E, k, X.h, ids, G.h, W.h, ry);
     pit_ref_moe_backward(T, H, N, E, k, X.h, ids, G.h, W.h, DY.h, rdx, rdw, rdg);
-    const pit_tile *tile = NULL; /* the backend's tile for the device and dtype */
+    pit_tile *tile = NULL; /* the backend's tile for the device and dtype */
     CHECK(be->moe_matmul(bctx, stream, 0, tile, &ix, maxc, &X.d, &W.d, &G.d, &Y.d));
     snprintf(what, sizeof what, "moe forward T %lld H %lld N %lld E %lld k %lld", (long long)T, (long long)H,
              (long long)N, (long long)E, (long long)k);

@@ -38,8 +38,7 @@ typedef struct job {
 
 typedef struct job_list {
     job *jobs;
-    int count, cap;
-    int all;
+    int count;
 } job_list;
 
 typedef struct options {
@@ -65,25 +64,24 @@ static int builtin_variant(const pit_cuda_variant *v)
     }
 }
 
-static void add_job(const pit_cuda_variant *v, void *user)
+/* One job a variant it builds (all, or the built-in subset) of the
+ * matrix-core table (80: the tensor-core variants too); 0 when out of memory. */
+static int fill_jobs(job_list *l, int all)
 {
-    job_list *l = user;
-    if (!l->all && !builtin_variant(v)) return;
-    if (l->count == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 128;
-        job *grown = realloc(l->jobs, (size_t)l->cap * sizeof *grown);
-        if (!grown) {
-            fprintf(stderr, "pit-hip-genco: out of memory\n");
-            exit(1);
-        }
-        l->jobs = grown;
+    int n = 0;
+    pit_cuda_variant *v = pit_cuda_variant_list(80, &n);
+    l->jobs = v && n ? calloc((size_t)n, sizeof *l->jobs) : NULL;
+    l->count = 0;
+    for (int i = 0; l->jobs && i < n; ++i) {
+        if (!all && !builtin_variant(&v[i])) continue;
+        job *j = &l->jobs[l->count++];
+        j->v = v[i];
+        char defines[512];
+        snprintf(j->key, sizeof j->key, "%s %s", pit_cuda_kernel_name(v[i].kind),
+                 pit_cuda_variant_defines(&v[i], defines, sizeof defines));
     }
-    job *j = &l->jobs[l->count++];
-    memset(j, 0, sizeof *j);
-    j->v = *v;
-    char defines[512];
-    snprintf(j->key, sizeof j->key, "%s %s", pit_cuda_kernel_name(v->kind),
-             pit_cuda_variant_defines(v, defines, sizeof defines));
+    free(v);
+    return l->jobs != NULL;
 }
 
 static int write_text(const char *dir, const char *name, const char *text)
@@ -219,9 +217,10 @@ static int compile_main(const options *o)
     mkdir(o->out, 0777);
     mkdir(dir, 0777);
     job_list l;
-    memset(&l, 0, sizeof l);
-    l.all = o->all;
-    pit_cuda_for_each_variant(80, add_job, &l); /* 80: the matrix-core (tensor-core) variants too */
+    if (!fill_jobs(&l, o->all)) {
+        fprintf(stderr, "pit-hip-genco: out of memory\n");
+        return 1;
+    }
     if (write_sources(dir, &l)) {
         free(l.jobs);
         return 1;
@@ -300,9 +299,10 @@ static int embed_main(const char *out, int nman, char **manifests)
 static int list_main(int all)
 {
     job_list l;
-    memset(&l, 0, sizeof l);
-    l.all = all;
-    pit_cuda_for_each_variant(80, add_job, &l);
+    if (!fill_jobs(&l, all)) {
+        fprintf(stderr, "pit-hip-genco: out of memory\n");
+        return 1;
+    }
     for (int i = 0; i < l.count; ++i) printf("%s\n", l.jobs[i].key);
     free(l.jobs);
     return 0;

@@ -189,6 +189,8 @@ typedef struct ocl_op_config {
 ocl_op_config ocl_op_elementwise(pit_dtype dtype);
 /* The tile core asked for, kept inside what the kernels and device allow. */
 ocl_op_config ocl_op_tile(const ocl_ctx *c, pit_dtype dtype, const pit_tile *tile);
+/* The tile k runs, into *tile (the in/out tile of moe_matmul and matmul_rows; NULL: nothing). */
+void ocl_op_tile_ran(const ocl_op_config *k, pit_tile *tile);
 /* wg halved until the device allows it. */
 size_t ocl_op_fit_wg(const ocl_ctx *c, size_t wg);
 /* Chunks of bm entries that cover the longest group (max_entries, at most
@@ -224,11 +226,11 @@ pit_status ocl_softmax_sparse_backward(void *bctx, void *stream, const pit_index
                                        float scale);
 /* Mixture of Experts: routing and the grouped expert products */
 pit_status ocl_moe_route(void *bctx, void *stream, const pit_tdesc *ids, const pit_index *idx);
-pit_status ocl_moe_matmul(void *bctx, void *stream, int mode, const pit_tile *tile,
+pit_status ocl_moe_matmul(void *bctx, void *stream, int mode, pit_tile *tile,
                           const pit_index *idx, int32_t max_entries, const pit_tdesc *X,
                           const pit_tdesc *W, const pit_tdesc *gates, const pit_tdesc *Y);
 /* row-sparse matmul */
-pit_status ocl_matmul_rows(void *bctx, void *stream, const pit_tile *tile,
+pit_status ocl_matmul_rows(void *bctx, void *stream, pit_tile *tile,
                            const pit_index *idx, int32_t max_entries, const pit_tdesc *A,
                            const pit_tdesc *B, const pit_tdesc *C, int keep_skipped);
 /* element-wise: relu, transpose, and the zero pass the operators start with */

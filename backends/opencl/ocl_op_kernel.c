@@ -24,6 +24,9 @@ size_t ocl_op_fit_wg(const ocl_ctx *c, size_t wg)
 
 ocl_op_config ocl_op_tile(const ocl_ctx *c, pit_dtype dtype, const pit_tile *tile)
 {
+    static const pit_tile own = {32, 64, OCL_OP_BK, 128, 1, 0}; /* when core passes none */
+    if (!tile)
+        tile = &own;
     ocl_op_config k = {dtype, 4, tile->bm, tile->bn, tile->bk, (size_t)tile->threads};
     if (k.bm < 1 || k.bm > 128)
         k.bm = 32;
@@ -35,6 +38,16 @@ ocl_op_config ocl_op_tile(const ocl_ctx *c, pit_dtype dtype, const pit_tile *til
         k.wg = 128;
     k.wg = ocl_op_fit_wg(c, k.wg);
     return k;
+}
+
+void ocl_op_tile_ran(const ocl_op_config *k, pit_tile *tile)
+{
+    if (!tile)
+        return;
+    tile->bm = k->bm;
+    tile->bn = k->bn;
+    tile->bk = k->bk;
+    tile->threads = (int32_t)k->wg;
 }
 
 cl_int ocl_op_chunks(int32_t max_entries, const pit_index *idx, int bm)

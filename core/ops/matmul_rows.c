@@ -64,9 +64,10 @@ PIT_API pit_status pit_matmul_rows(pit_context *ctx, pit_stream *stream, const p
     pit_index_report(report, &idx, nonzero, 1, "rows");
     pit_tile gemm;
     PIT_TRY(pit_select_gathered(ctx->db, PIT_TILE_ROWS, A->d.dtype, &gemm));
-    ops_report_tile(report, &gemm);
     if (nonzero == 0)
         return keep_skipped_rows ? PIT_SUCCESS : ops_zero(ctx, bs, &C->d);
-    return ctx->be->matmul_rows(ctx->bctx, bs, &gemm, &idx, max_entries, &A->d, &B->d, &C->d,
-                                keep_skipped_rows);
+    PIT_TRY(ctx->be->matmul_rows(ctx->bctx, bs, &gemm, &idx, max_entries, &A->d, &B->d, &C->d,
+                                 keep_skipped_rows));
+    ops_report_tile(report, &gemm); /* the tile that ran */
+    return PIT_SUCCESS;
 }

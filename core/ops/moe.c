@@ -99,9 +99,10 @@ PIT_API pit_status pit_moe_forward(pit_context *ctx, pit_stream *stream, const p
     PIT_TRY(route(ctx, bs, expert_ids, &s, &idx, &max_entries,
                   report || !on_device ? &routed : NULL));
     pit_index_report(report, &idx, routed, 1, "moe");
-    ops_report_tile(report, &tile);
-    return ctx->be->moe_matmul(ctx->bctx, bs, 0, &tile, &idx, max_entries, &X->d, &W->d,
-                               &gates->d, &Y->d);
+    PIT_TRY(ctx->be->moe_matmul(ctx->bctx, bs, 0, &tile, &idx, max_entries, &X->d, &W->d,
+                                &gates->d, &Y->d));
+    ops_report_tile(report, &tile); /* the tile that ran */
+    return PIT_SUCCESS;
 }
 
 /* The three products of the backward, each skipped when its output is NULL. */

@@ -126,10 +126,11 @@ static pit_status run_gathered(void *arg)
 {
     gathered_problem *p = arg;
     pit_context *ctx = p->ctx;
+    pit_tile tile = p->e->tile; /* the backend says which tile ran: not kept, the row is what is timed */
     if (p->e->op == PIT_TILE_MOE)
-        return ctx->be->moe_matmul(ctx->bctx, p->bs, 0, &p->e->tile, &p->idx, p->max_entries,
+        return ctx->be->moe_matmul(ctx->bctx, p->bs, 0, &tile, &p->idx, p->max_entries,
                                    &p->X, &p->W, &p->gates, &p->Y);
-    return ctx->be->matmul_rows(ctx->bctx, p->bs, &p->e->tile, &p->idx, p->max_entries, &p->X,
+    return ctx->be->matmul_rows(ctx->bctx, p->bs, &tile, &p->idx, p->max_entries, &p->X,
                                 &p->W, &p->Y, 0);
 }
 

@@ -59,6 +59,7 @@ static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job 
         v.op_param[1] = gmm_tma_b(j, &v.tile, &j->a);
         if (!v.op_param[1]) v.tile = pit_cuda_gmm_tile_sm80();
     }
+    j->tile = v.tile; /* the tile that runs */
     const pit_tile t = v.tile; /* the one tile the list and the grid are sized for */
     const unsigned threads = v.op_param[1] ? PIT_CUDA_GMM_WS_THREADS : 256;
     const int per_sm = pit_cuda_gmm_smem(&t) > 113 * 1024 ? 1 : 2; /* CTAs that fit an SM */
@@ -125,6 +126,7 @@ pit_status pit_cuda_gmm_scatter(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j
         j->a.ldacc = out->cols;
         j->a.sacc = j->a.sc ? out->rows * out->cols : 0;
     }
+    if (!tensor_core) j->tile = pit_cuda_gmm_tile_cuda_core();
     if (st == PIT_SUCCESS && (tensor_core || j->max_rows > 0))
         st = tensor_core ? gmm_tensor_core(c, s, j) : pit_cuda_gmm_cuda_core(c, s, j);
     if (st == PIT_SUCCESS && scratch) st = pit_cuda_convert_into(c, s, scratch, out);

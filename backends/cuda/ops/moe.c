@@ -108,25 +108,29 @@ static int cuda_moe_plans_on_device(void *bctx, int mode, const pit_tdesc *X, co
            pit_cuda_view_of(Y, "moe_matmul", "Y", 0, &y) == PIT_SUCCESS && moe_tensor_core(bctx, mode, &x, &w, &y);
 }
 
-static pit_status moe_run(pit_cuda_ctx *c, CUstream s, int mode, const pit_tile *tile, const pit_index *idx,
+/* *tile: in, the tile asked for; out, the tile that ran */
+static pit_status moe_run(pit_cuda_ctx *c, CUstream s, int mode, pit_tile *tile, const pit_index *idx,
                           int32_t max_entries, const moe_views *v)
 {
     pit_cuda_gmm_job j;
     moe_job(mode, idx, max_entries, v, &j);
     j.tile = *tile;
-    if (mode == 2) return pit_cuda_gmm_cuda_core(c, s, &j);
-    if (mode == 3) {
+    pit_status st;
+    if (mode == 2 || mode == 3) {
+        *tile = pit_cuda_gmm_tile_cuda_core();
         pit_cuda_view g = v->g;
-        pit_status st = pit_cuda_zero_view(c, s, &g);
-        return st == PIT_SUCCESS && j.max_rows > 0 ? pit_cuda_gmm_cuda_core(c, s, &j) : st;
+        st = mode == 2 ? PIT_SUCCESS : pit_cuda_zero_view(c, s, &g);
+        return st == PIT_SUCCESS && (mode == 2 || j.max_rows > 0) ? pit_cuda_gmm_cuda_core(c, s, &j) : st;
     }
     const int tc = tile->tensor_core && moe_tensor_core(c, mode, &v->x, &v->w, &v->y);
-    return pit_cuda_gmm_scatter(c, s, &j, &v->y, tc, 0);
+    st = pit_cuda_gmm_scatter(c, s, &j, &v->y, tc, 0);
+    *tile = j.tile;
+    return st;
 }
 
 /* The tile runs where its kernel serves the mode: a tensor-core tile the
  * 16-bit forward with aligned rows, the CUDA-core tile everything else. */
-static pit_status cuda_moe_matmul(void *bctx, void *stream, int mode, const pit_tile *tile, const pit_index *idx,
+static pit_status cuda_moe_matmul(void *bctx, void *stream, int mode, pit_tile *tile, const pit_index *idx,
                                   int32_t max_entries, const pit_tdesc *X, const pit_tdesc *W, const pit_tdesc *gates,
                                   const pit_tdesc *Y)
 {
@@ -139,7 +143,9 @@ static pit_status cuda_moe_matmul(void *bctx, void *stream, int mode, const pit_
     pit_status st = moe_shapes(idx, X, W, gates, Y, &v);
     if (st != PIT_SUCCESS || (st = pit_cuda_gmm_tile_of(c, "moe_matmul", v.x.dt, tile, &t)) != PIT_SUCCESS)
         return st;
-    PIT_CUDA_WITH_CONTEXT(c, moe_run(c, pit_cuda_stream_of(stream), mode, &t, idx, max_entries, &v));
+    pit_tile *ran = tile ? tile : &t; /* the caller learns which tile ran */
+    *ran = t;
+    PIT_CUDA_WITH_CONTEXT(c, moe_run(c, pit_cuda_stream_of(stream), mode, ran, idx, max_entries, &v));
 }
 
 void pit_cuda_register_moe(pit_backend *be)

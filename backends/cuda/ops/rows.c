@@ -7,7 +7,7 @@
 
 #include "ops.h"
 
-static pit_status rows_run(pit_cuda_ctx *c, CUstream s, const pit_tile *tile, const pit_index *idx,
+static pit_status rows_run(pit_cuda_ctx *c, CUstream s, pit_tile *tile, const pit_index *idx,
                            int32_t max_entries, const pit_cuda_view *a, const pit_cuda_view *b,
                            const pit_cuda_view *o, int keep)
 {
@@ -32,10 +32,12 @@ static pit_status rows_run(pit_cuda_ctx *c, CUstream s, const pit_tile *tile, co
     j.a.N = (int32_t)o->cols, j.a.K = (int32_t)a->cols, j.a.M = (int32_t)o->rows;
     int tc = tile->tensor_core && o->dt != PIT_F32 && c->arch >= 80 && pit_cuda_aligned16(a) &&
              pit_cuda_aligned16(b) && pit_cuda_aligned16(o) && a->cols % 8 == 0 && o->cols % 8 == 0;
-    return pit_cuda_gmm_scatter(c, s, &j, o, tc, keep);
+    st = pit_cuda_gmm_scatter(c, s, &j, o, tc, keep);
+    *tile = j.tile;
+    return st;
 }
 
-static pit_status cuda_matmul_rows(void *bctx, void *stream, const pit_tile *tile, const pit_index *idx,
+static pit_status cuda_matmul_rows(void *bctx, void *stream, pit_tile *tile, const pit_index *idx,
                                    int32_t max_entries, const pit_tdesc *A, const pit_tdesc *B, const pit_tdesc *C,
                                    int keep_skipped)
 {
@@ -53,7 +55,9 @@ static pit_status cuda_matmul_rows(void *bctx, void *stream, const pit_tile *til
         return pit_cuda_error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " %s: %s", op,
                               "the index must list rows (1 x K, a group per batch)");
     if (o.rows == 0 || o.cols == 0 || o.batch == 0) return PIT_SUCCESS;
-    PIT_CUDA_WITH_CONTEXT(c, rows_run(c, pit_cuda_stream_of(stream), &t, idx, max_entries, &a, &b, &o, keep_skipped));
+    pit_tile *ran = tile ? tile : &t; /* the caller learns which tile ran */
+    *ran = t;
+    PIT_CUDA_WITH_CONTEXT(c, rows_run(c, pit_cuda_stream_of(stream), ran, idx, max_entries, &a, &b, &o, keep_skipped));
 }
 
 void pit_cuda_register_rows(pit_backend *be)

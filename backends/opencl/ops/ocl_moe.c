@@ -191,7 +191,7 @@ static pit_status check_moe_args(int mode, const pit_index *idx, const pit_tdesc
     return PIT_SUCCESS;
 }
 
-pit_status ocl_moe_matmul(void *bctx, void *stream, int mode, const pit_tile *tile,
+pit_status ocl_moe_matmul(void *bctx, void *stream, int mode, pit_tile *tile,
                           const pit_index *idx, int32_t max_entries, const pit_tdesc *X,
                           const pit_tdesc *W, const pit_tdesc *gates, const pit_tdesc *Y)
 {
@@ -204,6 +204,7 @@ pit_status ocl_moe_matmul(void *bctx, void *stream, int mode, const pit_tile *ti
     /* capacity = T * k by the contract: every token-slot may be routed. */
     const int topk = (int)(idx->capacity / T);
     ocl_op_config k = ocl_op_tile(c, X->dtype, tile);
+    ocl_op_tile_ran(&k, tile);
     switch (mode) {
     case 0:
     case 1:

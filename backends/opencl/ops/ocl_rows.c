@@ -4,7 +4,7 @@
  */
 #include "ocl_internal.h"
 
-pit_status ocl_matmul_rows(void *bctx, void *stream, const pit_tile *tile,
+pit_status ocl_matmul_rows(void *bctx, void *stream, pit_tile *tile,
                            const pit_index *idx, int32_t max_entries, const pit_tdesc *A,
                            const pit_tdesc *B, const pit_tdesc *C, int keep_skipped)
 {
@@ -19,6 +19,7 @@ pit_status ocl_matmul_rows(void *bctx, void *stream, const pit_tile *tile,
     if (!keep_skipped)
         OCL_TRY(ocl_zero_tensor(c, s->queue, C));
     ocl_op_config k = ocl_op_tile(c, A->dtype, tile);
+    ocl_op_tile_ran(&k, tile);
     cl_int nchunks = ocl_op_chunks(max_entries, idx, k.bm);
     cl_kernel kern;
     OCL_TRY(ocl_op_kernel(c, "pit_rows", &k, "pit_matmul_rows", k.wg, &kern));
