@@ -156,7 +156,7 @@ def bench_attention(pit, results, flex):
 
 
 def skewed_counts(T, E):
-    """4..1130 tokens an expert, summing to T (backends/cuda/test_cuda_ops_bench.c's skewed_counts)."""
+    """4..1130 tokens an expert, summing to T (tests/backends/cuda/test_cuda_ops_bench.c's skewed_counts)."""
     c = [4 + int(1126.0 * (e / (E - 1)) ** 3.46) for e in range(E)]
     s, e = sum(c), E // 2
     while s != T:

@@ -1,3 +1,6 @@
+# What the two GPU plug-ins (backends/cuda, backends/hip) build from the same
+# files, found by globbing so that an operator's new files need no CMake edit.
+#
 # pit_embed_kernel_sources(<out_var> <comment>): embeds the kernel sources of
 # backends/cuda/kernels/ as C arrays (embed.cmake) into the calling directory's
 # build folder and sets <out_var> to the generated .c file. Both GPU plug-ins
@@ -5,6 +8,11 @@
 # this. Every file under kernels/ is embedded but the registry (kernels.def,
 # host only).
 set(_pit_kernels_cmake_dir ${CMAKE_CURRENT_LIST_DIR})
+
+# PIT_GPU_HOST_SOURCES: the host C written once for both plug-ins: one file per
+# operator family (ops/) and the backend table and kernel loading (common/).
+file(GLOB PIT_GPU_HOST_SOURCES CONFIGURE_DEPENDS
+  ${_pit_kernels_cmake_dir}/ops/*.c ${_pit_kernels_cmake_dir}/common/*.c)
 
 function(pit_embed_kernel_sources out_var comment)
   set(_dir ${_pit_kernels_cmake_dir})

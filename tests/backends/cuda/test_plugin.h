@@ -1,6 +1,6 @@
 /*
- * backends/cuda/test_plugin.h - what the direct tests of the CUDA and HIP
- * plug-ins share (backends/hip/test_hip_*.c include it too): the host
+ * tests/backends/cuda/test_plugin.h - what the direct tests of the CUDA and
+ * HIP plug-ins share (tests/backends/hip/test_hip_*.c include it too): the host
  * services a plug-in expects, and loading a plug-in up to its first device.
  * Test code only; included by one .c each.
  */

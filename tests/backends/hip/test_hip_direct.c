@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_plugin.h" /* backends/cuda: the host, loading the plug-in */
+#include "test_plugin.h" /* tests/backends/cuda: the host, loading the plug-in */
 
 static const pit_host host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache_dir, host_no_fault};
 static const pit_backend *be;

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "hip_internal.h"
-#include "test_plugin.h" /* backends/cuda: the host services (no plug-in is loaded) */
+#include "test_plugin.h" /* tests/backends/cuda: the host services (no plug-in is loaded) */
 
 /* hip_sparse.c makes a context's device current through hip_backend.c,
  * which this test does not link: no context is made here. */

@@ -1,0 +1,31 @@
+# The direct tests of the CUDA plug-in, included by backends/cuda/CMakeLists.txt
+# (so they exist only where the plug-in is built): they load libpit-cuda.so
+# with dlopen and drive its pit_backend table without core. SKIPPED (77)
+# without a driver. test_plugin.h, the host they share, serves HIP's too.
+set(_pit_cuda_tests ${CMAKE_CURRENT_LIST_DIR})
+
+# ---- the plug-in's table: matmul, detection, dtypes ------------------------
+add_executable(test_cuda_direct ${_pit_cuda_tests}/test_cuda_direct.c)
+target_include_directories(test_cuda_direct PRIVATE ${_pit_root}/include ${_pit_root}/core)
+target_compile_definitions(test_cuda_direct PRIVATE
+  _POSIX_C_SOURCE=200809L PIT_CUDA_PLUGIN="$<TARGET_FILE:pit-cuda>")
+target_link_libraries(test_cuda_direct PRIVATE ${CMAKE_DL_LIBS} m)
+add_dependencies(test_cuda_direct pit-cuda)
+
+# ---- the model operators ------------------------------------------------
+add_executable(test_cuda_ops ${_pit_cuda_tests}/test_cuda_ops.c
+  ${_pit_cuda_tests}/test_cuda_ops_util.c ${_pit_cuda_tests}/test_cuda_ops_bench.c)
+target_include_directories(test_cuda_ops PRIVATE ${_pit_root}/include ${_pit_root}/core)
+target_compile_definitions(test_cuda_ops PRIVATE
+  _POSIX_C_SOURCE=200809L PIT_CUDA_PLUGIN="$<TARGET_FILE:pit-cuda>")
+target_link_libraries(test_cuda_ops PRIVATE pit_reference ${CMAKE_DL_LIBS} m)
+add_dependencies(test_cuda_ops pit-cuda)
+
+if(BUILD_TESTING)
+  add_test(NAME cuda_direct COMMAND test_cuda_direct)
+  set_tests_properties(cuda_direct PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "PIT_CACHE_DIR=${CMAKE_BINARY_DIR}/pit-cache")
+  add_test(NAME cuda_ops_direct COMMAND test_cuda_ops)
+  set_tests_properties(cuda_ops_direct PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "PIT_CACHE_DIR=${CMAKE_BINARY_DIR}/pit-cache")
+endif()

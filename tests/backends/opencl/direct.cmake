@@ -1,0 +1,17 @@
+# The direct test of the OpenCL plug-in, included by backends/opencl/CMakeLists.txt
+# (so it exists only where the plug-in is built): the plug-in's table without
+# core (see test_opencl_direct.c), linked with its objects rather than
+# loaded: one file of cases per operator family and the helpers they share.
+set(_pit_ocl_tests ${CMAKE_CURRENT_LIST_DIR})
+add_executable(test_opencl_direct
+  ${_pit_ocl_tests}/test_opencl_direct.c
+  ${_pit_ocl_tests}/direct_support.c
+  ${_pit_ocl_tests}/direct_matmul.c
+  ${_pit_ocl_tests}/direct_masks.c)
+target_link_libraries(test_opencl_direct PRIVATE pit_opencl_objs pit_reference m)
+if(BUILD_TESTING)
+  add_test(NAME opencl_direct COMMAND test_opencl_direct)
+  set_tests_properties(opencl_direct PROPERTIES
+    ENVIRONMENT "PIT_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache"
+    TIMEOUT 900)
+endif()
