@@ -1,17 +1,25 @@
 /*
  * tests/test_tiledb.c - the tile database: the shipped files load cleanly,
  * malformed files are reported by file and line and skipped, the lookup
- * order ($PIT_TILEDB, tuned file, family, built-in) and the writer.
+ * order ($PIT_TILEDB, tuned file, family, built-in) and the writer; paths
+ * that are no regular file return at once, rejected; threads open large
+ * files at once; "test_tiledb locale" repeats the loading and writing tests
+ * under a comma-decimal locale (exit 77, skipped, when none can be had).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* mkdtemp, setenv, nftw */
 #endif
 #include <dirent.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <locale.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -413,6 +421,212 @@ static void test_units(void)
     CHECK(strcmp(pit_tiledb_source(NULL), "") == 0);
 }
 
+/* ---- hostile paths ------------------------------------------------------------ */
+
+#define HANG_LIMIT_S 20
+static const char *volatile hang_case = "";
+
+static void on_hang(int sig)
+{
+    (void)sig;
+    static const char msg[] = "test_tiledb: loading did not return within 20 s: ";
+    (void)!write(2, msg, sizeof msg - 1);
+    (void)!write(2, hang_case, strlen(hang_case));
+    (void)!write(2, "\n", 1);
+    _exit(1);
+}
+
+/* $PIT_TILEDB = path must return promptly, skip the file with a warning
+ * naming it and holding fragment, and go on with the family file. */
+static void check_rejected(const char *what, const char *path, const char *fragment)
+{
+    hang_case = what;
+    alarm(HANG_LIMIT_S);
+    setenv("PIT_TILEDB", path, 1);
+    pit_device_info d = device("cuda", "NVIDIA H100 80GB HBM3", "sm_90");
+    pit_tiledb *db = open_db(&d);
+    unsetenv("PIT_TILEDB");
+    alarm(0);
+    if (!db)
+        return;
+    const char *w = pit_tiledb_warnings(db);
+    int named = strstr(w, path) != NULL && strstr(w, fragment) != NULL;
+    if (!named)
+        fprintf(stderr, "%s: warnings lack '%s' / '%s':\n%s", what, path, fragment, w);
+    CHECK(named);
+    CHECK(strstr(pit_tiledb_source(db), "nvidia-sm90.tiledb") != NULL);
+    CHECK(complete(db));
+    pit_tiledb_close(db);
+}
+
+static void test_hostile_paths(void)
+{
+    signal(SIGALRM, on_hang);
+    check_rejected("/dev/zero", "/dev/zero", "not a regular file (a character device)");
+
+    char fifo[512];
+    snprintf(fifo, sizeof fifo, "%s/fifo.tiledb", tmpdir);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    check_rejected("a FIFO", fifo, "not a regular file (a FIFO)");
+    remove(fifo);
+
+    check_rejected("a directory", tmpdir, "not a regular file (a directory)");
+
+    /* Over the size bound: refused before a byte is read. */
+    char big[512];
+    snprintf(big, sizeof big, "%s/big.tiledb", tmpdir);
+    int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0 && ftruncate(fd, (off_t)17 << 20) == 0);
+    if (fd >= 0)
+        close(fd);
+    check_rejected("a 17 MiB file", big, "more than a tile database may hold (16 MiB)");
+    remove(big);
+    signal(SIGALRM, SIG_DFL);
+}
+
+/* ---- threads ------------------------------------------------------------------ */
+
+#define BIG_LINES 50000
+#define OPEN_THREADS 8
+#define OPENS_PER_THREAD 2
+
+static char big_path[512];
+static long big_bm_sum;
+
+/* BIG_LINES valid lines for the test device, over every (op, dtype), so the
+ * file alone makes the whole database. */
+static void write_big_file(void)
+{
+    snprintf(big_path, sizeof big_path, "%s/big-valid.tiledb", tmpdir);
+    FILE *f = fopen(big_path, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    static const char *const dtypes[] = {"f32", "f16", "bf16"};
+    big_bm_sum = 0;
+    for (int i = 0; i < BIG_LINES; i++) {
+        int bm = 1 + i % 1024;
+        big_bm_sum += bm;
+        fprintf(f, "*H100*  cuda  %s  %s  %d 64 32  256 3 0  %d.%03d  %d\n",
+                pit_tile_op_name((pit_tile_op)(i % PIT_TILE_OP_COUNT)),
+                dtypes[(i / PIT_TILE_OP_COUNT) % 3], bm, 1 + i % 7, i % 1000, i % 5000);
+    }
+    fclose(f);
+}
+
+static void *open_big(void *arg)
+{
+    int *bad = arg;
+    pit_device_info d = device("cuda", "NVIDIA H100 80GB HBM3", "sm_90");
+    for (int k = 0; k < OPENS_PER_THREAD; k++) {
+        pit_tiledb *db = NULL;
+        if (pit_tiledb_open(&d, &db) != PIT_SUCCESS) {
+            (*bad)++;
+            continue;
+        }
+        int n;
+        long sum = 0;
+        const pit_tiledb_entry *v = pit_tiledb_entries(db, &n);
+        for (int i = 0; i < n; i++)
+            sum += v[i].tile.bm;
+        if (n != BIG_LINES || sum != big_bm_sum || pit_tiledb_warnings(db)[0] ||
+            strcmp(pit_tiledb_source(db), big_path) != 0) {
+            if (!*bad)
+                fprintf(stderr, "threads: %d entries (want %d) from '%s', warnings:\n%.600s",
+                        n, BIG_LINES, pit_tiledb_source(db), pit_tiledb_warnings(db));
+            (*bad)++;
+        }
+        pit_tiledb_close(db);
+    }
+    return NULL;
+}
+
+/* Contexts are independent across threads: every one gets the whole file. */
+static void test_threads(void)
+{
+    write_big_file();
+    setenv("PIT_TILEDB", big_path, 1);
+    pthread_t t[OPEN_THREADS];
+    int bad[OPEN_THREADS] = {0}, started = 0, total = 0;
+    for (int i = 0; i < OPEN_THREADS; i++)
+        started += pthread_create(&t[i], NULL, open_big, &bad[i]) == 0;
+    CHECK(started == OPEN_THREADS);
+    for (int i = 0; i < started; i++) {
+        pthread_join(t[i], NULL);
+        total += bad[i];
+    }
+    unsetenv("PIT_TILEDB");
+    if (total)
+        fprintf(stderr, "threads: %d of %d loads lost rows\n", total,
+                OPEN_THREADS * OPENS_PER_THREAD);
+    CHECK(total == 0);
+    remove(big_path);
+}
+
+/* ---- locale ------------------------------------------------------------------- */
+
+/* Sets a locale whose decimal point is a comma: an installed one, else one
+ * generated into tmpdir (LOCPATH) from the system's locale sources. */
+static const char *set_comma_locale(void)
+{
+    static const char *const names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8"};
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (setlocale(LC_ALL, names[i]) && strcmp(localeconv()->decimal_point, ",") == 0)
+                return names[i];
+        if (pass == 0) {
+            char cmd[600], dir[400];
+            snprintf(dir, sizeof dir, "%s/locale", tmpdir);
+            mkdir(dir, 0700);
+            snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 %s/de_DE.UTF-8 >/dev/null 2>&1",
+                     dir);
+            if (system(cmd) != 0)
+                break;
+            setenv("LOCPATH", dir, 1);
+        }
+    }
+    setlocale(LC_ALL, "C");
+    return NULL;
+}
+
+/* The writer's numbers in the file itself: "0.0257", never "0,0257". */
+static void test_written_text(void)
+{
+    char path[512], text[4096];
+    snprintf(path, sizeof path, "%s/written.tiledb", tmpdir);
+    pit_tiledb_entry e = entry("sm_90", PIT_TILE_DENSE, PIT_F32, 128, 128, 32, 0.0257);
+    e.us_per_out = 83.8858;
+    CHECK(pit_tiledb_write(path, &e, 1, NULL) == PIT_SUCCESS);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f)
+        fclose(f);
+    text[n] = '\0';
+    const char *row = strstr(text, "sm_90 ");
+    CHECK(row && strstr(row, "0.0257") && strstr(row, "83.8858") && !strchr(row, ','));
+    remove(path);
+}
+
+static int run_locale_tests(void)
+{
+    const char *name = set_comma_locale();
+    if (!name) {
+        printf("test_tiledb locale: SKIPPED: no comma-decimal locale (de_DE.UTF-8, fr_FR.UTF-8) "
+               "installed, and localedef could not make one\n");
+        return 77;
+    }
+    printf("test_tiledb locale: running under %s\n", name);
+    test_families();
+    test_override();
+    test_writer_and_tuned();
+    test_written_text();
+    test_threads();
+    /* The program's locale is left as it set it. */
+    CHECK(strcmp(localeconv()->decimal_point, ",") == 0);
+    return 0;
+}
+
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
     (void)sb;
@@ -421,7 +635,7 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return remove(path);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/pit-test-tiledb-XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -435,17 +649,24 @@ int main(void)
     unsetenv("PIT_TILEDB");
     setenv("PIT_TILEDB_DIR", PIT_TEST_TILEDB_DIR, 1);
 
-    test_units();
-    test_families();
-    test_builtin();
-    test_malformed();
-    test_override();
-    test_writer_and_tuned();
+    int skipped = 0;
+    if (argc > 1 && strcmp(argv[1], "locale") == 0) {
+        skipped = run_locale_tests() == 77;
+    } else {
+        test_units();
+        test_families();
+        test_builtin();
+        test_malformed();
+        test_override();
+        test_writer_and_tuned();
+        test_hostile_paths();
+        test_threads();
+    }
 
     nftw(tmpdir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
     if (failures)
         fprintf(stderr, "test_tiledb: %d failure(s)\n", failures);
-    else
+    else if (!skipped)
         printf("test_tiledb: all passed\n");
-    return failures ? 1 : 0;
+    return failures ? 1 : skipped ? 77 : 0;
 }

@@ -12,7 +12,7 @@ case "$what" in bench|test) ;; *) echo "usage: sh tools/run.sh bench|test [optio
 
 PACKAGES="cmake make gcc pkg-config ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo \
 libclblast-dev libdlpack-dev gnuplot-nox valgrind hipcc libamdhip64-dev librocsparse0 clang-14 \
-libclang-rt-14-dev clang-19 lld-19"
+libclang-rt-14-dev clang-19 lld-19 locales"
 
 install_packages() {
     missing=""

@@ -16,18 +16,23 @@
  * the device wins, so a tuned file holding only f32 tiles still gets f16 from
  * the family file, and nothing is ever missing. A file with any malformed
  * line is skipped whole (a half-read file would silently mix sources) with a
- * "file:line: what" warning, and loading goes on with the next source.
+ * "file:line: what" warning, and loading goes on with the next source; so
+ * is anything but a regular file of at most 16 MiB (a FIFO, a device, a
+ * directory). Numbers are read in the "C" locale, whatever the program's.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dladdr, FNM_CASEFOLD */
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "tiledb_format.h"
@@ -115,12 +120,82 @@ static int entry_matches(const pit_tiledb_entry *e, const pit_device_info *dev)
 
 typedef enum read_result { READ_OK, READ_MISSING, READ_MALFORMED, READ_NO_MEMORY } read_result;
 
-/* Reads one line into buf; returns its length, -1 at end of file, -2 when
- * too long, -3 when it holds bytes no text file has (NUL, control codes). */
-static int read_line(FILE *f, char *buf, int size)
+/* A tile database is a few hundred lines; the bound keeps a wrong path (a
+ * disk image, a log) from being read into memory whole. */
+#define TILEDB_FILE_MAX (16u << 20)
+
+static const char *file_kind(mode_t mode)
 {
-    int n = 0, c, bad = 0, too_long = 0;
-    while ((c = getc(f)) != EOF && c != '\n') {
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a plain file";
+}
+
+/* Reads up to size bytes; returns how many (fewer at end of file), or -1. */
+static ssize_t read_fully(int fd, char *buf, size_t size)
+{
+    size_t n = 0;
+    while (n < size) {
+        ssize_t got = read(fd, buf + n, size - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return -1;
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    return (ssize_t)n;
+}
+
+/* Reads the whole regular file at path into *text (NUL-terminated, *len
+ * bytes). O_NONBLOCK keeps open() from waiting on a FIFO's writer; anything
+ * but a regular file of at most TILEDB_FILE_MAX bytes is refused with a
+ * warning. errno stays that of open() on READ_MISSING. */
+static read_result read_whole(pit_tiledb *db, const char *path, char **text, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return READ_MISSING;
+    struct stat st;
+    read_result r = READ_MALFORMED;
+    ssize_t got = -1;
+    if (fstat(fd, &st) != 0)
+        warn(db, "%s: cannot stat (%s)", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        warn(db, "%s: not a regular file (%s)", path, file_kind(st.st_mode));
+    else if ((uint64_t)st.st_size > TILEDB_FILE_MAX)
+        warn(db, "%s: %lld bytes, more than a tile database may hold (%u MiB)", path,
+             (long long)st.st_size, TILEDB_FILE_MAX >> 20);
+    else if (!(*text = malloc((size_t)st.st_size + 1)))
+        r = READ_NO_MEMORY;
+    else if ((got = read_fully(fd, *text, (size_t)st.st_size)) < 0)
+        warn(db, "%s: read error (%s)", path, strerror(errno));
+    else
+        r = READ_OK;
+    close(fd);
+    if (r != READ_OK) {
+        free(*text);
+        *text = NULL;
+        return r;
+    }
+    (*text)[got] = '\0'; /* a file that shrank while read is read up to its end */
+    *len = (size_t)got;
+    return READ_OK;
+}
+
+/* Copies the line starting at text[*pos] into buf and moves *pos past its
+ * newline; returns the line's length, -2 when longer than size - 1, -3 when
+ * it holds bytes no text file has (NUL, control codes). */
+static int next_line(const char *text, size_t len, size_t *pos, char *buf, int size)
+{
+    int n = 0, bad = 0, too_long = 0;
+    size_t i = *pos;
+    for (; i < len && text[i] != '\n'; i++) {
+        unsigned char c = (unsigned char)text[i];
         if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f)
             bad = 1;
         if (n < size - 1)
@@ -129,8 +204,7 @@ static int read_line(FILE *f, char *buf, int size)
             too_long = 1;
     }
     buf[n] = '\0';
-    if (c == EOF && n == 0 && !bad && !too_long)
-        return -1;
+    *pos = i + 1;
     return bad ? -3 : too_long ? -2 : n;
 }
 
@@ -146,23 +220,21 @@ static int blank(const char *s)
     return s[strspn(s, " \t\r")] == '\0';
 }
 
-/* Parses path; keeps the entries matching dev in out. On a malformed line
- * records the warning and returns READ_MALFORMED with out emptied. */
-static read_result read_file(pit_tiledb *db, const char *path, const pit_device_info *dev,
-                             entry_list *out)
+/* Parses the text of path (in the "C" locale); keeps the entries matching
+ * dev in out. */
+static read_result parse_text(pit_tiledb *db, const char *path, const char *text, size_t len,
+                              const pit_device_info *dev, entry_list *out)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return READ_MISSING;
     char line[TILEDB_LINE_MAX], why[256];
     read_result r = READ_OK;
-    for (int lineno = 1, len; r == READ_OK && (len = read_line(f, line, sizeof line)) != -1;
-         lineno++) {
+    size_t pos = 0;
+    for (int lineno = 1; r != READ_NO_MEMORY && pos < len; lineno++) {
         pit_tiledb_entry e;
-        if (len == -3 || len == -2) {
+        int n = next_line(text, len, &pos, line, sizeof line);
+        if (n == -3 || n == -2) {
             warn(db, "%s:%d: %s", path, lineno,
-                 len == -3 ? "binary data (not a text tile database)"
-                           : "line longer than 511 characters");
+                 n == -3 ? "binary data (not a text tile database)"
+                         : "line longer than 511 characters");
             r = READ_MALFORMED;
             continue;
         }
@@ -176,11 +248,28 @@ static read_result read_file(pit_tiledb *db, const char *path, const pit_device_
             r = READ_NO_MEMORY;
         }
     }
-    if (ferror(f)) {
-        warn(db, "%s: read error", path);
-        r = READ_MALFORMED;
+    return r;
+}
+
+/* Reads and parses path; keeps the entries matching dev in out. On a
+ * malformed line records the warning and returns READ_MALFORMED with out
+ * emptied. */
+static read_result read_file(pit_tiledb *db, const char *path, const pit_device_info *dev,
+                             entry_list *out)
+{
+    char *text = NULL;
+    size_t len = 0;
+    read_result r = read_whole(db, path, &text, &len);
+    if (r != READ_OK)
+        return r;
+    pit_tiledb_c_locale c;
+    if (!pit_tiledb_c_locale_enter(&c)) {
+        free(text);
+        return READ_NO_MEMORY;
     }
-    fclose(f);
+    r = parse_text(db, path, text, len, dev, out);
+    pit_tiledb_c_locale_leave(&c);
+    free(text);
     if (r != READ_OK)
         list_free(out);
     return r;

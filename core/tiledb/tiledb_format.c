@@ -3,7 +3,11 @@
  * names of its ops, one line parsed and checked, a file written. Loading the
  * layers and matching devices is tiledb.c.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* newlocale, uselocale */
+#endif
 #include <errno.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +67,26 @@ double pit_tiledb_gflops(const pit_tile *tile, double us_per_tile)
     if (!tile || !(us_per_tile > 0))
         return 0.0;
     return 2.0 * tile->bm * tile->bn * tile->bk / us_per_tile / 1e3;
+}
+
+/* ---- numbers in the "C" locale ----------------------------------------------- */
+
+/* The file is the same text under every locale: "13.1072", never "13,1072".
+ * uselocale changes only the calling thread, so a program that set a
+ * comma-decimal locale (and other threads) are left alone. */
+int pit_tiledb_c_locale_enter(pit_tiledb_c_locale *l)
+{
+    l->c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    if (l->c == (locale_t)0)
+        return 0;
+    l->saved = uselocale(l->c);
+    return 1;
+}
+
+void pit_tiledb_c_locale_leave(pit_tiledb_c_locale *l)
+{
+    uselocale(l->saved);
+    freelocale(l->c);
 }
 
 /* ---- validation, shared by the reader and the writer ---------------------- */
@@ -151,15 +175,29 @@ static int copy_field(char *dst, size_t size, const char *src, const char *what,
     return 1;
 }
 
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
 /* Splits line in place on blanks; returns the number of fields (up to max+1
- * so that "too many" is visible). */
+ * so that "too many" is visible). Keeps no state between calls: threads
+ * parse their files at once. */
 static int split_fields(char *line, char **fields, int max)
 {
     int n = 0;
-    for (char *tok = strtok(line, " \t\r"); tok; tok = strtok(NULL, " \t\r")) {
+    for (char *p = line; *p;) {
+        while (is_blank(*p))
+            p++;
+        if (!*p)
+            break;
         if (n <= max)
-            fields[n] = tok;
+            fields[n] = p;
         n++;
+        while (*p && !is_blank(*p))
+            p++;
+        if (*p)
+            *p++ = '\0';
     }
     return n;
 }
@@ -233,6 +271,18 @@ static void make_parent_dir(const char *path)
     }
 }
 
+static void write_entries(FILE *f, const pit_tiledb_entry *entries, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const pit_tiledb_entry *e = &entries[i];
+        const pit_tile *t = &e->tile;
+        fprintf(f, "%-14s %-7s %-9s %-5s %4d %4d %4d %5d %2d %d %-12.6g %-10.1f %.6g\n",
+                e->device, e->backend, op_names[e->op], pit_dtype_name(e->dtype), t->bm, t->bn,
+                t->bk, t->threads, t->stages, t->tensor_core, e->us_per_tile, e->gflops,
+                e->us_per_out);
+    }
+}
+
 pit_status pit_tiledb_write(const char *path, const pit_tiledb_entry *entries, int n,
                             const char *header_comment)
 {
@@ -252,15 +302,15 @@ pit_status pit_tiledb_write(const char *path, const pit_tiledb_entry *entries, i
     FILE *f = fopen(tmp, "w");
     if (!f)
         return pit_error(PIT_ERR_IO, "pit_tiledb_write: cannot create %s: %s", tmp, strerror(errno));
-    write_header(f, header_comment);
-    for (int i = 0; i < n; i++) {
-        const pit_tiledb_entry *e = &entries[i];
-        const pit_tile *t = &e->tile;
-        fprintf(f, "%-14s %-7s %-9s %-5s %4d %4d %4d %5d %2d %d %-12.6g %-10.1f %.6g\n",
-                e->device, e->backend, op_names[e->op], pit_dtype_name(e->dtype), t->bm, t->bn,
-                t->bk, t->threads, t->stages, t->tensor_core, e->us_per_tile, e->gflops,
-                e->us_per_out);
+    pit_tiledb_c_locale c;
+    if (!pit_tiledb_c_locale_enter(&c)) {
+        fclose(f);
+        remove(tmp);
+        return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tiledb_write: out of host memory");
     }
+    write_header(f, header_comment);
+    write_entries(f, entries, n);
+    pit_tiledb_c_locale_leave(&c);
     int failed = ferror(f);
     failed |= fflush(f) != 0;
     failed |= fsync(fileno(f)) != 0;
