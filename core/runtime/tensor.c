@@ -28,8 +28,19 @@ PIT_API size_t pit_dtype_size(pit_dtype dtype)
     return 0;
 }
 
+static int has_zero_extent(const int64_t *shape, int rank)
+{
+    for (int i = 0; i < rank; i++)
+        if (shape[i] == 0)
+            return 1;
+    return 0;
+}
+
+/* 0 as soon as one extent is 0: the product of the others may not fit. */
 int64_t pit_tensor_numel(const pit_tdesc *d)
 {
+    if (has_zero_extent(d->shape, d->rank))
+        return 0;
     int64_t n = 1;
     for (int i = 0; i < d->rank; i++)
         n *= d->shape[i];
@@ -69,17 +80,9 @@ static int is_contiguous(const pit_tdesc *d)
 
 /* Element count and extent in bytes must fit in int64_t: byte sizes, offsets
  * and overlap checks are computed from them. Hostile shapes and strides (four
- * dimensions of 2^31-1, a stride of 2^62) would otherwise overflow. */
-static int has_zero_extent(const int64_t *shape, int rank)
-{
-    for (int i = 0; i < rank; i++)
-        if (shape[i] == 0)
-            return 1;
-    return 0;
-}
-
-/* An empty tensor (an extent of 0) holds no byte, whatever its other extents:
- * it is seen first, before any product that could overflow. */
+ * dimensions of 2^31-1, a stride of 2^62) would otherwise overflow. An empty
+ * tensor (an extent of 0) holds no byte, whatever its other extents: it is
+ * seen first, before any product that could overflow. */
 static pit_status check_extent(const pit_tdesc *d)
 {
     if (has_zero_extent(d->shape, d->rank))
