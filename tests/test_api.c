@@ -271,6 +271,31 @@ static void test_matmul_errors(pit_context *ctx, pit_context *other)
         pit_tensor_destroy(list[i]);
 }
 
+/* A zero extent makes a tensor empty whatever its other extents: their
+ * product would overflow, but an empty tensor spans no byte. */
+static void test_empty_with_large_extents(pit_context *ctx)
+{
+    int64_t zero_last[4] = {INT32_MAX, INT32_MAX, INT32_MAX, 0};
+    int64_t zero_first[4] = {0, INT32_MAX, INT32_MAX, INT32_MAX};
+    const int64_t *shapes[2] = {zero_last, zero_first};
+    for (int i = 0; i < 2; i++) {
+        pit_tensor *t = NULL;
+        expect_status(i ? "create: zero extent before large ones" : "create: zero extent after large ones",
+                      pit_tensor_create(ctx, PIT_F32, 4, shapes[i], &t), PIT_SUCCESS);
+        expect_status("upload of an empty tensor", t ? pit_tensor_upload(t, NULL, "", 0) : PIT_ERR_INTERNAL,
+                      PIT_SUCCESS);
+        expect_status("zero of an empty tensor", t ? pit_tensor_zero(t, NULL) : PIT_ERR_INTERNAL, PIT_SUCCESS);
+        pit_tensor_desc d;
+        pit_tensor_get_desc(t, &d);
+        pit_tensor *w = NULL;
+        expect_status("wrap: zero extent with large ones",
+                      t ? pit_tensor_wrap(ctx, PIT_F32, 4, shapes[i], NULL, d.data, 0, &w) : PIT_ERR_INTERNAL,
+                      PIT_SUCCESS);
+        pit_tensor_destroy(w);
+        pit_tensor_destroy(t);
+    }
+}
+
 /* Reliability cases: overflowing descriptors,
  * nulls on every entry point, DLPack edge cases, operand checks of matmul. */
 static void test_more_input_checks(pit_context *ctx, pit_context *other)
@@ -285,6 +310,7 @@ static void test_more_input_checks(pit_context *ctx, pit_context *other)
     int64_t big_dim[1] = {(int64_t)1 << 31};
     expect_status("create: dimension 2^31", pit_tensor_create(ctx, PIT_F32, 1, big_dim, &t),
                   PIT_ERR_INVALID_ARGUMENT);
+    test_empty_with_large_extents(ctx);
     pit_tensor *base = NULL;
     int64_t n256[1] = {256};
     if (pit_tensor_create(ctx, PIT_F32, 1, n256, &base) != PIT_SUCCESS)

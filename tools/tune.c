@@ -40,9 +40,11 @@ int pit_cmd_tune(int argc, char **argv)
             d.tiledb_source);
     char path[1024] = "";
     s = pit_tune(ctx, &o, path, sizeof path);
+    /* Reported before pit_context_destroy, which clears pit_last_error(). */
+    int rc = s != PIT_SUCCESS ? pit_tool_fail("tune", s) : 0;
     pit_context_destroy(ctx);
-    if (s != PIT_SUCCESS)
-        return pit_tool_fail("tune", s);
+    if (rc)
+        return rc;
     printf("tile database written: %s\n", path);
     return 0;
 }

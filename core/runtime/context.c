@@ -44,6 +44,7 @@ static pit_status pick_first_backend(char *name, size_t name_len)
         if (s == PIT_SUCCESS && n > 0) {
             snprintf(name, name_len, "%s", candidate);
             pit_log_debug("PIT_BACKEND unset: chose %s (first backend with a device)", candidate);
+            pit_clear_error(); /* the candidates skipped before are not this call's error */
             return PIT_SUCCESS;
         }
         int w = snprintf(why + used, sizeof why - used, "%s%s: %s", used ? "; " : "", candidate,

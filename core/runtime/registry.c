@@ -109,6 +109,51 @@ static void *open_plugin(const char *name, char *tried, size_t tried_len, char *
     return NULL;
 }
 
+/* The entries core calls without looking for NULL first (a NULL one would be
+ * a jump to address 0). Every other entry is optional: core checks it and
+ * reports PIT_ERR_UNSUPPORTED, or never calls it (shutdown). */
+#define PIT_REQUIRED_ENTRIES(X)                                                                  \
+    X(init) X(device_count) X(device_info) X(context_create) X(context_destroy)               \
+    X(stream_create) X(stream_destroy) X(stream_synchronize) X(mem_alloc) X(mem_free)          \
+    X(mem_write) X(mem_read) X(mem_fill32) X(event_record) X(event_elapsed_ms)                 \
+    X(event_destroy) X(detect) X(matmul_sparse) X(matmul_dense)
+
+static void list_missing(char *out, size_t out_len, size_t *used, const char *entry)
+{
+    int n = snprintf(out + *used, out_len - *used, "%s%s", *used ? ", " : "", entry);
+    if (n > 0 && (size_t)n < out_len - *used)
+        *used += (size_t)n;
+}
+
+/* Names the required entries the table leaves NULL, comma-separated, in out;
+ * returns how many. */
+static int missing_entries(const pit_backend *be, char *out, size_t out_len)
+{
+    size_t used = 0;
+    int missing = 0;
+    out[0] = '\0';
+#define PIT_CHECK_ENTRY(entry)                                                                  \
+    if (!be->entry) {                                                                            \
+        list_missing(out, out_len, &used, #entry);                                               \
+        missing++;                                                                               \
+    }
+    PIT_REQUIRED_ENTRIES(PIT_CHECK_ENTRY)
+#undef PIT_CHECK_ENTRY
+    return missing;
+}
+
+/* Runs the plug-in's init; a failure it leaves without a message gets one,
+ * so pit_last_error() never replays an older call's text as its reason. */
+static pit_status init_backend(const pit_backend *be, const char *name)
+{
+    pit_clear_error();
+    pit_status s = be->init(&pit_host_api);
+    if (s != PIT_SUCCESS && !pit_last_error()[0])
+        pit_error(s, "backend %s: init failed (status %s) without a message", name,
+                  pit_status_string(s));
+    return s;
+}
+
 static void load_plugin(const char *name, plugin_slot *slot)
 {
     char tried[1024], path[1100];
@@ -139,7 +184,16 @@ static void load_plugin(const char *name, plugin_slot *slot)
         dlclose(h);
         return;
     }
-    slot->status = be->init(&pit_host_api);
+    char missing[512];
+    if (missing_entries(be, missing, sizeof missing) > 0) {
+        slot->status = pit_error(PIT_ERR_BACKEND_INVALID,
+                                 "%s is not a usable pit plug-in: backend '%s' leaves entries "
+                                 "every backend must have NULL: %s",
+                                 path, name, missing);
+        dlclose(h);
+        return;
+    }
+    slot->status = init_backend(be, name);
     if (slot->status != PIT_SUCCESS) {
         pit_log_debug("backend %s: init failed: %s", name, pit_last_error());
         return; /* keep the library loaded: its message strings stay valid */

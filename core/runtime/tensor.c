@@ -28,8 +28,19 @@ PIT_API size_t pit_dtype_size(pit_dtype dtype)
     return 0;
 }
 
+static int has_zero_extent(const int64_t *shape, int rank)
+{
+    for (int i = 0; i < rank; i++)
+        if (shape[i] == 0)
+            return 1;
+    return 0;
+}
+
+/* 0 as soon as one extent is 0: the product of the others may not fit. */
 int64_t pit_tensor_numel(const pit_tdesc *d)
 {
+    if (has_zero_extent(d->shape, d->rank))
+        return 0;
     int64_t n = 1;
     for (int i = 0; i < d->rank; i++)
         n *= d->shape[i];
@@ -69,15 +80,17 @@ static int is_contiguous(const pit_tdesc *d)
 
 /* Element count and extent in bytes must fit in int64_t: byte sizes, offsets
  * and overlap checks are computed from them. Hostile shapes and strides (four
- * dimensions of 2^31-1, a stride of 2^62) would otherwise overflow. */
+ * dimensions of 2^31-1, a stride of 2^62) would otherwise overflow. An empty
+ * tensor (an extent of 0) holds no byte, whatever its other extents: it is
+ * seen first, before any product that could overflow. */
 static pit_status check_extent(const pit_tdesc *d)
 {
+    if (has_zero_extent(d->shape, d->rank))
+        return PIT_SUCCESS;
     int64_t numel = 1, last = 0, term;
     for (int i = 0; i < d->rank; i++)
         if (__builtin_mul_overflow(numel, d->shape[i], &numel))
             goto too_big;
-    if (numel == 0)
-        return PIT_SUCCESS;
     for (int i = 0; i < d->rank; i++)
         if (d->shape[i] > 1 && (__builtin_mul_overflow(d->shape[i] - 1, d->strides[i], &term) ||
                                 __builtin_add_overflow(last, term, &last)))
@@ -112,10 +125,15 @@ static pit_status describe(pit_dtype dtype, int rank, const int64_t *shape,
                              (long long)shape[i]);
         d->shape[i] = shape[i];
     }
+    /* An empty tensor has no rows to overlap: once the span of its inner
+     * dimensions passes 2^63, the outer strides are kept unchecked (and the
+     * contiguous ones saturate at INT64_MAX) instead of overflowing. */
+    const int empty = has_zero_extent(shape, rank);
+    int unbounded = 0;
     int64_t expect = 1;
     for (int i = rank - 1; i >= 0; i--) {
         d->strides[i] = strides ? strides[i] : expect;
-        if (strides && shape[i] > 1) {
+        if (strides && shape[i] > 1 && !unbounded) {
             if (i == rank - 1 && strides[i] != 1)
                 return pit_error(PIT_ERR_BAD_STRIDES, "innermost stride is %lld; pit needs 1 "
                                  "(row-major)", (long long)strides[i]);
@@ -124,10 +142,16 @@ static pit_status describe(pit_dtype dtype, int rank, const int64_t *shape,
                                  "elements of the inner dimensions (not row-major compatible)",
                                  i, (long long)strides[i], (long long)expect);
         }
-        if (shape[i] > 1 && __builtin_mul_overflow(d->strides[i], shape[i], &expect))
-            return pit_error(PIT_ERR_INVALID_ARGUMENT, "dimension %d (%lld x stride %lld) spans "
-                             "more than 2^63 elements", i, (long long)shape[i],
-                             (long long)d->strides[i]);
+        if (unbounded || shape[i] <= 1 || !__builtin_mul_overflow(d->strides[i], shape[i], &expect))
+            continue;
+        if (empty) {
+            unbounded = 1;
+            expect = INT64_MAX;
+            continue;
+        }
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "dimension %d (%lld x stride %lld) spans "
+                         "more than 2^63 elements", i, (long long)shape[i],
+                         (long long)d->strides[i]);
     }
     return check_extent(d);
 }
