@@ -5,8 +5,12 @@
  *     const pit_backend *pit_backend_register(const pit_host *host);
  * Core checks abi_version, then calls init(). Everything vendor-specific stays
  * behind this table; core never includes a vendor header and backends never
- * include each other. A NULL function pointer means "not supported by this
- * backend"; core turns it into PIT_ERR_UNSUPPORTED with the backend's name.
+ * include each other. The entries core calls unguarded (PIT_REQUIRED_ENTRIES
+ * in core/runtime/registry.c: init, devices, contexts, streams, memory,
+ * events, detect, matmul_sparse, matmul_dense) must be set: a table missing
+ * one is refused at load with PIT_ERR_BACKEND_INVALID naming it. Any other
+ * NULL entry means "not supported by this backend"; core turns it into
+ * PIT_ERR_UNSUPPORTED with the backend's name.
  *
  * Memory handles (void *mem) are device pointers on CUDA/HIP and cl_mem on
  * OpenCL. Offsets are in bytes. Streams (void *stream) are the backend's own
