@@ -22,6 +22,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "pit.h"
@@ -45,6 +46,10 @@ typedef struct pit_host {
     const char *(*cache_dir)(void);
     /* Fault injection (PIT_FAULT_ALLOC=N): nonzero when this allocation must fail. */
     int (*inject_alloc_failure)(void);
+    /* A kernel-cache entry opened for reading ("rb"), or NULL when it is
+     * missing or not a regular file (a FIFO or a device would block or never
+     * end). Plug-ins read their disk-cache entries only through this. */
+    FILE *(*open_cache_entry)(const char *path);
 } pit_host;
 
 /* ---- experimental switches (switches.def), read once per context --------- */

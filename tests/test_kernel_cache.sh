@@ -5,7 +5,9 @@
 #     at once: both pass, no temporary file is left, every entry is whole;
 #  2. every entry corrupted (bytes flipped) or truncated (or emptied) between
 #     runs: the next run detects it (checksum), recompiles, and passes;
-#  3. the run after that loads every program from the rewritten cache.
+#  3. the run after that loads every program from the rewritten cache;
+#  4. every entry replaced by a FIFO (or a folder): the next run neither
+#     blocks on them nor fails: it recompiles.
 # Exit 77 (skipped) when there is no OpenCL device.
 set -u
 pit="$1"; work="$2"
@@ -61,6 +63,17 @@ loaded=$(grep -c "loaded from" "$work/p4.log" || true)
 compiled=$(grep -c "opencl: compiled" "$work/p4.log" || true)
 echo "run on the repaired cache: exit $r4, $loaded programs loaded from disk, $compiled compiled"
 [ $r4 -eq 0 ] && [ "$compiled" -eq 0 ] || fail=1
+
+# 4. entries that are not regular files: FIFOs block a plain open() forever
+i=0
+for f in "$cache"/opencl-*.bin; do
+    rm -f "$f"
+    if [ $((i % 4)) -eq 3 ]; then mkdir "$f"; else mkfifo "$f"; fi
+    i=$((i + 1))
+done
+timeout 300 "$pit" conformance --quick --op matmul >"$work/p5.log" 2>&1; r5=$?
+echo "run on a cache of FIFOs and folders: exit $r5 (124: it blocked)"
+[ $r5 -eq 0 ] || { fail=1; tail -n 5 "$work/p5.log"; }
 
 [ $fail -eq 0 ] && echo "kernel cache: PASS" || echo "kernel cache: FAIL"
 exit $fail

@@ -35,7 +35,7 @@ static void cache_path(const pit_cuda_variant *v, int arch, char *path, size_t s
 /* The cubin stored at path, or NULL when missing or corrupt. */
 static char *cache_read(const char *path, size_t *size)
 {
-    FILE *f = path[0] ? fopen(path, "rb") : NULL;
+    FILE *f = path[0] ? pit_cuda_host->open_cache_entry(path) : NULL;
     if (!f) return NULL;
     cache_header h;
     char *data = NULL;

@@ -131,7 +131,7 @@ typedef struct bin_header {
 /* Reads a verified binary; NULL when absent, foreign or corrupt. */
 static unsigned char *disk_load(const char *path, const cache_key *k, size_t *size)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = ocl_host->open_cache_entry(path);
     if (!f)
         return NULL;
     bin_header h;

@@ -28,6 +28,8 @@ void pit_log_debug(const char *fmt, ...) PIT_PRINTF(1, 2);
 const char *pit_cache_dir(void);
 /* PIT_FAULT_ALLOC=N: the N-th device allocation from now fails (tests). */
 int pit_fault_alloc_now(void);
+/* pit_host.open_cache_entry: a regular file opened "rb", else NULL. */
+FILE *pit_open_cache_entry(const char *path);
 
 /* Returns early from the enclosing function when a call fails. */
 #define PIT_TRY(expr)                      \

@@ -56,6 +56,7 @@ const pit_host pit_host_api = {
     .log_debug = host_log,
     .cache_dir = pit_cache_dir,
     .inject_alloc_failure = pit_fault_alloc_now,
+    .open_cache_entry = pit_open_cache_entry,
 };
 
 const char *pit_plugin_dir(void)

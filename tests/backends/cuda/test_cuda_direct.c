@@ -29,7 +29,8 @@ static int host_inject(void)
     return f;
 }
 
-static const pit_host host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache_dir, host_inject};
+static const pit_host host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache_dir, host_inject,
+                                host_open_cache_entry};
 
 static const pit_backend *be;
 static void *bctx, *stream;

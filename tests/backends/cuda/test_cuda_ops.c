@@ -30,7 +30,8 @@ static int host_inject(void)
     return 0;
 }
 
-static const pit_host host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache_dir, host_inject};
+static const pit_host host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache_dir, host_inject,
+                                host_open_cache_entry};
 const pit_backend *be;
 void *bctx, *stream;
 int failures;

@@ -29,7 +29,8 @@ void pit_hip_pop(void)
 {
 }
 
-static const pit_host host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache_dir, host_no_fault};
+static const pit_host host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache_dir, host_no_fault,
+                                host_open_cache_entry};
 
 static pit_tdesc matrix(pit_dtype dt, int64_t rows, int64_t cols)
 {
