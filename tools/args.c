@@ -79,3 +79,14 @@ int tool_find_name(const char *name, const char *const *names, int n)
             return i;
     return -1;
 }
+
+int tool_int_option(const tool_command *c, const char *option, const char *value, int min, int max,
+                    int *out)
+{
+    unsigned long long n = 0;
+    if (tool_parse_number(c->name, option, value, (unsigned long long)min, (unsigned long long)max,
+                          &n) != 0)
+        return 2;
+    *out = (int)n;
+    return 0;
+}

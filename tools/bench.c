@@ -148,7 +148,7 @@ static int parse_dtypes(const tool_command *c, const char *list, int *mask)
 static int on_option(const tool_command *c, void *user, int id, const char *value)
 {
     bench_opts *o = user;
-    unsigned long long n = 0;
+    int size = 0;
     switch (id) {
     case 'q':
         o->quick = 1;
@@ -162,15 +162,12 @@ static int on_option(const tool_command *c, void *user, int id, const char *valu
         o->suite = value;
         return 0;
     case 'n':
-        if (tool_parse_number(c->name, "--size", value, 1, 65536, &n) != 0)
+        if (tool_int_option(c, "--size", value, 1, 65536, &size) != 0)
             return 2;
-        o->size = (int64_t)n;
+        o->size = size;
         return 0;
     case 'r':
-        if (tool_parse_number(c->name, "--repeats", value, 1, 100000, &n) != 0)
-            return 2;
-        o->repeats = (int)n;
-        return 0;
+        return tool_int_option(c, "--repeats", value, 1, 100000, &o->repeats);
     case 'j':
         o->json_path = value;
         return 0;

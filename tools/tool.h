@@ -42,6 +42,9 @@ int tool_usage_error(const tool_command *c, const char *fmt, const char *what);
  * otherwise prints "pit <command>: <what> '<text>' is not ..." and returns -1. */
 int tool_parse_number(const char *command, const char *what, const char *text,
                       unsigned long long min, unsigned long long max, unsigned long long *out);
+/* tool_parse_number for an int option with 0 <= min <= max: 0, or 2 when refused. */
+int tool_int_option(const tool_command *c, const char *option, const char *value, int min, int max,
+                    int *out);
 /* The index of `name` in names[0..n), or -1. */
 int tool_find_name(const char *name, const char *const *names, int n);
 

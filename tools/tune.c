@@ -18,7 +18,6 @@ static void usage(FILE *f)
 static int on_option(const tool_command *c, void *user, int id, const char *value)
 {
     pit_tune_options *o = user;
-    unsigned long long n = 0;
     switch (id) {
     case 'q':
         o->quick = 1;
@@ -27,10 +26,7 @@ static int on_option(const tool_command *c, void *user, int id, const char *valu
         o->output_path = value;
         return 0;
     default: /* 'r' */
-        if (tool_parse_number(c->name, "--repeats", value, 1, 100000, &n) != 0)
-            return 2;
-        o->repeats = (int)n;
-        return 0;
+        return tool_int_option(c, "--repeats", value, 1, 100000, &o->repeats);
     }
 }
 
