@@ -122,54 +122,74 @@ void bench_round(pit_dtype dt, double *x, size_t n)
     }
 }
 
-static int parse_dtypes(const char *list, int *mask)
+static const char *const dtype_names[] = {"f32", "f16", "bf16"};
+static const pit_dtype dtype_values[] = {PIT_F32, PIT_F16, PIT_BF16};
+static const char *const suite_names[] = {"matmul", "convert", "select", "layers", "all"};
+#define BENCH_NSUITES ((int)(sizeof suite_names / sizeof suite_names[0]))
+
+/* A comma-separated list of dtype names into a mask of 1 << pit_dtype. */
+static int parse_dtypes(const tool_command *c, const char *list, int *mask)
 {
     *mask = 0;
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (!strcmp(tok, "f32"))
-            *mask |= 1 << PIT_F32;
-        else if (!strcmp(tok, "f16"))
-            *mask |= 1 << PIT_F16;
-        else if (!strcmp(tok, "bf16"))
-            *mask |= 1 << PIT_BF16;
-        else
-            return -1;
+    for (const char *tok = list;; tok++) {
+        size_t len = strcspn(tok, ",");
+        char name[16];
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), tok);
+        int i = len < sizeof name ? tool_find_name(name, dtype_names, 3) : -1;
+        if (i < 0)
+            return tool_usage_error(c, "--dtype: '%s' is not a list of f32, f16, bf16", list);
+        *mask |= 1 << dtype_values[i];
+        tok += len;
+        if (!*tok)
+            return 0;
     }
-    return *mask ? 0 : -1;
 }
 
+static int on_option(const tool_command *c, void *user, int id, const char *value)
+{
+    bench_opts *o = user;
+    int size = 0;
+    switch (id) {
+    case 'q':
+        o->quick = 1;
+        return 0;
+    case 'e':
+        o->explain = 1;
+        return 0;
+    case 's':
+        if (tool_find_name(value, suite_names, BENCH_NSUITES) < 0)
+            return tool_usage_error(c, "--suite: unknown suite '%s'", value);
+        o->suite = value;
+        return 0;
+    case 'n':
+        if (tool_int_option(c, "--size", value, 1, 65536, &size) != 0)
+            return 2;
+        o->size = size;
+        return 0;
+    case 'r':
+        return tool_int_option(c, "--repeats", value, 1, 100000, &o->repeats);
+    case 'j':
+        o->json_path = value;
+        return 0;
+    case 'p':
+        o->plot_path = value;
+        return 0;
+    default: /* 'd' */
+        return parse_dtypes(c, value, &o->dtype_mask);
+    }
+}
+
+/* -1 when the bench goes on, else the exit code. */
 static int parse_args(int argc, char **argv, bench_opts *o)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--quick"))
-            o->quick = 1;
-        else if (!strcmp(a, "--explain"))
-            o->explain = 1;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-            return 1;
-        else if (v && !strcmp(a, "--suite"))
-            o->suite = argv[++i];
-        else if (v && !strcmp(a, "--size"))
-            o->size = atoll(argv[++i]);
-        else if (v && !strcmp(a, "--repeats"))
-            o->repeats = atoi(argv[++i]);
-        else if (v && !strcmp(a, "--json"))
-            o->json_path = argv[++i];
-        else if (v && !strcmp(a, "--plot"))
-            o->plot_path = argv[++i];
-        else if (v && !strcmp(a, "--dtype")) {
-            if (parse_dtypes(argv[++i], &o->dtype_mask) != 0)
-                return -1;
-        } else
-            return -1;
-    }
-    if (o->size < 0 || o->repeats < 0)
-        return -1;
-    return 0;
+    static const struct option options[] = {
+        {"suite", required_argument, NULL, 's'}, {"quick", no_argument, NULL, 'q'},
+        {"size", required_argument, NULL, 'n'},  {"dtype", required_argument, NULL, 'd'},
+        {"repeats", required_argument, NULL, 'r'}, {"json", required_argument, NULL, 'j'},
+        {"plot", required_argument, NULL, 'p'},  {"explain", no_argument, NULL, 'e'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
+    const tool_command cmd = {"bench", ":h", options, usage, on_option};
+    return tool_parse_options(&cmd, argc, argv, o);
 }
 
 static void write_header(FILE *json, const pit_device_info *d, const bench_opts *o)
@@ -192,10 +212,8 @@ int pit_cmd_bench(int argc, char **argv)
 {
     bench_opts o = {.suite = "matmul", .dtype_mask = 0};
     int pr = parse_args(argc, argv, &o);
-    if (pr != 0) {
-        usage(pr > 0 ? stdout : stderr);
-        return pr > 0 ? 0 : 2;
-    }
+    if (pr >= 0)
+        return pr;
     pit_context *ctx = NULL;
     pit_status s = pit_context_create(NULL, -1, &ctx);
     if (s != PIT_SUCCESS)
@@ -228,31 +246,19 @@ int pit_cmd_bench(int argc, char **argv)
         }
         write_header(json, &d, &o);
     }
-    int all = !strcmp(o.suite, "all"), rc = 0, ran = 0;
-    if (all || !strcmp(o.suite, "matmul")) {
+    int all = !strcmp(o.suite, "all"), rc = 0;
+    if (all || !strcmp(o.suite, "matmul"))
         rc |= bench_matmul_suite(ctx, &o, json);
-        ran = 1;
-    }
-    if (all || !strcmp(o.suite, "convert")) {
+    if (all || !strcmp(o.suite, "convert"))
         rc |= bench_convert_suite(ctx, &o, json);
-        ran = 1;
-    }
-    if (all || !strcmp(o.suite, "select")) {
+    if (all || !strcmp(o.suite, "select"))
         rc |= bench_select_suite(ctx, &o, json);
-        ran = 1;
-    }
-    if (all || !strcmp(o.suite, "layers")) {
+    if (all || !strcmp(o.suite, "layers"))
         rc |= bench_layers_suite(ctx, &o, json);
-        ran = 1;
-    }
     if (json) {
         fprintf(json, "  \"end\": true\n}\n");
         fclose(json);
     }
     pit_context_destroy(ctx);
-    if (!ran) {
-        usage(stderr);
-        return 2;
-    }
     return rc;
 }

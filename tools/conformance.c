@@ -203,42 +203,85 @@ static void print_matrix(const conf_row *rows, int nrows)
     }
 }
 
+/* What the command line and PIT_BACKEND select. */
+typedef struct conf_selection {
+    conf_opts o;
+    const char *only_backend, *only_op;
+    int env_index; /* PIT_BACKEND's ":N", or -1 */
+    char backend_env[32];
+} conf_selection;
+
+static int on_option(const tool_command *c, void *user, int id, const char *value)
+{
+    conf_selection *sel = user;
+    unsigned long long n = 0;
+    switch (id) {
+    case 'q':
+        sel->o.quick = 1;
+        return 0;
+    case 'v':
+        sel->o.verbose = 1;
+        return 0;
+    case 'b':
+        if (tool_find_name(value, pit_tool_backends, 3) < 0)
+            return tool_usage_error(c, "--backend: unknown backend '%s' (cuda, hip, opencl)", value);
+        sel->only_backend = value;
+        return 0;
+    case 'o':
+        for (int i = 0; i < CONF_NOPS; i++)
+            if (!strcmp(value, conf_ops[i].name)) {
+                sel->only_op = value;
+                return 0;
+            }
+        return tool_usage_error(c, "--op: unknown operator '%s'", value);
+    default: /* 's' */
+        if (tool_parse_number(c->name, "--seed", value, 0, UINT64_MAX, &n) != 0)
+            return 2;
+        sel->o.seed = n;
+        return 0;
+    }
+}
+
+/* PIT_BACKEND=name[:N], checked as the library checks it, so the suite never
+ * runs on a device the library would refuse; --backend, when given, wins. */
+static int read_backend_env(const tool_command *c, conf_selection *sel)
+{
+    const char *env = getenv("PIT_BACKEND");
+    if (!env || !*env)
+        return 0;
+    snprintf(sel->backend_env, sizeof sel->backend_env, "%s", env);
+    char *colon = strchr(sel->backend_env, ':');
+    if (colon) {
+        unsigned long long n = 0;
+        *colon = '\0';
+        if (tool_parse_number(c->name, "PIT_BACKEND's device index", colon + 1, 0, 1000000, &n) != 0)
+            return 2;
+        sel->env_index = (int)n;
+    }
+    if (tool_find_name(sel->backend_env, pit_tool_backends, 3) < 0)
+        return tool_usage_error(c, "PIT_BACKEND: unknown backend '%s' (cuda, hip, opencl)", env);
+    if (!sel->only_backend)
+        sel->only_backend = sel->backend_env;
+    return 0;
+}
+
 int pit_cmd_conformance(int argc, char **argv)
 {
-    conf_opts o = {.seed = 1234};
-    const char *only_backend = getenv("PIT_BACKEND"), *only_op = NULL;
-    char backend_env[32] = "";
-    int env_index = -1;
-    if (only_backend && *only_backend) {
-        snprintf(backend_env, sizeof backend_env, "%s", only_backend);
-        char *colon = strchr(backend_env, ':');
-        if (colon) {
-            *colon = '\0';
-            env_index = atoi(colon + 1);
-        }
-        only_backend = backend_env;
-    } else {
-        only_backend = NULL;
-    }
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick"))
-            o.quick = 1;
-        else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v"))
-            o.verbose = 1;
-        else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
-            only_backend = argv[++i];
-        else if (!strcmp(argv[i], "--op") && i + 1 < argc)
-            only_op = argv[++i];
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            o.seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
+    static const struct option options[] = {
+        {"quick", no_argument, NULL, 'q'},       {"verbose", no_argument, NULL, 'v'},
+        {"backend", required_argument, NULL, 'b'}, {"op", required_argument, NULL, 'o'},
+        {"seed", required_argument, NULL, 's'},  {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const tool_command cmd = {"conformance", ":hv", options, usage, on_option};
+    conf_selection sel = {.o = {.seed = 1234}, .env_index = -1};
+    int rc = tool_parse_options(&cmd, argc, argv, &sel);
+    if (rc >= 0)
+        return rc;
+    if (read_backend_env(&cmd, &sel) != 0)
+        return 2;
+    const conf_opts o = sel.o;
+    const char *only_backend = sel.only_backend, *only_op = sel.only_op;
+    int env_index = sel.env_index;
 
     conf_row rows[32];
     int nrows = 0, any_failed = 0, ran = 0;

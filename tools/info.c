@@ -1,6 +1,5 @@
 /* tools/info.c - `pit info`: backends found, devices, the environment's choice. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "tool.h"
 
@@ -31,14 +30,25 @@ static void print_backend(const char *name)
     }
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: pit info\n");
+}
+
+static int no_option(const tool_command *c, void *user, int id, const char *value)
+{
+    (void)c, (void)user, (void)id, (void)value;
+    return 2; /* unreachable: getopt_long knows only --help */
+}
+
 int pit_cmd_info(int argc, char **argv)
 {
-    if (argc > 1) {
-        int help = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h");
-        fprintf(help ? stdout : stderr, "usage: pit info\n");
-        return help ? 0 : 2;
-    }
-    printf("pit %d.%d.%d\n", PIT_VERSION_MAJOR, PIT_VERSION_MINOR, PIT_VERSION_PATCH);
+    static const struct option options[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const tool_command cmd = {"info", ":h", options, usage, no_option};
+    int rc = tool_parse_options(&cmd, argc, argv, NULL);
+    if (rc >= 0)
+        return rc;
+    pit_tool_print_version();
     printf("backends:\n");
     for (int i = 0; i < 3; i++)
         print_backend(pit_tool_backends[i]);

@@ -15,9 +15,16 @@ static void usage(FILE *f)
             "  conformance   every operator on every device against the CPU reference\n"
             "  bench         the paper's micro-benchmarks against vendor baselines\n"
             "  tune          measure the dense tiles of this device into its tile database\n"
+            "  version       the library's version (also --version)\n"
             "  help          this text; 'pit <command> --help' for a command's options\n"
             "environment: PIT_BACKEND=cuda|hip|opencl[:N], PIT_LOG=debug, PIT_TILEDB,\n"
             "             PIT_CACHE_DIR, PIT_PLUGIN_DIR\n");
+}
+
+void pit_tool_print_version(void)
+{
+    int v = pit_version(); /* the library loaded, which may be newer than this tool's header */
+    printf("pit %d.%d.%d\n", v / 10000, v / 100 % 100, v % 100);
 }
 
 int pit_tool_fail(const char *what, pit_status s)
@@ -35,6 +42,10 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        pit_tool_print_version();
         return 0;
     }
     if (!strcmp(cmd, "info"))

@@ -1,7 +1,4 @@
 /* tools/tune.c - `pit tune`: measures this device's tiles into its tile database. */
-#include <stdlib.h>
-#include <string.h>
-
 #include "bench.h"
 #include "tool.h"
 
@@ -11,25 +8,39 @@ static void show_progress(void *user, int done, int total, const char *what)
     bench_progress(what, done, total);
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: pit tune [--quick] [--repeats R] [--output FILE]\n"
+               "  measures every tile of the tile database on the selected device and writes\n"
+               "  the device's file ($PIT_CACHE_DIR/tiledb/<device>.tiledb unless --output)\n");
+}
+
+static int on_option(const tool_command *c, void *user, int id, const char *value)
+{
+    pit_tune_options *o = user;
+    switch (id) {
+    case 'q':
+        o->quick = 1;
+        return 0;
+    case 'o':
+        o->output_path = value;
+        return 0;
+    default: /* 'r' */
+        return tool_int_option(c, "--repeats", value, 1, 100000, &o->repeats);
+    }
+}
+
 int pit_cmd_tune(int argc, char **argv)
 {
+    static const struct option options[] = {
+        {"quick", no_argument, NULL, 'q'},       {"repeats", required_argument, NULL, 'r'},
+        {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const tool_command cmd = {"tune", ":h", options, usage, on_option};
     pit_tune_options o = {.progress = show_progress};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick"))
-            o.quick = 1;
-        else if (!strcmp(argv[i], "--output") && i + 1 < argc)
-            o.output_path = argv[++i];
-        else if (!strcmp(argv[i], "--repeats") && i + 1 < argc)
-            o.repeats = atoi(argv[++i]);
-        else {
-            int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
-            fprintf(help ? stdout : stderr,
-                    "usage: pit tune [--quick] [--repeats R] [--output FILE]\n"
-                    "  measures every tile of the tile database on the selected device and writes\n"
-                    "  the device's file ($PIT_CACHE_DIR/tiledb/<device>.tiledb unless --output)\n");
-            return help ? 0 : 2;
-        }
-    }
+    int rc = tool_parse_options(&cmd, argc, argv, &o);
+    if (rc >= 0)
+        return rc;
     pit_context *ctx = NULL;
     pit_status s = pit_context_create(NULL, -1, &ctx);
     if (s != PIT_SUCCESS)
@@ -41,7 +52,7 @@ int pit_cmd_tune(int argc, char **argv)
     char path[1024] = "";
     s = pit_tune(ctx, &o, path, sizeof path);
     /* Reported before pit_context_destroy, which clears pit_last_error(). */
-    int rc = s != PIT_SUCCESS ? pit_tool_fail("tune", s) : 0;
+    rc = s != PIT_SUCCESS ? pit_tool_fail("tune", s) : 0;
     pit_context_destroy(ctx);
     if (rc)
         return rc;
