@@ -271,6 +271,51 @@ static void test_matmul_errors(pit_context *ctx, pit_context *other)
         pit_tensor_destroy(list[i]);
 }
 
+static void expect_report_zero(const char *what, const pit_report *r)
+{
+    static const pit_report zero;
+    expect_true(what, memcmp(r, &zero, sizeof zero) == 0);
+}
+
+/* A failed pit_matmul leaves a cleared report, whichever check refused it:
+ * a caller that prints report.choice after a failure reads "" and not stack
+ * garbage. Without a context only the first check can be reached. */
+static void test_matmul_clears_report(pit_context *ctx, pit_context *other)
+{
+    pit_report rep;
+    memset(&rep, 0x5a, sizeof rep);
+    expect_status("matmul null ctx, report", pit_matmul(NULL, NULL, NULL, NULL, NULL, NULL, &rep),
+                  PIT_ERR_INVALID_ARGUMENT);
+    expect_report_zero("report cleared: null ctx", &rep);
+    if (!ctx)
+        return;
+    int64_t a[2] = {8, 16}, b[2] = {16, 4}, c[2] = {8, 4};
+    pit_tensor *A = NULL, *B = NULL, *C = NULL;
+    pit_tensor_create(ctx, PIT_F32, 2, a, &A);
+    pit_tensor_create(ctx, PIT_F32, 2, b, &B);
+    pit_tensor_create(ctx, PIT_F32, 2, c, &C);
+    pit_matmul_options o = pit_matmul_options_default();
+    o.sparse = (pit_sparse_operand)7;
+    memset(&rep, 0x5a, sizeof rep);
+    expect_status("matmul bad sparse operand, report", pit_matmul(ctx, NULL, A, B, C, &o, &rep),
+                  PIT_ERR_INVALID_ARGUMENT);
+    expect_report_zero("report cleared: bad sparse operand", &rep);
+    memset(&rep, 0x5a, sizeof rep);
+    expect_status("matmul shape, report", pit_matmul(ctx, NULL, A, A, C, NULL, &rep), PIT_ERR_SHAPE_MISMATCH);
+    expect_report_zero("report cleared: shape", &rep);
+    pit_stream *s = NULL;
+    if (other && pit_stream_create(other, &s) == PIT_SUCCESS) {
+        memset(&rep, 0x5a, sizeof rep);
+        expect_status("matmul stream of other context, report", pit_matmul(ctx, s, A, B, C, NULL, &rep),
+                      PIT_ERR_CONTEXT_MISMATCH);
+        expect_report_zero("report cleared: stream of other context", &rep);
+        pit_stream_destroy(s);
+    }
+    pit_tensor_destroy(A);
+    pit_tensor_destroy(B);
+    pit_tensor_destroy(C);
+}
+
 /* A zero extent makes a tensor empty whatever its other extents: their
  * product would overflow, but an empty tensor spans no byte. */
 static void test_empty_with_large_extents(pit_context *ctx)
@@ -458,11 +503,13 @@ int main(int argc, char **argv)
         test_tensor_errors(ctx);
         test_dlpack(ctx);
         test_matmul_errors(ctx, other);
+        test_matmul_clears_report(ctx, other);
         test_more_input_checks(ctx, other);
         pit_context_destroy(other);
         pit_context_destroy(ctx);
     } else {
         printf("skipped: tensor/operator checks need an OpenCL device: %s\n", pit_last_error());
+        test_matmul_clears_report(NULL, NULL);
         skipped++;
     }
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);

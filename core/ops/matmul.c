@@ -327,6 +327,10 @@ PIT_API pit_status pit_matmul(pit_context *ctx, pit_stream *stream, const pit_te
                               const pit_tensor *B, pit_tensor *C, const pit_matmul_options *options,
                               pit_report *report)
 {
+    /* Cleared before any check can fail: a caller that prints the report
+     * after a failed call reads zeros, not stack garbage. */
+    if (report)
+        memset(report, 0, sizeof *report);
     pit_clear_error();
     PIT_CHECK_ARG(ctx != NULL, "ctx");
     if (stream && stream->ctx != ctx)
@@ -335,8 +339,6 @@ PIT_API pit_status pit_matmul(pit_context *ctx, pit_stream *stream, const pit_te
     if (o.sparse != PIT_SPARSE_A && o.sparse != PIT_SPARSE_B)
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "pit_matmul: options->sparse = %d is not a "
                          "pit_sparse_operand", (int)o.sparse);
-    if (report)
-        memset(report, 0, sizeof *report);
     pit_problem prob;
     PIT_TRY(ops_check_matmul(ctx, A, B, C, &prob));
     prob.sparse = o.sparse;
