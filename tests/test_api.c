@@ -287,6 +287,26 @@ static void test_matmul_clears_report(pit_context *ctx, pit_context *other)
     expect_status("matmul null ctx, report", pit_matmul(NULL, NULL, NULL, NULL, NULL, NULL, &rep),
                   PIT_ERR_INVALID_ARGUMENT);
     expect_report_zero("report cleared: null ctx", &rep);
+    /* every operator with a report clears it before its first check */
+    struct { const char *what; pit_status got; } refused[6];
+    int n = 0;
+#define REFUSED(call)                                 \
+    do {                                              \
+        memset(&rep, 0x5a, sizeof rep);               \
+        refused[n].what = #call;                      \
+        refused[n].got = (call);                      \
+        expect_report_zero(#call, &rep);              \
+        n++;                                          \
+    } while (0)
+    REFUSED(pit_sddmm(NULL, NULL, NULL, NULL, NULL, NULL, 1, 1, &rep));
+    REFUSED(pit_sparse_softmax(NULL, NULL, NULL, NULL, NULL, 1.0f, &rep));
+    REFUSED(pit_sparse_attention(NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1.0f, 32, &rep));
+    REFUSED(pit_moe_forward(NULL, NULL, NULL, NULL, NULL, NULL, NULL, &rep));
+    REFUSED(pit_matmul_rows(NULL, NULL, NULL, NULL, NULL, 0, &rep));
+    REFUSED(pit_relu_ffn(NULL, NULL, NULL, NULL, NULL, NULL, NULL, &rep));
+#undef REFUSED
+    for (int i = 0; i < n; i++)
+        expect_status(refused[i].what, refused[i].got, PIT_ERR_INVALID_ARGUMENT);
     if (!ctx)
         return;
     int64_t a[2] = {8, 16}, b[2] = {16, 4}, c[2] = {8, 4};

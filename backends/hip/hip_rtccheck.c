@@ -30,7 +30,7 @@ static void tool_log(const char *fmt, ...)
     (void)fmt;
 }
 
-static const pit_host tool_host = {PIT_BACKEND_ABI_VERSION, tool_error, tool_log, NULL, NULL};
+static const pit_host tool_host = {PIT_BACKEND_ABI_VERSION, tool_error, tool_log, NULL, NULL, NULL};
 
 typedef struct run {
     const char *gfx;

@@ -38,9 +38,7 @@ PIT_API pit_status pit_matmul_rows(pit_context *ctx, pit_stream *stream, const p
                                    pit_report *report)
 {
     void *bs;
-    PIT_TRY(ops_begin(ctx, stream, FN, &bs));
-    if (report)
-        memset(report, 0, sizeof *report);
+    PIT_TRY(ops_begin_report(ctx, stream, FN, report, &bs));
     PIT_TRY(check_rows(ctx, A, B, C));
     if (keep_skipped_rows != 0 && keep_skipped_rows != 1)
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "%s: keep_skipped_rows = %d (0 or 1)", FN,

@@ -75,9 +75,7 @@ PIT_API pit_status pit_moe_forward(pit_context *ctx, pit_stream *stream, const p
     static const char *const fn = "pit_moe_forward";
     void *bs;
     moe_shape s;
-    PIT_TRY(ops_begin(ctx, stream, fn, &bs));
-    if (report)
-        memset(report, 0, sizeof *report);
+    PIT_TRY(ops_begin_report(ctx, stream, fn, report, &bs));
     PIT_TRY(check_moe_inputs(ctx, fn, X, expert_ids, gates, W, &s));
     const pit_tensor *in[4] = {X, expert_ids, gates, W};
     const char *names[4] = {"X", "expert_ids", "gates", "W"};

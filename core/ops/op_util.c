@@ -91,6 +91,14 @@ pit_status ops_begin(pit_context *ctx, pit_stream *stream, const char *fn, void 
     return PIT_SUCCESS;
 }
 
+pit_status ops_begin_report(pit_context *ctx, pit_stream *stream, const char *fn,
+                            pit_report *report, void **bs)
+{
+    if (report) /* before any check: a refused call leaves no stale report */
+        memset(report, 0, sizeof *report);
+    return ops_begin(ctx, stream, fn, bs);
+}
+
 pit_status ops_check_tensor(pit_context *ctx, const pit_tensor *t, const char *fn,
                             const char *name, int rank_lo, int rank_hi)
 {

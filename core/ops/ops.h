@@ -21,6 +21,10 @@ pit_status pit_workspace_get(pit_context *ctx, void *stream, const char *key, si
 /* Common start of a public operator: clears the error, checks ctx and that the
  * stream belongs to it, and returns the backend stream in *bs. */
 pit_status ops_begin(pit_context *ctx, pit_stream *stream, const char *fn, void **bs);
+/* ops_begin for an operator with a report: the report is cleared first, so
+ * it holds zeros whenever the call is refused. */
+pit_status ops_begin_report(pit_context *ctx, pit_stream *stream, const char *fn,
+                            pit_report *report, void **bs);
 /* A tensor argument: non-NULL, of ctx, rank in lo..hi. */
 pit_status ops_check_tensor(pit_context *ctx, const pit_tensor *t, const char *fn,
                             const char *name, int rank_lo, int rank_hi);

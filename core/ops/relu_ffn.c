@@ -39,9 +39,7 @@ PIT_API pit_status pit_relu_ffn(pit_context *ctx, pit_stream *stream, const pit_
                                 pit_tensor *Y, pit_report *report)
 {
     void *bs;
-    PIT_TRY(ops_begin(ctx, stream, "pit_relu_ffn", &bs));
-    if (report)
-        memset(report, 0, sizeof *report);
+    PIT_TRY(ops_begin_report(ctx, stream, "pit_relu_ffn", report, &bs));
     PIT_TRY(check_ffn(ctx, X, W1, W2, H, Y));
     if (!ctx->be->relu)
         return ops_unsupported(ctx, "relu");

@@ -80,9 +80,7 @@ PIT_API pit_status pit_sddmm(pit_context *ctx, pit_stream *stream, const pit_ten
                              int32_t block_rows, int32_t block_cols, pit_report *report)
 {
     void *bs;
-    PIT_TRY(ops_begin(ctx, stream, FN, &bs));
-    if (report)
-        memset(report, 0, sizeof *report);
+    PIT_TRY(ops_begin_report(ctx, stream, FN, report, &bs));
     PIT_TRY(check_sddmm(ctx, A, B, mask, C));
     pit_microtile tile;
     PIT_TRY(block_of(block_rows, block_cols, ops_rows(&C->d), ops_cols(&C->d), &tile));

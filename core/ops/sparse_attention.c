@@ -183,9 +183,7 @@ PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, co
                                         int32_t block, pit_report *report)
 {
     void *bs;
-    PIT_TRY(ops_begin(ctx, stream, FN, &bs));
-    if (report)
-        memset(report, 0, sizeof *report);
+    PIT_TRY(ops_begin_report(ctx, stream, FN, report, &bs));
     PIT_TRY(check_attention(ctx, Q, K, V, mask, O, block));
     int64_t bh = ops_batch(&Q->d), l = ops_rows(&Q->d);
     if (bh == 0 || l == 0 || ops_cols(&V->d) == 0)

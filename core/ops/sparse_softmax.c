@@ -61,9 +61,7 @@ PIT_API pit_status pit_sparse_softmax(pit_context *ctx, pit_stream *stream, cons
 {
     static const char *const fn = "pit_sparse_softmax";
     void *bs;
-    PIT_TRY(ops_begin(ctx, stream, fn, &bs));
-    if (report)
-        memset(report, 0, sizeof *report);
+    PIT_TRY(ops_begin_report(ctx, stream, fn, report, &bs));
     PIT_TRY(check_rows_operand(ctx, X, mask, fn, "X"));
     PIT_TRY(check_like(ctx, X, Y, fn, "X", "Y"));
     PIT_TRY(ops_check_inplace_or_disjoint(Y, X, fn, "Y", "X"));
