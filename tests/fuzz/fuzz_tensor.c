@@ -65,20 +65,37 @@ static size_t dsize(pit_dtype t)
     return pit_dtype_size(t);
 }
 
+/* Element count of a descriptor: 0 when any extent is 0 (whatever the
+ * others are), -1 when it passes INT64_MAX. */
+static int64_t numel_of(const pit_tensor_desc *d)
+{
+    for (int i = 0; i < d->rank; i++)
+        if (d->shape[i] == 0)
+            return 0;
+    int64_t numel = 1;
+    for (int i = 0; i < d->rank; i++) {
+        if (d->shape[i] < 0 || numel > INT64_MAX / d->shape[i])
+            return -1;
+        numel *= d->shape[i];
+    }
+    return numel;
+}
+
 /* Saturating element count and byte extent of a descriptor. */
 static int fits(const pit_tensor_desc *d, size_t *extent)
 {
-    __int128 last = 0, numel = 1;
-    for (int i = 0; i < d->rank; i++)
-        numel *= d->shape[i];
+    int64_t numel = numel_of(d);
     if (numel == 0) {
         *extent = 0;
         return 1;
     }
+    if (numel < 0)
+        return 0;
+    __int128 last = 0;
     for (int i = 0; i < d->rank; i++)
         last += (__int128)(d->shape[i] - 1) * d->strides[i];
     __int128 bytes = (last + 1) * (__int128)dsize(d->dtype);
-    if (bytes > INT64_MAX || numel > INT64_MAX)
+    if (bytes > INT64_MAX)
         return 0;
     *extent = (size_t)bytes;
     return 1;
@@ -120,9 +137,7 @@ static void exercise_view(pit_tensor *t)
     size_t es = dsize(d.dtype), extent;
     if (!fits(&d, &extent) || d.byte_offset + extent > BUF_BYTES)
         return;
-    int64_t numel = 1;
-    for (int i = 0; i < d.rank; i++)
-        numel *= d.shape[i];
+    int64_t numel = numel_of(&d);
     if ((size_t)numel * es > extent)
         fail("more element bytes than the extent");
     memset(g_host, 0xA5, BUF_BYTES);

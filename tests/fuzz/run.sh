@@ -44,8 +44,10 @@ for t in $targets; do
     # first compile by PoCL's LLVM on a loaded 2-core machine took > 120 s.
     timeout=120
     [ "$t" = fuzz_detect ] && timeout=900
+    # Inputs that once broke a target are replayed first on every run.
+    [ -d "$root/tests/fuzz/regressions/$t" ] && seeds="$root/tests/fuzz/regressions/$t"
     if [ "$t" = fuzz_tiledb ]; then
-        seeds="$root/tiledb"
+        seeds="$seeds $root/tiledb"
         max_len=8192
     fi
     log="$build/fuzz-$t.log"
