@@ -40,7 +40,7 @@ static pit_status pick_first_backend(char *name, size_t name_len)
         int n = 0;
         pit_status s = pit_backend_get(candidate, &be);
         if (s == PIT_SUCCESS)
-            s = be->device_count(&n);
+            s = pit_backend_device_count(be, &n);
         if (s == PIT_SUCCESS && n > 0) {
             snprintf(name, name_len, "%s", candidate);
             pit_log_debug("PIT_BACKEND unset: chose %s (first backend with a device)", candidate);
@@ -75,13 +75,13 @@ static pit_status open_device(pit_context *ctx, const char *name, int index)
 {
     PIT_TRY(pit_backend_get(name, &ctx->be));
     int n = 0;
-    PIT_TRY(ctx->be->device_count(&n));
+    PIT_TRY(pit_backend_device_count(ctx->be, &n));
     if (n == 0)
         return pit_error(PIT_ERR_NO_DEVICE, "backend %s is loaded but has no device", name);
     if (index < 0 || index >= n)
         return pit_error(PIT_ERR_DEVICE_INDEX, "backend %s has %d device(s); index %d is out of range",
                          name, n, index);
-    PIT_TRY(ctx->be->device_info(index, &ctx->info));
+    PIT_TRY(pit_backend_device_info(ctx->be, index, &ctx->info));
     ctx->info.device_index = index;
     pit_switches_read(&ctx->switches);
     PIT_TRY(ctx->be->context_create(index, &ctx->switches, &ctx->bctx));

@@ -52,6 +52,9 @@ void pit_switches_read(pit_switches *sw);
 /* ---- registry (registry.c) ------------------------------------------------ */
 /* Loads (once) and returns the plug-in for "cuda", "hip" or "opencl". */
 pit_status pit_backend_get(const char *name, const pit_backend **out);
+/* A backend's device count and device description, checked (registry.c). */
+pit_status pit_backend_device_count(const pit_backend *be, int *count);
+pit_status pit_backend_device_info(const pit_backend *be, int index, pit_device_info *info);
 /* The folder plug-ins are loaded from (next to libpit.so). */
 const char *pit_plugin_dir(void);
 extern const pit_host pit_host_api;

@@ -23,6 +23,12 @@ PIT_API void pit_debug_fail_alloc_after(long n);
  * included): the difference around a call is how many it makes. */
 PIT_API long pit_debug_alloc_count(void);
 
+/* Puts a plug-in table in the slot of backend name ("cuda", "hip", "opencl")
+ * as if it had been loaded from a file: the same checks, then its init. The
+ * table must outlive every context made from it. For the plug-in fuzzer. */
+struct pit_backend;
+PIT_API pit_status pit_debug_install_backend(const char *name, const struct pit_backend *be);
+
 #ifdef __cplusplus
 }
 #endif

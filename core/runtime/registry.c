@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "pit_testing.h"
 
 static const char *const pit_backend_names[] = {"cuda", "hip", "opencl"};
 #define PIT_NBACKENDS 3
@@ -155,6 +156,26 @@ static pit_status init_backend(const pit_backend *be, const char *name)
     return s;
 }
 
+/* Checks a table before anything in it is called: the ABI, the name, and
+ * the entries core calls without looking. where names the plug-in's file. */
+static pit_status check_table(const pit_backend *be, const char *name, const char *where)
+{
+    if (!be || be->abi_version != PIT_BACKEND_ABI_VERSION || !be->name ||
+        strcmp(be->name, name) != 0)
+        return pit_error(PIT_ERR_BACKEND_INVALID,
+                         "%s is not a compatible pit plug-in: ABI version %u, name '%s' "
+                         "(this libpit needs ABI %d, name '%s')",
+                         where, be ? be->abi_version : 0u, be && be->name ? be->name : "?",
+                         PIT_BACKEND_ABI_VERSION, name);
+    char missing[512];
+    if (missing_entries(be, missing, sizeof missing) > 0)
+        return pit_error(PIT_ERR_BACKEND_INVALID,
+                         "%s is not a usable pit plug-in: backend '%s' leaves entries "
+                         "every backend must have NULL: %s",
+                         where, name, missing);
+    return PIT_SUCCESS;
+}
+
 static void load_plugin(const char *name, plugin_slot *slot)
 {
     char tried[1024], path[1100];
@@ -175,22 +196,8 @@ static void load_plugin(const char *name, plugin_slot *slot)
         return;
     }
     const pit_backend *be = reg(&pit_host_api);
-    if (!be || be->abi_version != PIT_BACKEND_ABI_VERSION || !be->name ||
-        strcmp(be->name, name) != 0) {
-        slot->status = pit_error(PIT_ERR_BACKEND_INVALID,
-                                 "%s is not a compatible pit plug-in: ABI version %u, name '%s' "
-                                 "(this libpit needs ABI %d, name '%s')",
-                                 path, be ? be->abi_version : 0u,
-                                 be && be->name ? be->name : "?", PIT_BACKEND_ABI_VERSION, name);
-        dlclose(h);
-        return;
-    }
-    char missing[512];
-    if (missing_entries(be, missing, sizeof missing) > 0) {
-        slot->status = pit_error(PIT_ERR_BACKEND_INVALID,
-                                 "%s is not a usable pit plug-in: backend '%s' leaves entries "
-                                 "every backend must have NULL: %s",
-                                 path, name, missing);
+    slot->status = check_table(be, name, path);
+    if (slot->status != PIT_SUCCESS) {
         dlclose(h);
         return;
     }
@@ -203,6 +210,35 @@ static void load_plugin(const char *name, plugin_slot *slot)
     pit_log_debug("backend %s ready (%s)", name, path);
 }
 
+/* Records a load's outcome in its slot, so later calls replay its message. */
+static void settle_slot(plugin_slot *slot)
+{
+    slot->tried = 1;
+    if (slot->status != PIT_SUCCESS)
+        snprintf(slot->message, sizeof slot->message, "%s", pit_last_error());
+}
+
+PIT_API pit_status pit_debug_install_backend(const char *name, const pit_backend *be)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(name != NULL, "name");
+    int i = backend_slot(name);
+    if (i < 0)
+        return pit_error(PIT_ERR_BACKEND_NOT_FOUND, "unknown backend '%s'", name);
+    pthread_mutex_lock(&pit_registry_lock);
+    plugin_slot *slot = &pit_plugins[i];
+    memset(slot, 0, sizeof *slot);
+    slot->status = check_table(be, name, "an installed table");
+    if (slot->status == PIT_SUCCESS)
+        slot->status = init_backend(be, name);
+    if (slot->status == PIT_SUCCESS)
+        slot->be = be;
+    settle_slot(slot);
+    pit_status s = slot->status;
+    pthread_mutex_unlock(&pit_registry_lock);
+    return s;
+}
+
 pit_status pit_backend_get(const char *name, const pit_backend **out)
 {
     *out = NULL;
@@ -213,10 +249,8 @@ pit_status pit_backend_get(const char *name, const pit_backend **out)
     pthread_mutex_lock(&pit_registry_lock);
     plugin_slot *slot = &pit_plugins[i];
     if (!slot->tried) {
-        slot->tried = 1;
         load_plugin(name, slot);
-        if (slot->status != PIT_SUCCESS)
-            snprintf(slot->message, sizeof slot->message, "%s", pit_last_error());
+        settle_slot(slot);
     }
     pit_status s = slot->status;
     *out = slot->be;
@@ -224,6 +258,60 @@ pit_status pit_backend_get(const char *name, const pit_backend **out)
     if (s != PIT_SUCCESS)
         return pit_error(s, "%s", slot->message);
     return PIT_SUCCESS;
+}
+
+/* What a plug-in reports is checked where core would otherwise trust it
+ * blindly: a negative count, a failure without a message. */
+pit_status pit_backend_device_count(const pit_backend *be, int *count)
+{
+    *count = 0;
+    int n = 0;
+    pit_clear_error();
+    pit_status s = be->device_count(&n);
+    if (s != PIT_SUCCESS)
+        return pit_last_error()[0] ? s
+                                   : pit_error(s, "backend %s: device_count failed without a "
+                                                  "message", be->name);
+    if (n < 0)
+        return pit_error(PIT_ERR_BACKEND_INVALID, "backend %s reports %d devices", be->name, n);
+    *count = n;
+    return PIT_SUCCESS;
+}
+
+/* A tile-database family names a file: letters, digits, '-' and '_' only. */
+static int family_name_ok(const char *family)
+{
+    for (const char *c = family; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '-' || *c == '_'))
+            return 0;
+    return 1;
+}
+
+#define PIT_TERMINATE(field) ((field)[sizeof(field) - 1] = '\0')
+
+/* The device's description with every string terminated, the backend named
+ * by core, and a family that cannot leave the tile-database folder. */
+pit_status pit_backend_device_info(const pit_backend *be, int index, pit_device_info *info)
+{
+    memset(info, 0, sizeof *info);
+    pit_clear_error();
+    pit_status s = be->device_info(index, info);
+    PIT_TERMINATE(info->vendor);
+    PIT_TERMINATE(info->name);
+    PIT_TERMINATE(info->arch);
+    PIT_TERMINATE(info->driver_version);
+    PIT_TERMINATE(info->tiledb_family);
+    snprintf(info->backend, sizeof info->backend, "%s", be->name);
+    info->tiledb_source[0] = '\0';
+    if (!family_name_ok(info->tiledb_family)) {
+        pit_log_debug("backend %s: tile-database family '%s' ignored (not a plain name)",
+                      be->name, info->tiledb_family);
+        info->tiledb_family[0] = '\0';
+    }
+    if (s != PIT_SUCCESS && !pit_last_error()[0])
+        return pit_error(s, "backend %s: device_info failed without a message", be->name);
+    return s;
 }
 
 PIT_API pit_status pit_device_count(const char *backend, int *count)
@@ -234,7 +322,7 @@ PIT_API pit_status pit_device_count(const char *backend, int *count)
     *count = 0;
     const pit_backend *be;
     PIT_TRY(pit_backend_get(backend, &be));
-    return be->device_count(count);
+    return pit_backend_device_count(be, count);
 }
 
 PIT_API pit_status pit_device_get_info(const char *backend, int device_index,
@@ -246,12 +334,13 @@ PIT_API pit_status pit_device_get_info(const char *backend, int device_index,
     const pit_backend *be;
     PIT_TRY(pit_backend_get(backend, &be));
     int n = 0;
-    PIT_TRY(be->device_count(&n));
+    PIT_TRY(pit_backend_device_count(be, &n));
     if (device_index < 0 || device_index >= n)
         return pit_error(PIT_ERR_DEVICE_INDEX, "backend %s has %d device(s); index %d is out of range",
                          backend, n, device_index);
-    memset(info, 0, sizeof *info);
-    return be->device_info(device_index, info);
+    PIT_TRY(pit_backend_device_info(be, device_index, info));
+    info->device_index = device_index;
+    return PIT_SUCCESS;
 }
 
 /* Used by context.c for the automatic choice. */

@@ -6,23 +6,55 @@
  *    for lack of memory, and never crashes, leaks or reads out of bounds;
  *  - every entry kept is valid (ranges the writer also checks);
  *  - what pit_tiledb_write writes from the loaded entries loads back without
- *    a warning, with the same entries in the same order.
+ *    a warning, with the same entries in the same order;
+ *  - PIT_TILEDB naming a hostile path (a directory, a FIFO with no writer,
+ *    /dev/zero, /dev/null, a symlink to a FIFO, a symlink loop, a sparse file
+ *    past the size bound, a missing file) returns at once with the built-in
+ *    entries and a warning that names the path: never blocks, spins or reads
+ *    without bound (libFuzzer's -timeout and -rss_limit_mb catch that).
  */
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 static char g_dir[256], g_in[320], g_out[320];
 
+/* Where PIT_TILEDB points: the fuzzed bytes as a regular file, or one of the
+ * hostile paths made once at start-up. */
+enum { PATH_FILE, PATH_DIR, PATH_FIFO, PATH_ZERO, PATH_NULL, PATH_FIFO_LINK, PATH_LOOP,
+       PATH_HUGE, PATH_MISSING, PATH_KINDS };
+static char g_hostile[PATH_KINDS][320];
+
 static void fail(const char *what)
 {
     fprintf(stderr, "fuzz_tiledb: property violated: %s\n", what);
     abort();
+}
+
+static void make_hostile_paths(void)
+{
+    static const char *const names[PATH_KINDS] = {"", "dir", "fifo", "/dev/zero", "/dev/null",
+                                                   "fifo-link", "loop", "huge", "missing"};
+    for (int k = PATH_DIR; k < PATH_KINDS; k++)
+        if (names[k][0] == '/')
+            snprintf(g_hostile[k], sizeof g_hostile[k], "%s", names[k]);
+        else
+            snprintf(g_hostile[k], sizeof g_hostile[k], "%s/%s", g_dir, names[k]);
+    int fd = -1;
+    if (mkdir(g_hostile[PATH_DIR], 0700) != 0 || mkfifo(g_hostile[PATH_FIFO], 0600) != 0 ||
+        symlink(g_hostile[PATH_FIFO], g_hostile[PATH_FIFO_LINK]) != 0 ||
+        symlink(g_hostile[PATH_LOOP], g_hostile[PATH_LOOP]) != 0 ||
+        (fd = open(g_hostile[PATH_HUGE], O_CREAT | O_WRONLY, 0600)) < 0 ||
+        ftruncate(fd, (off_t)17 << 20) != 0) /* sparse: no disk used */
+        fail("cannot make the hostile paths");
+    close(fd);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -38,6 +70,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(empty, sizeof empty, "%s/none", g_dir);
     snprintf(g_in, sizeof g_in, "%s/in.tiledb", g_dir);
     snprintf(g_out, sizeof g_out, "%s/out.tiledb", g_dir);
+    make_hostile_paths();
     setenv("PIT_CACHE_DIR", cache, 1); /* no tuned file there */
     setenv("PIT_TILEDB_DIR", empty, 1);
     unsetenv("PIT_LOG");
@@ -65,6 +98,37 @@ static int write_file(const char *path, const uint8_t *data, size_t size)
     return (fclose(f) == 0) && ok;
 }
 
+/* Every entry kept must be valid, and there must be some (the built-in table
+ * is always there). */
+static const pit_tiledb_entry *checked_entries(pit_tiledb *db, int *n)
+{
+    const pit_tiledb_entry *v = pit_tiledb_entries(db, n);
+    if (*n <= 0 || !v)
+        fail("no entries (the built-in table must always be there)");
+    for (int i = 0; i < *n; i++)
+        if (!entry_ok(&v[i]))
+            fail("an invalid entry was kept");
+    return v;
+}
+
+static int open_hostile(const pit_device_info *dev, const char *path)
+{
+    setenv("PIT_TILEDB", path, 1);
+    pit_tiledb *db = NULL;
+    pit_status s = pit_tiledb_open(dev, &db);
+    if (s == PIT_ERR_OUT_OF_MEMORY)
+        return 0;
+    if (s != PIT_SUCCESS || !db)
+        fail("pit_tiledb_open failed on a hostile path");
+    if (!strstr(pit_tiledb_warnings(db), path))
+        fail("a hostile path was read without a warning naming it");
+    int n = 0;
+    checked_entries(db, &n);
+    pit_tiledb_close(db);
+    pit_clear_error();
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* Three device views: none (keep every entry), an OpenCL CPU and a CUDA
@@ -83,6 +147,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(devs[1].vendor, sizeof devs[1].vendor, "NVIDIA Corporation");
     const pit_device_info *dev = size && data[0] % 3 ? &devs[data[0] % 3 - 1] : NULL;
 
+    /* One input in 16 points PIT_TILEDB at a hostile path instead. */
+    int kind = size && data[0] >= 0xf0 ? 1 + data[0] % (PATH_KINDS - 1) : PATH_FILE;
+    if (kind != PATH_FILE)
+        return open_hostile(dev, g_hostile[kind]);
     if (!write_file(g_in, data, size))
         fail("cannot write the input file");
     setenv("PIT_TILEDB", g_in, 1);
@@ -96,12 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (strlen(warnings) >= 8192 || !pit_tiledb_source(db)[0])
         fail("warnings or source");
     int n = 0;
-    const pit_tiledb_entry *v = pit_tiledb_entries(db, &n);
-    if (n <= 0 || !v)
-        fail("no entries (the built-in table must always be there)");
-    for (int i = 0; i < n; i++)
-        if (!entry_ok(&v[i]))
-            fail("an invalid entry was kept");
+    const pit_tiledb_entry *v = checked_entries(db, &n);
 
     /* Round trip: what the writer writes, the reader reads, unchanged. */
     s = pit_tiledb_write(g_out, v, n, "fuzz round trip\nsecond line");

@@ -10,7 +10,7 @@ secs="${1:-60}"
 [ $# -gt 0 ] && shift
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build="${PIT_FUZZ_BUILD:-$root/build-fuzz}"
-targets="${*:-fuzz_tiledb fuzz_tensor fuzz_detect}"
+targets="${*:-fuzz_tiledb fuzz_tensor fuzz_detect fuzz_plugin}"
 cc="${PIT_FUZZ_CC:-clang}"
 
 mkdir -p "$build"
@@ -39,7 +39,7 @@ for t in $targets; do
     # PoCL's worker threads make LeakSanitizer's stop-the-world crash ("Tracer
     # caught signal 11") in the targets that run kernels: their leaks are
     # checked by the ASan and valgrind runs of the tests (tests/sanitize.sh).
-    [ "$t" = fuzz_tiledb ] || leaks=0
+    [ "$t" = fuzz_tiledb ] || [ "$t" = fuzz_plugin ] || leaks=0
     # fuzz_detect compiles a kernel for every new micro-tile/tile/dtype: a
     # first compile by PoCL's LLVM on a loaded 2-core machine took > 120 s.
     timeout=120
