@@ -183,6 +183,24 @@ PIT_API pit_status pit_tensor_create(pit_context *ctx, pit_dtype dtype, int rank
     return PIT_SUCCESS;
 }
 
+/* A wrapped view must lie inside its buffer, and the buffer must be of this
+ * context, where the backend can tell (mem_query): a view past the end would
+ * let an operator write beyond it. An empty view spans no byte, but its
+ * handle still reaches the backend and is checked. The caller has checked
+ * that offset + extent fits in 2^63. */
+static pit_status check_inside_buffer(pit_context *ctx, const pit_tdesc *d)
+{
+    if (!ctx->be->mem_query)
+        return PIT_SUCCESS;
+    size_t extent = pit_tensor_extent_bytes(d), end = d->offset + extent, bytes = 0;
+    PIT_TRY(ctx->be->mem_query(ctx->bctx, d->mem, end, &bytes));
+    if (extent > 0 && end > bytes)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "the view spans bytes %zu..%zu of its buffer "
+                         "(byte_offset %zu + extent %zu bytes), which holds %zu bytes", d->offset,
+                         end - 1, d->offset, extent, bytes);
+    return PIT_SUCCESS;
+}
+
 PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
                                    const int64_t *shape, const int64_t *strides, void *data,
                                    size_t byte_offset, pit_tensor **out)
@@ -202,6 +220,7 @@ PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
                          "%zu bytes exceeds 2^63", byte_offset, pit_tensor_extent_bytes(&d));
     d.mem = data;
     d.offset = byte_offset;
+    PIT_TRY(check_inside_buffer(ctx, &d));
     pit_tensor *t = calloc(1, sizeof *t);
     if (!t)
         return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tensor_wrap: out of host memory");
