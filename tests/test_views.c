@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <dlpack/dlpack.h>
+#include "dlpack_versioned.h"
 #include "pit.h"
 #include "rtest.h"
 
@@ -37,6 +37,12 @@ static int skipped;
 static int deletes;
 
 static void count_delete(DLManagedTensor *m)
+{
+    (void)m;
+    deletes++;
+}
+
+static void count_delete_versioned(DLManagedTensorVersioned *m)
 {
     (void)m;
     deletes++;
@@ -261,6 +267,143 @@ static void foreign_cases(pit_context *ctx, const char *backend)
     }
 }
 
+static pit_tensor *matrix(pit_context *ctx, int64_t rows, int64_t cols, const float *values)
+{
+    int64_t shape[2] = {rows, cols};
+    pit_tensor *t = NULL;
+    if (pit_tensor_create(ctx, PIT_F32, 2, shape, &t) != PIT_SUCCESS ||
+        (values && pit_tensor_upload(t, NULL, values, (size_t)(rows * cols) * sizeof *values) != PIT_SUCCESS)) {
+        printf("FATAL: a %lldx%lld tensor: %s\n", (long long)rows, (long long)cols, pit_last_error());
+        exit(1);
+    }
+    return t;
+}
+
+static int holds(const pit_tensor *t, const float *want, size_t n)
+{
+    float *got = malloc(n * sizeof *got);
+    int same = got && pit_tensor_download(t, NULL, got, n * sizeof *got) == PIT_SUCCESS &&
+               memcmp(got, want, n * sizeof *got) == 0;
+    free(got);
+    return same;
+}
+
+/* DLPack 1.0: a versioned export describes the tensor; re-imported, it is
+ * the same memory; the deleter runs once, at destroy; a major version
+ * other than 1 is refused before anything else is read. */
+static void test_dlpack_versioned(pit_context *ctx)
+{
+    float in[15], next[15];
+    fill_random(in, 15, 3);
+    fill_random(next, 15, 4);
+    pit_tensor *x = matrix(ctx, 3, 5, in);
+    pit_device_info info;
+    pit_context_get_info(ctx, &info);
+    DLManagedTensorVersioned *m = NULL;
+    CHECK_STATUS(pit_tensor_to_dlpack_versioned(x, &m), PIT_SUCCESS, "versioned export");
+    if (!m) {
+        pit_tensor_destroy(x);
+        return;
+    }
+    const DLTensor *t = &m->dl_tensor;
+    RT_CHECK(m->version.major == 1 && m->version.minor == 0 && m->flags == 0 && m->deleter &&
+                 t->ndim == 2 && t->shape[0] == 3 && t->shape[1] == 5 && t->strides[0] == 5 &&
+                 t->strides[1] == 1 && t->dtype.code == kDLFloat && t->dtype.bits == 32 &&
+                 t->dtype.lanes == 1 && (int)t->device.device_type == info.dlpack_device_type &&
+                 t->device.device_id == 0 && t->data == data_of(x) && t->byte_offset == 0,
+             "versioned export: version 1.0, no flag, the tensor's device, dtype, shape and memory");
+    DLManagedTensorVersioned v = *m;
+    v.deleter = count_delete_versioned;
+    deletes = 0;
+    pit_tensor *u = NULL;
+    CHECK_STATUS(pit_tensor_from_dlpack_versioned(ctx, &v, &u), PIT_SUCCESS, "versioned import");
+    if (u) {
+        RT_CHECK(holds(u, in, 15), "the import reads the exported tensor's values");
+        CHECK_STATUS(pit_tensor_upload(u, NULL, next, sizeof next), PIT_SUCCESS, "upload through the import");
+        RT_CHECK(holds(x, next, 15), "the import writes the exported tensor's memory");
+    }
+    pit_tensor_destroy(u);
+    RT_CHECK(deletes == 1, "the import's deleter runs once, at destroy (%d)", deletes);
+    deletes = 0;
+    v.version.minor = 3;
+    u = NULL;
+    CHECK_STATUS(pit_tensor_from_dlpack_versioned(ctx, &v, &u), PIT_SUCCESS, "version 1.3 (same layout)");
+    pit_tensor_destroy(u);
+    v.version.major = 2;
+    u = (pit_tensor *)(uintptr_t)1;
+    CHECK_STATUS(pit_tensor_from_dlpack_versioned(ctx, &v, &u), PIT_ERR_UNSUPPORTED, "version 2.x");
+    v.version.major = 1;
+    int64_t square[2] = {256, 256};
+    v.dl_tensor.shape = square;
+    v.dl_tensor.strides = NULL;
+    CHECK_STATUS(pit_tensor_from_dlpack_versioned(ctx, &v, &u), PIT_ERR_INVALID_ARGUMENT,
+                 "versioned import of a view past its buffer");
+    RT_CHECK(u == NULL && deletes == 1, "refused imports leave the tensor NULL and the deleter uncalled");
+    CHECK_STATUS(pit_tensor_from_dlpack_versioned(ctx, NULL, &u), PIT_ERR_INVALID_ARGUMENT, "null managed");
+    CHECK_STATUS(pit_tensor_from_dlpack_versioned(NULL, &v, &u), PIT_ERR_INVALID_ARGUMENT, "null ctx");
+    CHECK_STATUS(pit_tensor_from_dlpack_versioned(ctx, &v, NULL), PIT_ERR_INVALID_ARGUMENT, "null out");
+    CHECK_STATUS(pit_tensor_to_dlpack_versioned(NULL, &m), PIT_ERR_INVALID_ARGUMENT, "export of NULL");
+    CHECK_STATUS(pit_tensor_to_dlpack_versioned(x, NULL), PIT_ERR_INVALID_ARGUMENT, "export to NULL");
+    m->deleter(m);
+    pit_tensor_destroy(x);
+}
+
+/* A read-only import is an input of every operator and never written: an
+ * operator refuses it as an output, upload and zero refuse it, the 0.x
+ * export (which cannot carry the flag) refuses it, the 1.0 export keeps the
+ * flag. */
+static void test_read_only(pit_context *ctx)
+{
+    float in[32], relu[32], tr[32];
+    fill_random(in, 32, 5);
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 8; c++) {
+            float v = in[r * 8 + c];
+            relu[r * 8 + c] = v > 0.0f ? v : 0.0f;
+            tr[c * 4 + r] = v;
+        }
+    pit_tensor *x = matrix(ctx, 4, 8, in), *y = matrix(ctx, 4, 8, NULL), *yt = matrix(ctx, 8, 4, tr);
+    DLManagedTensorVersioned *m = NULL;
+    if (pit_tensor_to_dlpack_versioned(x, &m) != PIT_SUCCESS) {
+        RT_CHECK(0, "versioned export");
+        return;
+    }
+    DLManagedTensorVersioned v = *m;
+    v.flags |= DLPACK_FLAG_BITMASK_READ_ONLY;
+    v.deleter = count_delete_versioned;
+    deletes = 0;
+    pit_tensor *ro = NULL;
+    CHECK_STATUS(pit_tensor_from_dlpack_versioned(ctx, &v, &ro), PIT_SUCCESS, "read-only import");
+    if (ro) {
+        CHECK_STATUS(pit_relu(ctx, NULL, ro, y), PIT_SUCCESS, "relu of a read-only input");
+        RT_CHECK(holds(y, relu, 32), "relu of a read-only input is right");
+        CHECK_STATUS(pit_transpose(ctx, NULL, ro, yt), PIT_SUCCESS, "transpose of a read-only input");
+        RT_CHECK(holds(yt, tr, 32), "transpose of a read-only input is right");
+        CHECK_STATUS(pit_relu(ctx, NULL, y, ro), PIT_ERR_INVALID_ARGUMENT, "relu into a read-only tensor");
+        RT_CHECK(strstr(pit_last_error(), "read-only") != NULL, "the message says read-only");
+        CHECK_STATUS(pit_relu(ctx, NULL, ro, ro), PIT_ERR_INVALID_ARGUMENT, "relu in place on a read-only tensor");
+        CHECK_STATUS(pit_transpose(ctx, NULL, yt, ro), PIT_ERR_INVALID_ARGUMENT, "transpose into a read-only tensor");
+        CHECK_STATUS(pit_tensor_upload(ro, NULL, relu, sizeof relu), PIT_ERR_INVALID_ARGUMENT,
+                     "upload into a read-only tensor");
+        CHECK_STATUS(pit_tensor_zero(ro, NULL), PIT_ERR_INVALID_ARGUMENT, "zero of a read-only tensor");
+        RT_CHECK(holds(x, in, 32), "the read-only tensor's memory is untouched");
+        DLManagedTensor *m0 = NULL;
+        CHECK_STATUS(pit_tensor_to_dlpack(ro, &m0), PIT_ERR_INVALID_ARGUMENT,
+                     "DLPack 0.x export of a read-only tensor");
+        DLManagedTensorVersioned *m1 = NULL;
+        CHECK_STATUS(pit_tensor_to_dlpack_versioned(ro, &m1), PIT_SUCCESS, "versioned export of a read-only tensor");
+        RT_CHECK(m1 && (m1->flags & DLPACK_FLAG_BITMASK_READ_ONLY), "the versioned export keeps the flag");
+        if (m1)
+            m1->deleter(m1);
+    }
+    pit_tensor_destroy(ro);
+    RT_CHECK(deletes == 1, "the read-only import's deleter runs once");
+    m->deleter(m);
+    pit_tensor_destroy(yt);
+    pit_tensor_destroy(y);
+    pit_tensor_destroy(x);
+}
+
 static void run_backend(const char *backend)
 {
     pit_context *ctx = NULL;
@@ -278,6 +421,8 @@ static void run_backend(const char *backend)
         test_sub_buffer(ctx);
 #endif
     foreign_cases(ctx, backend);
+    test_dlpack_versioned(ctx);
+    test_read_only(ctx);
     printf("%s: %s\n", backend, rt_failed == before ? "passed" : "FAILED");
     pit_context_destroy(ctx);
 }

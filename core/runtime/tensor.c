@@ -230,8 +230,6 @@ PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
     return PIT_SUCCESS;
 }
 
-void pit_dlpack_release(struct DLManagedTensor *m);
-
 PIT_API pit_status pit_tensor_destroy(pit_tensor *t)
 {
     pit_clear_error();
@@ -239,8 +237,7 @@ PIT_API pit_status pit_tensor_destroy(pit_tensor *t)
         return PIT_SUCCESS;
     if (t->owned)
         t->ctx->be->mem_free(t->ctx->bctx, t->d.mem);
-    if (t->dl_import)
-        pit_dlpack_release(t->dl_import);
+    pit_dlpack_release(t);
     free(t);
     return PIT_SUCCESS;
 }
@@ -267,6 +264,14 @@ pit_status pit_tensor_check(const pit_context *ctx, const pit_tensor *t, const c
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "tensor argument '%s' is NULL", name);
     if (t->ctx != ctx)
         return pit_error(PIT_ERR_CONTEXT_MISMATCH, "tensor '%s' belongs to another context", name);
+    return PIT_SUCCESS;
+}
+
+pit_status pit_tensor_check_writable(const pit_tensor *t, const char *fn, const char *name)
+{
+    if (t && t->read_only)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "%s: '%s' is read-only (a DLPack import "
+                         "flagged read-only) and cannot be written", fn, name);
     return PIT_SUCCESS;
 }
 
@@ -313,6 +318,7 @@ PIT_API pit_status pit_tensor_upload(pit_tensor *t, pit_stream *stream, const vo
     pit_clear_error();
     PIT_CHECK_ARG(t != NULL, "tensor");
     PIT_CHECK_ARG(host != NULL || bytes == 0, "host");
+    PIT_TRY(pit_tensor_check_writable(t, "pit_tensor_upload", "tensor"));
     return copy_rows(t, stream, (void *)host, bytes, 1);
 }
 
@@ -347,6 +353,7 @@ PIT_API pit_status pit_tensor_zero(pit_tensor *t, pit_stream *stream)
 {
     pit_clear_error();
     PIT_CHECK_ARG(t != NULL, "tensor");
+    PIT_TRY(pit_tensor_check_writable(t, "pit_tensor_zero", "tensor"));
     pit_context *ctx = t->ctx;
     if (stream && stream->ctx != ctx)
         return pit_error(PIT_ERR_CONTEXT_MISMATCH, "stream belongs to another context");
