@@ -285,31 +285,39 @@ static CUdeviceptr buffer_end(CUdeviceptr p, CUdeviceptr base, size_t size, size
     return end;
 }
 
+/* The device whose memory p is, or -1 where that does not bind it: managed
+ * memory (it migrates), or a driver that does not say. */
+static int device_of(CUdeviceptr p)
+{
+    unsigned int managed = 0; /* a boolean the driver may write as one byte */
+    int ordinal = -1;
+    if (pit_cu.PointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) != CUDA_SUCCESS || managed)
+        return -1;
+    if (pit_cu.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) != CUDA_SUCCESS) return -1;
+    return ordinal;
+}
+
 /* A device pointer the caller wraps: memory the driver allocated (not host
- * memory), of this context's device unless it is managed memory. */
+ * memory), of this context's device where the driver says whose it is. */
 static pit_status gpu_mem_query(void *bctx, const void *mem, size_t need, size_t *bytes)
 {
     pit_cuda_ctx *c = bctx;
     CUdeviceptr p = (CUdeviceptr)(uintptr_t)mem, base = 0, end = 0;
     size_t size = 0;
-    unsigned int managed = 0; /* a boolean the driver may write as one byte */
     int ordinal = -1;
     pit_status st = pit_cuda_push(c);
     if (st != PIT_SUCCESS) return st;
-    const char *call = PIT_CALL(MemGetAddressRange);
     CUresult r = pit_cu.MemGetAddressRange(&base, &size, p);
     if (r == CUDA_SUCCESS) {
-        call = PIT_CALL(PointerGetAttribute);
-        r = pit_cu.PointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p);
+        end = buffer_end(p, base, size, need);
+        ordinal = device_of(p);
     }
-    if (r == CUDA_SUCCESS && !managed) r = pit_cu.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
-    if (r == CUDA_SUCCESS) end = buffer_end(p, base, size, need);
     pit_cuda_pop();
     if (r != CUDA_SUCCESS)
         return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT,
                                     PIT_VENDOR_NAME ": data %p is no device memory the driver knows (%s returned %d)",
-                                    mem, call, (int)r);
-    if (!managed && ordinal != c->index)
+                                    mem, PIT_CALL(MemGetAddressRange), (int)r);
+    if (ordinal >= 0 && ordinal != c->index)
         return pit_cuda_host->error(PIT_ERR_CONTEXT_MISMATCH,
                                     PIT_VENDOR_NAME ": data %p is memory of device %d; this context is on device %d",
                                     mem, ordinal, c->index);
