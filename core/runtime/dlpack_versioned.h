@@ -1,7 +1,7 @@
 /*
  * core/runtime/dlpack_versioned.h - <dlpack/dlpack.h>, with DLPack 1.0's
  * versioned managed tensor where the installed header predates it (Debian 12
- * ships DLPack 0.6): the struct, the version pair and the flag bits, laid
+ * ships DLPack 0.6): the struct, the version pair and the read-only flag, laid
  * out as DLPack 1.0 defines its ABI. A header of DLPack 1.0 or later is used
  * as it is. Not installed: users include their own <dlpack/dlpack.h>.
  */
@@ -26,7 +26,6 @@ typedef struct DLManagedTensorVersioned {
 } DLManagedTensorVersioned;
 
 #define DLPACK_FLAG_BITMASK_READ_ONLY (UINT64_C(1) << 0)
-#define DLPACK_FLAG_BITMASK_IS_COPIED (UINT64_C(1) << 1)
 #endif
 
 #endif /* PIT_DLPACK_VERSIONED_H */
