@@ -31,8 +31,8 @@
 extern "C" {
 #endif
 
-#define PIT_BACKEND_ABI_VERSION 4 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
-                                    4: switches to context_create */
+#define PIT_BACKEND_ABI_VERSION 5 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
+                                    4: switches to context_create; 5: mem_query */
 #define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
 
 /* ---- services core offers to plug-ins --------------------------------- */
@@ -310,6 +310,17 @@ typedef struct pit_backend {
      * place several small buffers in one allocation at byte offsets (the
      * per-candidate counts of a plan), read back with a single transfer. */
     int mem_is_pointer;
+
+    /* ---- memory the caller wraps (may be NULL: nothing is checked) -------- *
+     * What the backend knows of a memory handle pit did not allocate (a
+     * pit_tensor_wrap or a DLPack import); core refuses a view that does not
+     * fit. *bytes: how many bytes from mem on belong to its buffer (OpenCL:
+     * the cl_mem's size, a sub-buffer's own; CUDA/HIP: to the end of the
+     * allocation holding mem, or of the pieces mapped back to back after it,
+     * counted no further than need). Errors: PIT_ERR_CONTEXT_MISMATCH when
+     * mem belongs to another context (OpenCL) or device (CUDA/HIP);
+     * PIT_ERR_INVALID_ARGUMENT when it is no memory of this backend's. */
+    pit_status (*mem_query)(void *bctx, const void *mem, size_t need, size_t *bytes);
 } pit_backend;
 
 typedef const pit_backend *(*pit_backend_register_fn)(const pit_host *host);

@@ -193,7 +193,13 @@ PIT_API pit_status pit_tensor_create(pit_context *ctx, pit_dtype dtype, int rank
  * data is a device pointer (CUDA, HIP) or a cl_mem (OpenCL); strides in
  * elements, NULL for contiguous row-major. The innermost stride must be 1 and
  * the others must not overlap rows (row-major compatible), else
- * PIT_ERR_BAD_STRIDES. byte_offset must be a multiple of the element size. */
+ * PIT_ERR_BAD_STRIDES. byte_offset must be a multiple of the element size.
+ * The view must lie inside data's buffer (a cl_mem's size, a sub-buffer's
+ * own; on CUDA/HIP the allocation holding the pointer), else
+ * PIT_ERR_INVALID_ARGUMENT naming both sizes; memory of another context
+ * (OpenCL: another cl_context) or device (CUDA/HIP) is
+ * PIT_ERR_CONTEXT_MISMATCH; host memory on CUDA/HIP is
+ * PIT_ERR_INVALID_ARGUMENT. docs/api.md says what each backend checks. */
 PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
                                    const int64_t *shape, const int64_t *strides,
                                    void *data, size_t byte_offset,
@@ -219,20 +225,40 @@ PIT_API pit_status pit_tensor_download(const pit_tensor *tensor, pit_stream *str
 /* Sets every element of the tensor to zero, ordered on the stream. */
 PIT_API pit_status pit_tensor_zero(pit_tensor *tensor, pit_stream *stream);
 
-struct DLManagedTensor; /* from <dlpack/dlpack.h> */
+struct DLManagedTensor;          /* from <dlpack/dlpack.h> */
+struct DLManagedTensorVersioned; /* from <dlpack/dlpack.h> of DLPack 1.0 or later */
 
 /* Imports a DLPack tensor without a copy. The device type must match the
  * context's backend (kDLCUDA, kDLROCM, kDLOpenCL) and the device id its
  * device. On success pit owns *managed and calls its deleter when the tensor is
  * destroyed; on failure the caller keeps ownership.
- * Errors: PIT_ERR_INVALID_ARGUMENT (device mismatch, lanes != 1),
- * PIT_ERR_UNSUPPORTED_DTYPE, PIT_ERR_BAD_STRIDES. */
+ * Errors: PIT_ERR_INVALID_ARGUMENT (device mismatch, lanes != 1, a view past
+ * the end of its buffer), PIT_ERR_UNSUPPORTED_DTYPE, PIT_ERR_BAD_STRIDES,
+ * PIT_ERR_CONTEXT_MISMATCH (memory of another context: see pit_tensor_wrap). */
 PIT_API pit_status pit_tensor_from_dlpack(pit_context *ctx, struct DLManagedTensor *managed,
                                           pit_tensor **tensor);
 
+/* The same for DLPack 1.x's versioned struct. A major version other than 1
+ * is PIT_ERR_UNSUPPORTED (nothing past the version is read; the caller keeps
+ * ownership and calls the deleter, as DLPack asks). A tensor flagged
+ * DLPACK_FLAG_BITMASK_READ_ONLY is imported read-only: pit never writes it,
+ * so an operator given it as an output, pit_tensor_upload and
+ * pit_tensor_zero refuse it with PIT_ERR_INVALID_ARGUMENT; it is a valid
+ * input everywhere. */
+PIT_API pit_status pit_tensor_from_dlpack_versioned(pit_context *ctx,
+                                                    struct DLManagedTensorVersioned *managed,
+                                                    pit_tensor **tensor);
+
 /* Exports a tensor as DLPack without a copy. The consumer owns *managed and
- * must call its deleter; the pit tensor must outlive that use. */
+ * must call its deleter; the pit tensor must outlive that use. A read-only
+ * tensor is PIT_ERR_INVALID_ARGUMENT here (DLPack 0.x has no flag for it):
+ * export it with pit_tensor_to_dlpack_versioned. */
 PIT_API pit_status pit_tensor_to_dlpack(pit_tensor *tensor, struct DLManagedTensor **managed);
+
+/* The same as DLPack 1.0's versioned struct: version 1.0, flags
+ * DLPACK_FLAG_BITMASK_READ_ONLY for a read-only tensor, else 0. */
+PIT_API pit_status pit_tensor_to_dlpack_versioned(pit_tensor *tensor,
+                                                  struct DLManagedTensorVersioned **managed);
 
 /* ------------------------------------------------------------------------ */
 /* Micro-tiles and call reports                                             */

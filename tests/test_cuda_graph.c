@@ -7,12 +7,12 @@
  * dlopen: without one (CI) the test reports itself skipped (exit 77).
  */
 #include <cuda.h>
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dl_symbols.h"
 #include "pit.h"
 #include "reference.h"
 
@@ -33,10 +33,7 @@ typedef struct driver {
 
 static int load_driver(driver *d)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW);
-    if (!h)
-        return 0;
-    struct { void **slot; const char *name; } syms[] = {
+    const dl_symbol syms[] = {
         {(void **)&d->init, "cuInit"},
         {(void **)&d->device_get, "cuDeviceGet"},
         {(void **)&d->primary_retain, "cuDevicePrimaryCtxRetain"},
@@ -48,10 +45,7 @@ static int load_driver(driver *d)
         {(void **)&d->launch, "cuGraphLaunch"},
         {(void **)&d->sync, "cuStreamSynchronize"},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
-        if (!(*syms[i].slot = dlsym(h, syms[i].name)))
-            return 0;
-    return 1;
+    return dl_load_symbols("libcuda.so.1", syms, sizeof syms / sizeof syms[0]);
 }
 
 #define CU_OK(call)                                                              \

@@ -85,6 +85,10 @@ static pit_status resolve_runtime(void)
     REQUIRE(MemcpyDtoDAsync, "hipMemcpyDtoDAsync");
     REQUIRE(MemcpyDtoH, "hipMemcpyDtoH");
     REQUIRE(MemsetD32Async, "hipMemsetD32Async");
+    REQUIRE(MemGetAddressRange, "hipMemGetAddressRange");
+    REQUIRE(PointerGetAttribute, "hipPointerGetAttribute");
+    REQUIRE(MemRetainAllocationHandle, "hipMemRetainAllocationHandle");
+    REQUIRE(MemRelease, "hipMemRelease");
     REQUIRE(EventCreate, "hipEventCreate");
     REQUIRE(EventRecord, "hipEventRecord");
     REQUIRE(EventSynchronize, "hipEventSynchronize");

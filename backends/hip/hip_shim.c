@@ -89,6 +89,19 @@ static CUresult copy_to_host_now(void *dst, CUdeviceptr src, size_t bytes)
     return pit_hip.MemcpyDtoH(dst, ptr(src), bytes);
 }
 
+static CUresult address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p)
+{
+    hipDeviceptr_t b = NULL;
+    hipError_t r = pit_hip.MemGetAddressRange(&b, size, ptr(p));
+    *base = (CUdeviceptr)(uintptr_t)b;
+    return r;
+}
+
+static CUresult pointer_attribute(void *data, CUpointer_attribute attr, CUdeviceptr p)
+{
+    return pit_hip.PointerGetAttribute(data, attr, ptr(p));
+}
+
 /* ---- events and modules -------------------------------------------------------- */
 static CUresult event_create(CUevent *e, unsigned int flags)
 {
@@ -133,6 +146,10 @@ static void bind_driver_table(void)
         .MemcpyDtoDAsync = copy_on_device,
         .MemsetD32Async = fill32,
         .MemcpyDtoH = copy_to_host_now,
+        .MemGetAddressRange = address_range,
+        .PointerGetAttribute = pointer_attribute,
+        .MemRetainAllocationHandle = pit_hip.MemRetainAllocationHandle,
+        .MemRelease = pit_hip.MemRelease,
         .EventCreate = event_create,
         .EventRecord = pit_hip.EventRecord,
         .EventSynchronize = pit_hip.EventSynchronize,

@@ -45,6 +45,10 @@ typedef void *CUmemoryPool; /* no memory pool: scratch is hipMalloc'ed (hip_shim
 typedef int CUmemPool_attribute;
 typedef uint64_t cuuint64_t;
 #define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+typedef hipPointer_attribute CUpointer_attribute;
+#define CU_POINTER_ATTRIBUTE_IS_MANAGED HIP_POINTER_ATTRIBUTE_IS_MANAGED
+#define CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+typedef hipMemGenericAllocationHandle_t CUmemGenericAllocationHandle;
 
 /* ---- the HIP call behind each pit_cu entry, for messages ------------------ */
 #define PIT_CALL(fn) PIT_HIP_CALL_##fn
@@ -67,6 +71,10 @@ typedef uint64_t cuuint64_t;
 #define PIT_HIP_CALL_MemcpyDtoDAsync "hipMemcpyDtoDAsync"
 #define PIT_HIP_CALL_MemsetD32Async "hipMemsetD32Async"
 #define PIT_HIP_CALL_MemcpyDtoH "hipMemcpyDtoH"
+#define PIT_HIP_CALL_MemGetAddressRange "hipMemGetAddressRange"
+#define PIT_HIP_CALL_PointerGetAttribute "hipPointerGetAttribute"
+#define PIT_HIP_CALL_MemRetainAllocationHandle "hipMemRetainAllocationHandle"
+#define PIT_HIP_CALL_MemRelease "hipMemRelease"
 #define PIT_HIP_CALL_EventCreate "hipEventCreate"
 #define PIT_HIP_CALL_EventRecord "hipEventRecord"
 #define PIT_HIP_CALL_EventSynchronize "hipEventSynchronize"

@@ -444,6 +444,32 @@ static pit_status ocl_mem_copy(void *bctx, void *stream, void *dst, size_t dst_o
                                          dst_offset, bytes, 0, NULL, NULL));
 }
 
+/* A cl_mem the caller wraps: a buffer (not an image) of this pit context's
+ * cl_context, as stream_wrap asks of a queue; its size is the buffer's own
+ * (a sub-buffer's, not its parent's), counted from the handle's origin. */
+static pit_status ocl_mem_query(void *bctx, const void *mem, size_t need, size_t *bytes)
+{
+    ocl_ctx *c = bctx;
+    (void)need;
+    cl_mem m = (cl_mem)(uintptr_t)mem;
+    cl_context mctx = NULL;
+    cl_mem_object_type type = 0;
+    cl_int err = clGetMemObjectInfo(m, CL_MEM_CONTEXT, sizeof mctx, &mctx, NULL);
+    if (err == CL_INVALID_MEM_OBJECT)
+        return ocl_host->error(PIT_ERR_INVALID_ARGUMENT, "opencl: data %p is not a cl_mem", mem);
+    OCL_TRY(OCL_CHECK("clGetMemObjectInfo(CL_MEM_CONTEXT)", err));
+    if (mctx != c->context)
+        return ocl_host->error(PIT_ERR_CONTEXT_MISMATCH, "opencl: the cl_mem belongs to another "
+                               "cl_context than the pit context's");
+    OCL_TRY(OCL_CHECK("clGetMemObjectInfo(CL_MEM_TYPE)",
+                      clGetMemObjectInfo(m, CL_MEM_TYPE, sizeof type, &type, NULL)));
+    if (type != CL_MEM_OBJECT_BUFFER)
+        return ocl_host->error(PIT_ERR_INVALID_ARGUMENT, "opencl: the cl_mem is an image "
+                               "(type 0x%x), not a buffer", (unsigned)type);
+    return OCL_CHECK("clGetMemObjectInfo(CL_MEM_SIZE)",
+                     clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof *bytes, bytes, NULL));
+}
+
 /* ---- events -------------------------------------------------------------------------- */
 
 static pit_status ocl_event_record(void *bctx, void *stream, pit_event **event)
@@ -533,6 +559,7 @@ static const pit_backend ocl_backend = {
     .matmul_rows = ocl_matmul_rows,
     .relu = ocl_relu,
     .transpose = ocl_transpose,
+    .mem_query = ocl_mem_query,
 };
 
 __attribute__((visibility("default"))) const pit_backend *

@@ -27,6 +27,7 @@ pit_status ops_check_matmul(pit_context *ctx, const pit_tensor *A, const pit_ten
     PIT_TRY(pit_tensor_check(ctx, A, "A"));
     PIT_TRY(pit_tensor_check(ctx, B, "B"));
     PIT_TRY(pit_tensor_check(ctx, C, "C"));
+    PIT_TRY(pit_tensor_check_writable(C, "pit_matmul", "C"));
     const pit_tdesc *a = &A->d, *b = &B->d, *c = &C->d;
     if (a->dtype != b->dtype || a->dtype != c->dtype)
         return pit_error(PIT_ERR_UNSUPPORTED_DTYPE, "pit_matmul: dtypes differ (A %s, B %s, C %s)",

@@ -31,7 +31,7 @@ static pit_status check_backward(pit_context *ctx, const pit_tensor *A, const pi
     for (int o = 0; o < 2; o++) {
         if (!out[o])
             continue;
-        PIT_TRY(ops_check_tensor(ctx, out[o], fn, out_names[o], r, r));
+        PIT_TRY(ops_check_output(ctx, out[o], fn, out_names[o], r, r));
         PIT_TRY(ops_check_same_dtype(A, out[o], fn, "A", out_names[o]));
         for (int i = 0; i < r; i++)
             PIT_TRY(ops_check_dim(out[o], i, like[o]->d.shape[i], fn, out_names[o]));

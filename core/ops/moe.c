@@ -43,7 +43,7 @@ static pit_status check_output(pit_context *ctx, const char *fn, const pit_tenso
                                const pit_tensor *const *inputs, const char *const *names,
                                int ninputs)
 {
-    PIT_TRY(ops_check_tensor(ctx, out, fn, name, rank, rank));
+    PIT_TRY(ops_check_output(ctx, out, fn, name, rank, rank));
     PIT_TRY(ops_check_dtype(out, dt, fn, name));
     for (int i = 0; i < rank; i++)
         PIT_TRY(ops_check_dim(out, i, shape[i], fn, name));

@@ -117,6 +117,13 @@ pit_status ops_check_tensor(pit_context *ctx, const pit_tensor *t, const char *f
     return PIT_SUCCESS;
 }
 
+pit_status ops_check_output(pit_context *ctx, const pit_tensor *t, const char *fn,
+                            const char *name, int rank_lo, int rank_hi)
+{
+    PIT_TRY(ops_check_tensor(ctx, t, fn, name, rank_lo, rank_hi));
+    return pit_tensor_check_writable(t, fn, name);
+}
+
 pit_status ops_check_float(pit_context *ctx, const pit_tensor *t, const char *fn,
                            const char *name)
 {

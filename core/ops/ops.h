@@ -28,6 +28,10 @@ pit_status ops_begin_report(pit_context *ctx, pit_stream *stream, const char *fn
 /* A tensor argument: non-NULL, of ctx, rank in lo..hi. */
 pit_status ops_check_tensor(pit_context *ctx, const pit_tensor *t, const char *fn,
                             const char *name, int rank_lo, int rank_hi);
+/* A tensor the operator writes: ops_check_tensor, and not read-only (a
+ * DLPack import flagged read-only is an input only). */
+pit_status ops_check_output(pit_context *ctx, const pit_tensor *t, const char *fn,
+                            const char *name, int rank_lo, int rank_hi);
 /* f32/f16/bf16 and supported by the device (PIT_ERR_UNSUPPORTED otherwise). */
 pit_status ops_check_float(pit_context *ctx, const pit_tensor *t, const char *fn,
                            const char *name);

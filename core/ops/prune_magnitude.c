@@ -85,7 +85,7 @@ PIT_API pit_status pit_prune_magnitude(pit_context *ctx, pit_stream *stream, pit
     static const char *const fn = "pit_prune_magnitude";
     void *bs;
     PIT_TRY(ops_begin(ctx, stream, fn, &bs));
-    PIT_TRY(ops_check_tensor(ctx, W, fn, "W", 2, 2));
+    PIT_TRY(ops_check_output(ctx, W, fn, "W", 2, 2));
     PIT_TRY(ops_check_float(ctx, W, fn, "W"));
     if (block_rows <= 0 || block_cols <= 0)
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "%s: block %dx%d must have positive sides", fn,

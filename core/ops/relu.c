@@ -7,7 +7,7 @@ static pit_status check_relu(pit_context *ctx, const pit_tensor *X, const pit_te
 {
     static const char *const fn = "pit_relu";
     PIT_TRY(ops_check_tensor(ctx, X, fn, "X", 1, PIT_MAX_RANK));
-    PIT_TRY(ops_check_tensor(ctx, Y, fn, "Y", X->d.rank, X->d.rank));
+    PIT_TRY(ops_check_output(ctx, Y, fn, "Y", X->d.rank, X->d.rank));
     PIT_TRY(ops_check_float(ctx, X, fn, "X"));
     PIT_TRY(ops_check_same_dtype(X, Y, fn, "X", "Y"));
     for (int i = 0; i < X->d.rank; i++)

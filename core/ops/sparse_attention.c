@@ -21,7 +21,7 @@ static pit_status check_attention(pit_context *ctx, const pit_tensor *Q, const p
     int r = Q->d.rank;
     PIT_TRY(ops_check_tensor(ctx, K, FN, "K", r, r));
     PIT_TRY(ops_check_tensor(ctx, V, FN, "V", r, r));
-    PIT_TRY(ops_check_tensor(ctx, O, FN, "O", r, r));
+    PIT_TRY(ops_check_output(ctx, O, FN, "O", r, r));
     PIT_TRY(ops_check_float(ctx, Q, FN, "Q"));
     PIT_TRY(ops_check_same_dtype(Q, K, FN, "Q", "K"));
     PIT_TRY(ops_check_same_dtype(Q, V, FN, "Q", "V"));

@@ -64,6 +64,7 @@ PIT_API pit_status pit_sparse_softmax(pit_context *ctx, pit_stream *stream, cons
     PIT_TRY(ops_begin_report(ctx, stream, fn, report, &bs));
     PIT_TRY(check_rows_operand(ctx, X, mask, fn, "X"));
     PIT_TRY(check_like(ctx, X, Y, fn, "X", "Y"));
+    PIT_TRY(pit_tensor_check_writable(Y, fn, "Y"));
     PIT_TRY(ops_check_inplace_or_disjoint(Y, X, fn, "Y", "X"));
     PIT_TRY(ops_check_no_overlap(Y, mask, fn, "Y", "mask"));
     if (!ctx->be->softmax_sparse)
@@ -88,6 +89,7 @@ PIT_API pit_status pit_sparse_softmax_backward(pit_context *ctx, pit_stream *str
     PIT_TRY(check_rows_operand(ctx, Y, mask, fn, "Y"));
     PIT_TRY(check_like(ctx, Y, dY, fn, "Y", "dY"));
     PIT_TRY(check_like(ctx, Y, dX, fn, "Y", "dX"));
+    PIT_TRY(pit_tensor_check_writable(dX, fn, "dX"));
     PIT_TRY(ops_check_inplace_or_disjoint(dX, Y, fn, "dX", "Y"));
     PIT_TRY(ops_check_inplace_or_disjoint(dX, dY, fn, "dX", "dY"));
     PIT_TRY(ops_check_no_overlap(dX, mask, fn, "dX", "mask"));

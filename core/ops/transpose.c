@@ -8,7 +8,7 @@ static pit_status check_transpose(pit_context *ctx, const pit_tensor *X, const p
 {
     static const char *const fn = "pit_transpose";
     PIT_TRY(ops_check_tensor(ctx, X, fn, "X", 2, PIT_MAX_RANK));
-    PIT_TRY(ops_check_tensor(ctx, Y, fn, "Y", X->d.rank, X->d.rank));
+    PIT_TRY(ops_check_output(ctx, Y, fn, "Y", X->d.rank, X->d.rank));
     if (X->d.dtype != PIT_I32)
         PIT_TRY(ops_check_float(ctx, X, fn, "X"));
     PIT_TRY(ops_check_same_dtype(X, Y, fn, "X", "Y"));

@@ -1,8 +1,9 @@
-/* core/runtime/dlpack.c - zero-copy exchange with frameworks through DLPack. */
-#include <dlpack/dlpack.h>
+/* core/runtime/dlpack.c - zero-copy exchange with frameworks through DLPack:
+ * the unversioned structs of DLPack 0.x and the versioned ones of 1.x. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlpack_versioned.h"
 #include "internal.h"
 
 _Static_assert(PIT_DLPACK_CUDA == kDLCUDA && PIT_DLPACK_OPENCL == kDLOpenCL && PIT_DLPACK_ROCM == kDLROCM,
@@ -51,21 +52,26 @@ static DLDataType dtype_to_dlpack(pit_dtype d)
     return t;
 }
 
-void pit_dlpack_release(struct DLManagedTensor *m)
+void pit_dlpack_release(pit_tensor *t)
 {
-    if (m && m->deleter)
-        m->deleter(m);
+    if (!t->dl_import)
+        return;
+    if (t->dl_versioned) {
+        DLManagedTensorVersioned *m = t->dl_import;
+        if (m->deleter)
+            m->deleter(m);
+    } else {
+        DLManagedTensor *m = t->dl_import;
+        if (m->deleter)
+            m->deleter(m);
+    }
+    t->dl_import = NULL;
 }
 
-PIT_API pit_status pit_tensor_from_dlpack(pit_context *ctx, struct DLManagedTensor *m,
-                                          pit_tensor **out)
+/* The checks of both imports, then a wrap of the view (which checks it
+ * against its buffer). */
+static pit_status import_view(pit_context *ctx, const DLTensor *t, pit_tensor **out)
 {
-    pit_clear_error();
-    PIT_CHECK_ARG(out != NULL, "tensor");
-    *out = NULL; /* on every failure below */
-    PIT_CHECK_ARG(ctx != NULL, "ctx");
-    PIT_CHECK_ARG(m != NULL, "managed");
-    const DLTensor *t = &m->dl_tensor;
     int want = ctx->info.dlpack_device_type;
     if ((int)t->device.device_type != want || t->device.device_id != ctx->device_index)
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "DLPack tensor lives on device type %d id %d; "
@@ -77,15 +83,51 @@ PIT_API pit_status pit_tensor_from_dlpack(pit_context *ctx, struct DLManagedTens
     if (t->ndim < 1 || t->ndim > PIT_MAX_RANK)
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "DLPack tensor has %d dimensions; pit takes 1..%d",
                          t->ndim, PIT_MAX_RANK);
-    PIT_TRY(pit_tensor_wrap(ctx, dtype, t->ndim, t->shape, t->strides, t->data,
-                            (size_t)t->byte_offset, out));
+    return pit_tensor_wrap(ctx, dtype, t->ndim, t->shape, t->strides, t->data,
+                           (size_t)t->byte_offset, out);
+}
+
+PIT_API pit_status pit_tensor_from_dlpack(pit_context *ctx, struct DLManagedTensor *m,
+                                          pit_tensor **out)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(out != NULL, "tensor");
+    *out = NULL; /* on every failure below */
+    PIT_CHECK_ARG(ctx != NULL, "ctx");
+    PIT_CHECK_ARG(m != NULL, "managed");
+    PIT_TRY(import_view(ctx, &m->dl_tensor, out));
     (*out)->dl_import = m;
     return PIT_SUCCESS;
 }
 
-/* The export keeps shape and strides in the same allocation as the tensor. */
+/* DLPack 1.x: a later major version may lay the struct out differently, so
+ * nothing past the version is read then. */
+PIT_API pit_status pit_tensor_from_dlpack_versioned(pit_context *ctx,
+                                                    struct DLManagedTensorVersioned *m,
+                                                    pit_tensor **out)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(out != NULL, "tensor");
+    *out = NULL; /* on every failure below */
+    PIT_CHECK_ARG(ctx != NULL, "ctx");
+    PIT_CHECK_ARG(m != NULL, "managed");
+    if (m->version.major != 1)
+        return pit_error(PIT_ERR_UNSUPPORTED, "DLPack version %u.%u: pit reads version 1.x",
+                         (unsigned)m->version.major, (unsigned)m->version.minor);
+    PIT_TRY(import_view(ctx, &m->dl_tensor, out));
+    (*out)->dl_import = m;
+    (*out)->dl_versioned = 1;
+    (*out)->read_only = (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+    return PIT_SUCCESS;
+}
+
+/* An export keeps shape and strides in the same allocation as the managed
+ * tensor (first: the deleter frees the allocation from its address). */
 typedef struct pit_dl_export {
-    DLManagedTensor managed;
+    union {
+        DLManagedTensor v0;
+        DLManagedTensorVersioned v1;
+    } managed;
     int64_t shape[PIT_MAX_RANK];
     int64_t strides[PIT_MAX_RANK];
 } pit_dl_export;
@@ -95,7 +137,49 @@ static void delete_export(DLManagedTensor *m)
     free(m);
 }
 
+static void delete_export_versioned(DLManagedTensorVersioned *m)
+{
+    free(m);
+}
+
+/* The DLTensor of both exports: a view of the tensor's memory, no copy. */
+static void describe_export(const pit_tensor *tensor, DLTensor *t, int64_t *shape, int64_t *strides)
+{
+    const pit_tdesc *d = &tensor->d;
+    memcpy(shape, d->shape, sizeof d->shape);
+    memcpy(strides, d->strides, sizeof d->strides);
+    t->data = d->mem;
+    t->device.device_type = (DLDeviceType)tensor->ctx->info.dlpack_device_type;
+    t->device.device_id = tensor->ctx->device_index;
+    t->ndim = d->rank;
+    t->dtype = dtype_to_dlpack(d->dtype);
+    t->shape = shape;
+    t->strides = strides;
+    t->byte_offset = d->offset;
+}
+
 PIT_API pit_status pit_tensor_to_dlpack(pit_tensor *tensor, struct DLManagedTensor **out)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(tensor != NULL, "tensor");
+    PIT_CHECK_ARG(out != NULL, "managed");
+    *out = NULL;
+    if (tensor->read_only)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "pit_tensor_to_dlpack: the tensor is read-only "
+                         "and DLPack 0.x cannot say so: export it with "
+                         "pit_tensor_to_dlpack_versioned");
+    pit_dl_export *e = calloc(1, sizeof *e);
+    if (!e)
+        return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tensor_to_dlpack: out of host memory");
+    describe_export(tensor, &e->managed.v0.dl_tensor, e->shape, e->strides);
+    e->managed.v0.manager_ctx = tensor;
+    e->managed.v0.deleter = delete_export;
+    *out = &e->managed.v0;
+    return PIT_SUCCESS;
+}
+
+PIT_API pit_status pit_tensor_to_dlpack_versioned(pit_tensor *tensor,
+                                                  struct DLManagedTensorVersioned **out)
 {
     pit_clear_error();
     PIT_CHECK_ARG(tensor != NULL, "tensor");
@@ -103,21 +187,14 @@ PIT_API pit_status pit_tensor_to_dlpack(pit_tensor *tensor, struct DLManagedTens
     *out = NULL;
     pit_dl_export *e = calloc(1, sizeof *e);
     if (!e)
-        return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tensor_to_dlpack: out of host memory");
-    const pit_tdesc *d = &tensor->d;
-    memcpy(e->shape, d->shape, sizeof e->shape);
-    memcpy(e->strides, d->strides, sizeof e->strides);
-    DLTensor *t = &e->managed.dl_tensor;
-    t->data = d->mem;
-    t->device.device_type = (DLDeviceType)tensor->ctx->info.dlpack_device_type;
-    t->device.device_id = tensor->ctx->device_index;
-    t->ndim = d->rank;
-    t->dtype = dtype_to_dlpack(d->dtype);
-    t->shape = e->shape;
-    t->strides = e->strides;
-    t->byte_offset = d->offset;
-    e->managed.manager_ctx = tensor;
-    e->managed.deleter = delete_export;
-    *out = &e->managed;
+        return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tensor_to_dlpack_versioned: out of host memory");
+    DLManagedTensorVersioned *m = &e->managed.v1;
+    describe_export(tensor, &m->dl_tensor, e->shape, e->strides);
+    m->version.major = 1;
+    m->version.minor = 0;
+    m->flags = tensor->read_only ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
+    m->manager_ctx = tensor;
+    m->deleter = delete_export_versioned;
+    *out = m;
     return PIT_SUCCESS;
 }

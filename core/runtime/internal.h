@@ -104,13 +104,14 @@ struct pit_context {
     struct pit_workspace *workspaces; /* op_util.c; guarded by lock */
 };
 
-struct DLManagedTensor;
 struct pit_tensor {
     pit_context *ctx;
     pit_tdesc d;
     int owned;
     size_t alloc_bytes;
-    struct DLManagedTensor *dl_import; /* producer's, deleted on destroy */
+    void *dl_import;  /* the producer's managed tensor, deleted on destroy */
+    int dl_versioned; /* dl_import is a DLManagedTensorVersioned (DLPack 1.0) */
+    int read_only;    /* imported with DLPack's read-only flag: pit never writes it */
 };
 
 /* The stream to use for a public call's stream argument. */
@@ -122,6 +123,10 @@ size_t pit_tensor_extent_bytes(const pit_tdesc *d);
 int pit_tdesc_overlap(const pit_tdesc *a, const pit_tdesc *b);
 /* Validates tensor handle and context; names the argument on failure. */
 pit_status pit_tensor_check(const pit_context *ctx, const pit_tensor *t, const char *name);
+/* PIT_ERR_INVALID_ARGUMENT when fn would write t and t is read-only. */
+pit_status pit_tensor_check_writable(const pit_tensor *t, const char *fn, const char *name);
+/* Calls the deleter of a DLPack import (dlpack.c); nothing for other tensors. */
+void pit_dlpack_release(pit_tensor *t);
 
 /* ---- plans (plan.c) ------------------------------------------------------- */
 /* Finds or creates the plan for a problem on a stream and marks it busy; its

@@ -183,6 +183,24 @@ PIT_API pit_status pit_tensor_create(pit_context *ctx, pit_dtype dtype, int rank
     return PIT_SUCCESS;
 }
 
+/* A wrapped view must lie inside its buffer, and the buffer must be of this
+ * context, where the backend can tell (mem_query): a view past the end would
+ * let an operator write beyond it. An empty view spans no byte, but its
+ * handle still reaches the backend and is checked. The caller has checked
+ * that offset + extent fits in 2^63. */
+static pit_status check_inside_buffer(pit_context *ctx, const pit_tdesc *d)
+{
+    if (!ctx->be->mem_query)
+        return PIT_SUCCESS;
+    size_t extent = pit_tensor_extent_bytes(d), end = d->offset + extent, bytes = 0;
+    PIT_TRY(ctx->be->mem_query(ctx->bctx, d->mem, end, &bytes));
+    if (extent > 0 && end > bytes)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "the view spans bytes %zu..%zu of its buffer "
+                         "(byte_offset %zu + extent %zu bytes), which holds %zu bytes", d->offset,
+                         end - 1, d->offset, extent, bytes);
+    return PIT_SUCCESS;
+}
+
 PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
                                    const int64_t *shape, const int64_t *strides, void *data,
                                    size_t byte_offset, pit_tensor **out)
@@ -202,6 +220,7 @@ PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
                          "%zu bytes exceeds 2^63", byte_offset, pit_tensor_extent_bytes(&d));
     d.mem = data;
     d.offset = byte_offset;
+    PIT_TRY(check_inside_buffer(ctx, &d));
     pit_tensor *t = calloc(1, sizeof *t);
     if (!t)
         return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tensor_wrap: out of host memory");
@@ -211,8 +230,6 @@ PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
     return PIT_SUCCESS;
 }
 
-void pit_dlpack_release(struct DLManagedTensor *m);
-
 PIT_API pit_status pit_tensor_destroy(pit_tensor *t)
 {
     pit_clear_error();
@@ -220,8 +237,7 @@ PIT_API pit_status pit_tensor_destroy(pit_tensor *t)
         return PIT_SUCCESS;
     if (t->owned)
         t->ctx->be->mem_free(t->ctx->bctx, t->d.mem);
-    if (t->dl_import)
-        pit_dlpack_release(t->dl_import);
+    pit_dlpack_release(t);
     free(t);
     return PIT_SUCCESS;
 }
@@ -248,6 +264,14 @@ pit_status pit_tensor_check(const pit_context *ctx, const pit_tensor *t, const c
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "tensor argument '%s' is NULL", name);
     if (t->ctx != ctx)
         return pit_error(PIT_ERR_CONTEXT_MISMATCH, "tensor '%s' belongs to another context", name);
+    return PIT_SUCCESS;
+}
+
+pit_status pit_tensor_check_writable(const pit_tensor *t, const char *fn, const char *name)
+{
+    if (t && t->read_only)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "%s: '%s' is read-only (a DLPack import "
+                         "flagged read-only) and cannot be written", fn, name);
     return PIT_SUCCESS;
 }
 
@@ -294,6 +318,7 @@ PIT_API pit_status pit_tensor_upload(pit_tensor *t, pit_stream *stream, const vo
     pit_clear_error();
     PIT_CHECK_ARG(t != NULL, "tensor");
     PIT_CHECK_ARG(host != NULL || bytes == 0, "host");
+    PIT_TRY(pit_tensor_check_writable(t, "pit_tensor_upload", "tensor"));
     return copy_rows(t, stream, (void *)host, bytes, 1);
 }
 
@@ -328,6 +353,7 @@ PIT_API pit_status pit_tensor_zero(pit_tensor *t, pit_stream *stream)
 {
     pit_clear_error();
     PIT_CHECK_ARG(t != NULL, "tensor");
+    PIT_TRY(pit_tensor_check_writable(t, "pit_tensor_zero", "tensor"));
     pit_context *ctx = t->ctx;
     if (stream && stream->ctx != ctx)
         return pit_error(PIT_ERR_CONTEXT_MISMATCH, "stream belongs to another context");

@@ -3,29 +3,37 @@
  * imports with fuzzed dtypes, ranks, shapes, strides, offsets, device types
  * and data pointers, against a real context (OpenCL; PoCL on the CPU in CI).
  * Properties:
- *  - pit_tensor_wrap / pit_tensor_create / pit_tensor_from_dlpack either
- *    succeed with a descriptor that is row-major compatible, aligned, and
- *    whose extent fits in 2^63 bytes, or fail with a status and a message,
- *    leaving *tensor NULL (and, for DLPack, the producer's deleter uncalled);
- *  - a successful import is destroyed with exactly one deleter call;
+ *  - pit_tensor_wrap / pit_tensor_create / the DLPack imports (0.x and 1.x)
+ *    either succeed with a descriptor that is row-major compatible, aligned,
+ *    and whose extent fits in 2^63 bytes, or fail with a status and a
+ *    message, leaving *tensor NULL (and, for DLPack, the producer's deleter
+ *    uncalled);
+ *  - a view of the real buffer is accepted only inside it (offset + extent
+ *    <= its size, or no byte at all), and a refusal for its size happens only
+ *    when it really passes the end; a buffer of another context is never
+ *    accepted;
+ *  - a successful import is destroyed with exactly one deleter call; a
+ *    DLPack 1.x import of another major version is refused; one flagged
+ *    read-only refuses upload and zero and keeps its bytes;
  *  - on a view of a real buffer, upload / download / zero touch exactly the
  *    view's elements (sentinel bytes elsewhere survive) in row-major order;
  *  - to_dlpack exports what was described.
  */
-#include <dlpack/dlpack.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "dlpack_versioned.h"
 #include "fuzz_input.h"
 #include "pit.h"
 
 #define BUF_BYTES 65536
 
-static pit_context *g_ctx;
-static pit_tensor *g_buf; /* an i32 tensor of BUF_BYTES: real memory for views */
-static void *g_mem;       /* its cl_mem */
+static pit_context *g_ctx, *g_other;
+static pit_tensor *g_buf;     /* an i32 tensor of BUF_BYTES: real memory for views */
+static void *g_mem;           /* its cl_mem */
+static void *g_foreign;       /* a cl_mem of another context (another cl_context) */
 static int g_deleted;
 static uint8_t g_host[BUF_BYTES], g_back[BUF_BYTES], g_owner[BUF_BYTES];
 
@@ -47,14 +55,25 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     }
     int64_t n = BUF_BYTES / 4;
     pit_tensor_desc d;
+    pit_tensor *theirs = NULL; /* lives as long as the process */
     if (pit_tensor_create(g_ctx, PIT_I32, 1, &n, &g_buf) != PIT_SUCCESS ||
-        pit_tensor_get_desc(g_buf, &d) != PIT_SUCCESS)
-        fail("buffer");
+        pit_tensor_get_desc(g_buf, &d) != PIT_SUCCESS ||
+        pit_context_create("opencl", 0, &g_other) != PIT_SUCCESS ||
+        pit_tensor_create(g_other, PIT_I32, 1, &n, &theirs) != PIT_SUCCESS)
+        fail("buffers");
     g_mem = d.data;
+    pit_tensor_get_desc(theirs, &d);
+    g_foreign = d.data;
     return 0;
 }
 
 static void count_delete(DLManagedTensor *m)
+{
+    (void)m;
+    g_deleted++;
+}
+
+static void count_delete_versioned(DLManagedTensorVersioned *m)
 {
     (void)m;
     g_deleted++;
@@ -135,8 +154,12 @@ static void exercise_view(pit_tensor *t)
     pit_tensor_desc d;
     pit_tensor_get_desc(t, &d);
     size_t es = dsize(d.dtype), extent;
-    if (!fits(&d, &extent) || d.byte_offset + extent > BUF_BYTES)
-        return;
+    if (!fits(&d, &extent))
+        fail("a view spanning more than 2^63 bytes was accepted");
+    if (extent == 0 && d.byte_offset > BUF_BYTES)
+        return; /* an empty view spans no byte, wherever it starts */
+    if (d.byte_offset + extent > BUF_BYTES)
+        fail("a view past the end of its buffer was accepted");
     int64_t numel = numel_of(&d);
     if ((size_t)numel * es > extent)
         fail("more element bytes than the extent");
@@ -201,10 +224,13 @@ static void check_export(pit_tensor *t)
     m->deleter(m);
 }
 
+/* NULL, the real buffer, or one of another context. Never a made-up
+ * handle: a cl_mem is queried (its context and size), and the OpenCL ICD
+ * loader follows any pointer it is given. */
 static void *pick_data(fz *f)
 {
     uint8_t s = fz_u8(f) % 4;
-    return s == 0 ? NULL : s == 1 ? (void *)(uintptr_t)0x1000 : g_mem;
+    return s == 0 ? NULL : s == 1 ? g_foreign : g_mem;
 }
 
 static size_t pick_offset(fz *f)
@@ -219,6 +245,33 @@ static pit_dtype pick_dtype(fz *f)
 {
     uint8_t s = fz_u8(f);
     return s < 240 ? (pit_dtype)(s % 4) : (pit_dtype)(int8_t)fz_u8(f);
+}
+
+/* Bytes a valid view's elements span (its descriptor as asked, before
+ * pit saw it); 0 when it is empty. Only asked of views pit accepted as
+ * descriptors, whose extents are 0..2^31-1: int128 holds every product. */
+static __int128 asked_extent(pit_dtype dtype, int rank, const int64_t *shape, const int64_t *strides)
+{
+    __int128 last = 0, inner = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        if (shape[i] == 0)
+            return 0;
+        last += (__int128)(shape[i] - 1) * (strides ? strides[i] : inner);
+        inner *= shape[i];
+    }
+    return (last + 1) * (__int128)dsize(dtype);
+}
+
+/* A refusal names the buffer's size only for a view of the real buffer
+ * that passes its end; a buffer of another context is never accepted. */
+static void check_bounds_outcome(pit_status s, const void *data, size_t offset, pit_dtype dtype,
+                                 int rank, const int64_t *shape, const int64_t *strides)
+{
+    if (s == PIT_SUCCESS && data == g_foreign)
+        fail("a buffer of another context was accepted");
+    if (s != PIT_SUCCESS && strstr(pit_last_error(), "which holds") &&
+        (data != g_mem || (__int128)offset + asked_extent(dtype, rank, shape, strides) <= BUF_BYTES))
+        fail("a view inside its buffer was refused for the buffer's size");
 }
 
 static void fuzz_wrap(fz *f)
@@ -236,6 +289,7 @@ static void fuzz_wrap(fz *f)
     pit_tensor *t = (pit_tensor *)(uintptr_t)1;
     pit_status s = pit_tensor_wrap(g_ctx, dtype, rank, shape, with_strides ? strides : NULL, data,
                                    offset, &t);
+    check_bounds_outcome(s, data, offset, dtype, rank, shape, with_strides ? strides : NULL);
     if (s != PIT_SUCCESS) {
         if (t != NULL || !pit_last_error()[0])
             fail("failed wrap left a tensor or no message");
@@ -281,6 +335,40 @@ static void fuzz_create(fz *f)
     pit_tensor_destroy(t);
 }
 
+/* The pit dtype of an accepted DLPack dtype. */
+static pit_dtype dtype_of(DLDataType t)
+{
+    if (t.code == kDLBfloat)
+        return PIT_BF16;
+    if (t.code == kDLInt)
+        return PIT_I32;
+    if (t.bits == 8)
+        return PIT_U8; /* kDLUInt or kDLBool */
+    return t.bits == 16 ? PIT_F16 : PIT_F32;
+}
+
+/* A read-only import is never written: upload and zero are refused and the
+ * buffer keeps its bytes. */
+static void check_read_only(pit_tensor *t)
+{
+    memset(g_host, 0xA5, BUF_BYTES);
+    if (pit_tensor_upload(g_buf, NULL, g_host, BUF_BYTES) != PIT_SUCCESS)
+        fail("sentinel upload");
+    pit_tensor_desc d;
+    pit_tensor_get_desc(t, &d);
+    int64_t numel = numel_of(&d);
+    size_t bytes = numel > 0 ? (size_t)numel * dsize(d.dtype) : 0;
+    if (bytes <= BUF_BYTES && pit_tensor_upload(t, NULL, g_back, bytes) != PIT_ERR_INVALID_ARGUMENT)
+        fail("upload into a read-only import was not refused");
+    if (pit_tensor_zero(t, NULL) != PIT_ERR_INVALID_ARGUMENT)
+        fail("zero of a read-only import was not refused");
+    if (pit_tensor_download(g_buf, NULL, g_back, BUF_BYTES) != PIT_SUCCESS)
+        fail("download of the buffer");
+    for (size_t e = 0; e < BUF_BYTES; e++)
+        if (g_back[e] != 0xA5)
+            fail("a read-only import was written");
+}
+
 static void fuzz_dlpack(fz *f)
 {
     static const int types[] = {kDLOpenCL, kDLCPU, kDLCUDA, kDLROCM, kDLOpenCL, kDLOpenCL};
@@ -317,19 +405,33 @@ static void fuzz_dlpack(fz *f)
     m.dl_tensor.data = pick_data(f);
     m.dl_tensor.byte_offset = (uint64_t)pick_offset(f);
     m.deleter = count_delete;
+    /* DLPack 1.x: the same tensor in the versioned struct, any version and flags */
+    DLManagedTensorVersioned v;
+    memset(&v, 0, sizeof v);
+    s = fz_u8(f);
+    int versioned = s & 1;
+    v.version.major = s < 200 ? 1 : fz_u8(f);
+    v.version.minor = fz_u8(f);
+    v.flags = fz_u8(f) < 128 ? 0 : fz_u64(f);
+    v.deleter = count_delete_versioned;
+    v.dl_tensor = m.dl_tensor;
+    int read_only = versioned && (v.flags & DLPACK_FLAG_BITMASK_READ_ONLY);
     g_deleted = 0;
     pit_tensor *t = (pit_tensor *)(uintptr_t)1;
-    pit_status st = pit_tensor_from_dlpack(g_ctx, &m, &t);
+    pit_status st = versioned ? pit_tensor_from_dlpack_versioned(g_ctx, &v, &t)
+                              : pit_tensor_from_dlpack(g_ctx, &m, &t);
+    if (st == PIT_SUCCESS && versioned && v.version.major != 1)
+        fail("a DLPack tensor of another major version was imported");
+    pit_dtype dt = dtype_of(m.dl_tensor.dtype);
+    check_bounds_outcome(st, m.dl_tensor.data, (size_t)m.dl_tensor.byte_offset, dt, ndim, shape, strides);
     if (st != PIT_SUCCESS) {
         if (t != NULL || g_deleted || !pit_last_error()[0])
             fail("failed import left a tensor, called the deleter or gave no message");
     } else {
-        pit_dtype dt = m.dl_tensor.dtype.code == kDLBfloat ? PIT_BF16
-                       : m.dl_tensor.dtype.code == kDLInt  ? PIT_I32
-                       : m.dl_tensor.dtype.bits == 16      ? PIT_F16
-                                                           : PIT_F32;
         check_desc(t, dt, ndim, (size_t)m.dl_tensor.byte_offset);
-        if (m.dl_tensor.data == g_mem)
+        if (m.dl_tensor.data == g_mem && read_only)
+            check_read_only(t);
+        else if (m.dl_tensor.data == g_mem)
             exercise_view(t);
         pit_tensor_destroy(t);
         if (g_deleted != 1)

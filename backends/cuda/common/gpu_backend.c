@@ -257,6 +257,74 @@ static pit_status gpu_mem_copy(void *bctx, void *stream, void *dst, size_t dst_o
     return PIT_SUCCESS;
 }
 
+/* ---- memory the caller wraps ------------------------------------------------ */
+/* Whether the piece of memory holding p was mapped through the virtual
+ * memory API (cuMemMap): a caching allocator may map its pool piece by piece
+ * (PyTorch's expandable segments), and one tensor may span pieces mapped
+ * back to back, while the driver reports the range of one piece. */
+static int mapped_piece(CUdeviceptr p)
+{
+    CUmemGenericAllocationHandle h;
+    if (pit_cu.MemRetainAllocationHandle(&h, (void *)(uintptr_t)p) != CUDA_SUCCESS) return 0;
+    pit_cu.MemRelease(h);
+    return 1;
+}
+
+/* The end of the buffer holding p: its allocation's end, extended over
+ * mapped pieces that follow a mapped piece back to back until need bytes
+ * from p are covered. Separate allocations never join: a view running from
+ * one into the next is refused. */
+static CUdeviceptr buffer_end(CUdeviceptr p, CUdeviceptr base, size_t size, size_t need)
+{
+    CUdeviceptr end = base + size, next = 0;
+    size_t next_size = 0;
+    while (end - p < need && mapped_piece(end - 1) &&
+           pit_cu.MemGetAddressRange(&next, &next_size, end) == CUDA_SUCCESS && next == end && next_size > 0 &&
+           mapped_piece(end))
+        end += next_size;
+    return end;
+}
+
+/* The device whose memory p is, or -1 where that does not bind it: managed
+ * memory (it migrates), or a driver that does not say. */
+static int device_of(CUdeviceptr p)
+{
+    unsigned int managed = 0; /* a boolean the driver may write as one byte */
+    int ordinal = -1;
+    if (pit_cu.PointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) != CUDA_SUCCESS || managed)
+        return -1;
+    if (pit_cu.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) != CUDA_SUCCESS) return -1;
+    return ordinal;
+}
+
+/* A device pointer the caller wraps: memory the driver allocated (not host
+ * memory), of this context's device where the driver says whose it is. */
+static pit_status gpu_mem_query(void *bctx, const void *mem, size_t need, size_t *bytes)
+{
+    pit_cuda_ctx *c = bctx;
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)mem, base = 0, end = 0;
+    size_t size = 0;
+    int ordinal = -1;
+    pit_status st = pit_cuda_push(c);
+    if (st != PIT_SUCCESS) return st;
+    CUresult r = pit_cu.MemGetAddressRange(&base, &size, p);
+    if (r == CUDA_SUCCESS) {
+        end = buffer_end(p, base, size, need);
+        ordinal = device_of(p);
+    }
+    pit_cuda_pop();
+    if (r != CUDA_SUCCESS)
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT,
+                                    PIT_VENDOR_NAME ": data %p is no device memory the driver knows (%s returned %d)",
+                                    mem, PIT_CALL(MemGetAddressRange), (int)r);
+    if (ordinal >= 0 && ordinal != c->index)
+        return pit_cuda_host->error(PIT_ERR_CONTEXT_MISMATCH,
+                                    PIT_VENDOR_NAME ": data %p is memory of device %d; this context is on device %d",
+                                    mem, ordinal, c->index);
+    *bytes = (size_t)(end - p);
+    return PIT_SUCCESS;
+}
+
 /* ---- events -------------------------------------------------------------- */
 static pit_status gpu_event_record(void *bctx, void *stream, pit_event **event)
 {
@@ -325,6 +393,7 @@ static pit_backend gpu_backend = {
     .mem_read = gpu_mem_read,
     .mem_fill32 = gpu_mem_fill32,
     .mem_is_pointer = 1,
+    .mem_query = gpu_mem_query,
     .event_record = gpu_event_record,
     .event_elapsed_ms = gpu_event_elapsed_ms,
     .event_destroy = gpu_event_destroy,

@@ -54,6 +54,12 @@ typedef struct pit_cu_api {
     CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     CUresult (*MemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    /* what a wrapped pointer is: its allocation, device, and whether it was
+     * mapped through the virtual memory API (a handle can be retained) */
+    CUresult (*MemGetAddressRange)(CUdeviceptr *, size_t *, CUdeviceptr);
+    CUresult (*PointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
+    CUresult (*MemRetainAllocationHandle)(CUmemGenericAllocationHandle *, void *);
+    CUresult (*MemRelease)(CUmemGenericAllocationHandle);
     CUresult (*EventCreate)(CUevent *, unsigned int);
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*EventSynchronize)(CUevent);
