@@ -177,30 +177,25 @@ static int entry_path(char *path, size_t cap, const char *kind, const char *key)
            pit_cache_entry_path(path, cap, dir, kind, key) == 0;
 }
 
+/* What the debug log says of a read that found no binary (NULL: nothing). */
+static const char *const read_failures[] = {
+    [PIT_CACHE_NOT_REGULAR] = "is not a regular file: not read",
+    [PIT_CACHE_DAMAGED] = "is corrupt, recompiling",
+    [PIT_CACHE_OTHER_KEY] = "was stored under another key, recompiling",
+    [PIT_CACHE_NO_MEMORY] = "could not be read: no host memory",
+};
+
 void *pit_kernel_cache_load(const char *kind, const char *key, size_t *size)
 {
     char path[1200];
     void *data = NULL;
     if (!size || !entry_path(path, sizeof path, kind, key))
         return NULL;
-    switch (pit_cache_entry_read(path, key, &data, size)) {
-    case PIT_CACHE_HIT:
+    pit_cache_read got = pit_cache_entry_read(path, key, &data, size);
+    if (got == PIT_CACHE_HIT)
         return data;
-    case PIT_CACHE_ABSENT:
-        break;
-    case PIT_CACHE_NOT_REGULAR:
-        pit_log_debug("kernel cache: %s is not a regular file: not read", path);
-        break;
-    case PIT_CACHE_DAMAGED:
-        pit_log_debug("kernel cache: %s is corrupt, recompiling", path);
-        break;
-    case PIT_CACHE_OTHER_KEY:
-        pit_log_debug("kernel cache: %s was stored under another key, recompiling", path);
-        break;
-    case PIT_CACHE_NO_MEMORY:
-        pit_log_debug("kernel cache: no host memory to read %s", path);
-        break;
-    }
+    if (read_failures[got])
+        pit_log_debug("kernel cache: %s %s", path, read_failures[got]);
     return NULL;
 }
 
