@@ -151,8 +151,9 @@ static void trim_to(const char *dir, int64_t target)
         removed++;
     }
     atomic_store(&tallied_bytes, left);
-    pit_log_debug("kernel cache: %zu of %zu entries removed (least recently used first) to bring "
-                  "%s to %lld bytes", removed, l.count, dir, (long long)target);
+    pit_log_debug("kernel cache: %zu of %zu entries removed (least recently used first): %s "
+                  "holds %lld bytes of them, at most %lld wanted", removed, l.count, dir,
+                  (long long)left, (long long)target);
     free(l.items);
 }
 
@@ -221,7 +222,7 @@ void pit_kernel_cache_drop(const char *kind, const char *key)
 {
     char path[1200];
     if (entry_path(path, sizeof path, kind, key) && unlink(path) == 0)
-        pit_log_debug("kernel cache: %s dropped: its binary failed to load", path);
+        pit_log_debug("kernel cache: %s dropped: its binary did not load or lacked a kernel", path);
 }
 
 /* ---- public API ------------------------------------------------------------------------ */
