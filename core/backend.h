@@ -32,7 +32,9 @@ extern "C" {
 #endif
 
 #define PIT_BACKEND_ABI_VERSION 5 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
-                                    4: switches to context_create; 5: mem_query */
+                                    4: switches to context_create;
+                                    5: mem_query; pit_host.cache_load / cache_store /
+                                       cache_drop; set_scratch_allocator */
 #define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
 
 /* ---- services core offers to plug-ins --------------------------------- */
@@ -42,14 +44,29 @@ typedef struct pit_host {
     pit_status (*error)(pit_status status, const char *fmt, ...);
     /* Debug log, shown with PIT_LOG=debug (goes to stderr of the process). */
     void (*log_debug)(const char *fmt, ...);
-    /* Kernel disk cache folder ($PIT_CACHE_DIR or ~/.cache/pit), created. */
+    /* Kernel disk cache folder ($PIT_CACHE_DIR or ~/.cache/pit), created.
+     * Plug-ins keep binaries through cache_load / cache_store below. */
     const char *(*cache_dir)(void);
     /* Fault injection (PIT_FAULT_ALLOC=N): nonzero when this allocation must fail. */
     int (*inject_alloc_failure)(void);
     /* A kernel-cache entry opened for reading ("rb"), or NULL when it is
      * missing or not a regular file (a FIFO or a device would block or never
-     * end). Plug-ins read their disk-cache entries only through this. */
+     * end). */
     FILE *(*open_cache_entry)(const char *path);
+    /* The kernel disk cache, kept by core: entry files, checks, the size cap
+     * (PIT_CACHE_MAX_MB), least recently used first out. `kind` names the
+     * plug-in ("cuda", "opencl"); `key` is the whole text that determines the
+     * binary (sources, build options, device and compiler identity): an entry
+     * is returned only to the same key, compared byte for byte. A host may
+     * leave these NULL: no disk cache. */
+    /* The binary stored under key (malloc'd, *size its bytes), or NULL when
+     * absent, damaged, stored under another key, or the cache is off. */
+    void *(*cache_load)(const char *kind, const char *key, size_t *size);
+    /* Stores a binary under key; best effort (a failure costs a compile later). */
+    void (*cache_store)(const char *kind, const char *key, const void *data, size_t size);
+    /* Removes key's entry: the binary it gave failed to load or to provide a
+     * kernel; the plug-in then compiles from source once and stores the result. */
+    void (*cache_drop)(const char *kind, const char *key);
 } pit_host;
 
 /* ---- experimental switches (switches.def), read once per context --------- */

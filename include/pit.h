@@ -477,6 +477,36 @@ PIT_API pit_status pit_tune(pit_context *ctx, const pit_tune_options *options,
                             char *written_path, size_t written_path_size);
 
 /* ------------------------------------------------------------------------ */
+/* Kernel disk cache                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* Compiled kernels are kept in a folder ($PIT_CACHE_DIR, default
+ * ~/.cache/pit) so that later processes skip the compiler. The folder is
+ * trusted like code: its binaries run on the device as they are; give it the
+ * permissions of the program's own files. PIT_CACHE_MAX_MB caps the kernels'
+ * bytes (default 256, 0: no disk cache): a store that takes the folder over
+ * the cap removes the least recently used entries (by last read or write)
+ * down to three quarters of it. Only pit's own entry files are ever counted
+ * or removed: the tuned tile databases (tiledb/) and any other file stay. */
+typedef struct pit_cache_info {
+    const char *folder; /* NULL: no folder ($PIT_CACHE_DIR and $HOME unset, or
+                           it cannot be created); valid until the process ends */
+    int64_t entries;    /* pit's kernel entries in it */
+    int64_t bytes;      /* their size */
+    int64_t max_bytes;  /* the cap (PIT_CACHE_MAX_MB); 0: the disk cache is off */
+} pit_cache_info;
+
+/* Fills *info. Errors: PIT_ERR_INVALID_ARGUMENT (NULL), PIT_ERR_IO (the folder
+ * cannot be listed). */
+PIT_API pit_status pit_cache_get_info(pit_cache_info *info);
+
+/* Removes every kernel entry of the folder, and nothing else. Contexts keep
+ * the kernels they have loaded. Safe while other threads or processes use the
+ * cache (they compile again). Errors: PIT_ERR_IO (an entry could not be
+ * removed: the message names it; the others are removed). */
+PIT_API pit_status pit_cache_clear(void);
+
+/* ------------------------------------------------------------------------ */
 /* Device timing and baselines (used by pit bench; useful to users too)     */
 /* ------------------------------------------------------------------------ */
 

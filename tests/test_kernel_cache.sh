@@ -7,7 +7,10 @@
 #     runs: the next run detects it (checksum), recompiles, and passes;
 #  3. the run after that loads every program from the rewritten cache;
 #  4. every entry replaced by a FIFO (or a folder): the next run neither
-#     blocks on them nor fails: it recompiles.
+#     blocks on them nor fails: it recompiles;
+#  5. two processes fill a folder that is over its cap (PIT_CACHE_MAX_MB=4:
+#     old entries and foreign files) at once, both trimming it: both pass,
+#     no temporary file is left, the foreign files stay.
 # Exit 77 (skipped) when there is no OpenCL device.
 set -u
 pit="$1"; work="$2"
@@ -35,7 +38,7 @@ tmp=$(ls "$cache" | grep -c '\.tmp\.' || true)
 echo "cache entries: $n, temporary files left: $tmp"
 [ "$n" -gt 0 ] && [ "$tmp" -eq 0 ] || fail=1
 for f in "$cache"/opencl-*.bin; do
-    [ "$(head -c 8 "$f")" = PITCLBIN ] || { echo "entry $f has no header"; fail=1; }
+    [ "$(head -c 8 "$f")" = PITKERN1 ] || { echo "entry $f has no header"; fail=1; }
 done
 
 # 2. corrupt or truncate every entry, then run again
@@ -74,6 +77,28 @@ done
 timeout 300 "$pit" conformance --quick --op matmul >"$work/p5.log" 2>&1; r5=$?
 echo "run on a cache of FIFOs and folders: exit $r5 (124: it blocked)"
 [ $r5 -eq 0 ] || { fail=1; tail -n 5 "$work/p5.log"; }
+
+# 5. two processes trimming one folder at once
+capped="$work/capped"
+mkdir -p "$capped"
+i=0
+while [ $i -lt 24 ]; do
+    f="$capped/opencl-$(printf '%032x' $((i + 4096))).bin"
+    head -c 262144 /dev/urandom >"$f"
+    touch -d "@$(( $(date +%s) - 86400 + i * 60 ))" "$f"
+    i=$((i + 1))
+done
+printf 'not pit'"'"'s\n' >"$capped/notes.txt"
+head -c 1048576 /dev/urandom >"$capped/big-foreign.dat"
+PIT_CACHE_DIR="$capped" PIT_CACHE_MAX_MB=4 conf "$work/p6.log" & p1=$!
+PIT_CACHE_DIR="$capped" PIT_CACHE_MAX_MB=4 conf "$work/p7.log" & p2=$!
+wait $p1; r1=$?; wait $p2; r2=$?
+old=$(ls "$capped" | grep -c '^opencl-0\{28\}' || true)
+tmp=$(ls "$capped" | grep -c '\.tmp\.' || true)
+echo "two processes trimming at once: exit $r1 and $r2, $old of 24 old entries left, $tmp temporary files"
+[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && [ "$old" -lt 24 ] && [ "$tmp" -eq 0 ] || fail=1
+[ -f "$capped/notes.txt" ] && [ "$(wc -c <"$capped/big-foreign.dat")" -eq 1048576 ] ||
+    { echo "a foreign file was removed"; fail=1; }
 
 [ $fail -eq 0 ] && echo "kernel cache: PASS" || echo "kernel cache: FAIL"
 exit $fail

@@ -72,6 +72,12 @@ int tool_parse_number(const char *command, const char *what, const char *text,
     return 0;
 }
 
+int tool_no_option(const tool_command *c, void *user, int id, const char *value)
+{
+    (void)c, (void)user, (void)id, (void)value;
+    return 2; /* unreachable: getopt_long knows only --help */
+}
+
 int tool_find_name(const char *name, const char *const *names, int n)
 {
     for (int i = 0; i < n; i++)

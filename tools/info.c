@@ -35,16 +35,10 @@ static void usage(FILE *f)
     fprintf(f, "usage: pit info\n");
 }
 
-static int no_option(const tool_command *c, void *user, int id, const char *value)
-{
-    (void)c, (void)user, (void)id, (void)value;
-    return 2; /* unreachable: getopt_long knows only --help */
-}
-
 int pit_cmd_info(int argc, char **argv)
 {
     static const struct option options[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    const tool_command cmd = {"info", ":h", options, usage, no_option};
+    const tool_command cmd = {"info", ":h", options, usage, tool_no_option};
     int rc = tool_parse_options(&cmd, argc, argv, NULL);
     if (rc >= 0)
         return rc;

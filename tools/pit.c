@@ -15,10 +15,11 @@ static void usage(FILE *f)
             "  conformance   every operator on every device against the CPU reference\n"
             "  bench         the paper's micro-benchmarks against vendor baselines\n"
             "  tune          measure the dense tiles of this device into its tile database\n"
+            "  cache         show or clear the kernel disk cache\n"
             "  version       the library's version (also --version)\n"
             "  help          this text; 'pit <command> --help' for a command's options\n"
             "environment: PIT_BACKEND=cuda|hip|opencl[:N], PIT_LOG=debug, PIT_TILEDB,\n"
-            "             PIT_CACHE_DIR, PIT_PLUGIN_DIR\n");
+            "             PIT_CACHE_DIR, PIT_CACHE_MAX_MB, PIT_PLUGIN_DIR\n");
 }
 
 void pit_tool_print_version(void)
@@ -56,6 +57,8 @@ int main(int argc, char **argv)
         return pit_cmd_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "tune"))
         return pit_cmd_tune(argc - 1, argv + 1);
+    if (!strcmp(cmd, "cache"))
+        return pit_cmd_cache(argc - 1, argv + 1);
     fprintf(stderr, "pit: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

@@ -12,6 +12,7 @@ int pit_cmd_info(int argc, char **argv);
 int pit_cmd_conformance(int argc, char **argv);
 int pit_cmd_bench(int argc, char **argv);
 int pit_cmd_tune(int argc, char **argv);
+int pit_cmd_cache(int argc, char **argv);
 
 /* Backends in the order the automatic choice tries them. */
 extern const char *const pit_tool_backends[3];
@@ -45,6 +46,8 @@ int tool_parse_number(const char *command, const char *what, const char *text,
 /* tool_parse_number for an int option with 0 <= min <= max: 0, or 2 when refused. */
 int tool_int_option(const tool_command *c, const char *option, const char *value, int min, int max,
                     int *out);
+/* on_option of a command whose only option is --help. */
+int tool_no_option(const tool_command *c, void *user, int id, const char *value);
 /* The index of `name` in names[0..n), or -1. */
 int tool_find_name(const char *name, const char *const *names, int n);
 

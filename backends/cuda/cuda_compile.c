@@ -10,33 +10,50 @@
 
 #define MAX_OPTIONS 32
 
-uint64_t pit_fnv1a(uint64_t h, const void *data, size_t size)
+/* NVRTC's options for v on sm_<arch> into opts (pointing into archopt and
+ * defines, which the caller keeps); returns their count. */
+static int compile_options(const pit_cuda_variant *v, int arch, char *archopt, size_t archopt_size,
+                           char *defines, size_t defines_size, const char **opts)
 {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < size; ++i) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
+    /* sm_90 gets sm_90a: the Hopper-only instructions (wgmma); the JIT
+     * compiles for the device's exact architecture, which runs it */
+    snprintf(archopt, archopt_size, "--gpu-architecture=sm_%d%s", arch, arch == 90 ? "a" : "");
+    int n = 0;
+    opts[n++] = archopt;
+    opts[n++] = "--std=c++17";
+    pit_cuda_variant_defines(v, defines, defines_size);
+    return n + pit_cuda_split_options(defines, opts + n, MAX_OPTIONS - n);
 }
 
-uint64_t pit_cuda_variant_hash(const pit_cuda_variant *v, int arch)
+static char *append(char *p, const char *text)
+{
+    size_t n = strlen(text);
+    memcpy(p, text, n);
+    return p + n;
+}
+
+char *pit_cuda_variant_key(const pit_cuda_variant *v, int arch)
 {
     const char *const *hsrc, *const *hname;
     int nh = pit_cuda_kernel_headers(&hsrc, &hname);
     const char *src = pit_cuda_kernel_source(v->kind);
-    const char *name = pit_cuda_kernel_name(v->kind);
-    char defines[512];
+    char archopt[64], defines[512], version[64];
+    const char *opts[MAX_OPTIONS];
+    int nopts = compile_options(v, arch, archopt, sizeof archopt, defines, sizeof defines, opts);
     int major = 0, minor = 0;
     nvrtcVersion(&major, &minor);
-    uint64_t h = PIT_FNV_SEED;
-    h = pit_fnv1a(h, src, strlen(src));
-    for (int i = 0; i < nh; ++i) h = pit_fnv1a(h, hsrc[i], strlen(hsrc[i]));
-    h = pit_fnv1a(h, name, strlen(name));
-    pit_cuda_variant_defines(v, defines, sizeof defines);
-    h = pit_fnv1a(h, defines, strlen(defines));
-    int tail[3] = {arch, major, minor};
-    return pit_fnv1a(h, tail, sizeof tail);
+    snprintf(version, sizeof version, "nvrtc %d.%d\n", major, minor);
+    size_t n = strlen(version) + strlen(pit_cuda_kernel_name(v->kind)) + 2 + strlen(src);
+    for (int i = 0; i < nopts; ++i) n += strlen(opts[i]) + 1;
+    for (int i = 0; i < nh; ++i) n += strlen(hname[i]) + 1 + strlen(hsrc[i]);
+    char *key = malloc(n);
+    if (!key) return NULL;
+    char *p = append(key, version);
+    for (int i = 0; i < nopts; ++i) p = append(append(p, opts[i]), "\n");
+    for (int i = 0; i < nh; ++i) p = append(append(append(p, hname[i]), "\n"), hsrc[i]);
+    p = append(append(p, pit_cuda_kernel_name(v->kind)), "\n");
+    *append(p, src) = '\0';
+    return key;
 }
 
 /* the program's log (malloc'd), NULL when empty */
@@ -74,15 +91,7 @@ int pit_cuda_compile(const pit_cuda_variant *v, int arch, char **cubin, size_t *
     *cubin = NULL;
     *size = 0;
     if (log) *log = NULL;
-
-    /* sm_90 gets sm_90a: the Hopper-only instructions (wgmma); the JIT
-     * compiles for the device's exact architecture, which runs it */
-    snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d%s", arch, arch == 90 ? "a" : "");
-    int n = 0;
-    opts[n++] = archopt;
-    opts[n++] = "--std=c++17";
-    pit_cuda_variant_defines(v, defines, sizeof defines);
-    n += pit_cuda_split_options(defines, opts + n, MAX_OPTIONS - n);
+    int n = compile_options(v, arch, archopt, sizeof archopt, defines, sizeof defines, opts);
 
     nvrtcResult r = nvrtcCreateProgram(&prog, pit_cuda_kernel_source(v->kind), pit_cuda_kernel_name(v->kind),
                                        nh, hsrc, hname);

@@ -24,12 +24,10 @@ int pit_cuda_compile(const pit_cuda_variant *v, int arch, char **cubin, size_t *
  * test sees, so pit-nvrtc-check fails on it. */
 const char *pit_cuda_wgmma_serialised(const char *log);
 
-/* Disk-cache key: FNV-1a 64 of the sources, the defines, the arch and the
- * NVRTC version. */
-uint64_t pit_cuda_variant_hash(const pit_cuda_variant *v, int arch);
-
-/* FNV-1a 64 of a buffer, continuing from h (start with PIT_FNV_SEED). */
-#define PIT_FNV_SEED 1469598103934665603ull
-uint64_t pit_fnv1a(uint64_t h, const void *data, size_t size);
+/* The disk cache's key of v on sm_<arch> (malloc'd; NULL without memory):
+ * the whole text that determines its cubin: NVRTC's version, the options
+ * (architecture, defines), every header with its name, the kernel's name and
+ * source. */
+char *pit_cuda_variant_key(const pit_cuda_variant *v, int arch);
 
 #endif /* PIT_CUDA_COMPILE_H */

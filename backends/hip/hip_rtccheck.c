@@ -30,7 +30,8 @@ static void tool_log(const char *fmt, ...)
     (void)fmt;
 }
 
-static const pit_host tool_host = {PIT_BACKEND_ABI_VERSION, tool_error, tool_log, NULL, NULL, NULL};
+/* no cache folder, no disk cache: every kernel is compiled */
+static const pit_host tool_host = {PIT_BACKEND_ABI_VERSION, tool_error, tool_log, NULL, NULL, NULL, NULL, NULL, NULL};
 
 typedef struct run {
     const char *gfx;

@@ -47,6 +47,8 @@ typedef struct ocl_device {
 typedef struct ocl_program {
     char *key; /* source name + "\n" + build options */
     cl_program program;
+    int from_disk;       /* built from a disk-cache binary, not yet found wanting */
+    cl_program replaced; /* the disk-cache program this one replaced (calls may hold it) */
     struct ocl_program *next;
 } ocl_program;
 
@@ -98,8 +100,9 @@ static inline size_t ocl_dtype_bytes(pit_dtype t)
     return t == PIT_U8 ? 1 : t == PIT_F16 || t == PIT_BF16 ? 2 : 4;
 }
 
-/* Kernel objects through one process-wide lock (a PoCL 3.1 race). */
-pit_status ocl_kernel_new(cl_program program, const char *kname, cl_kernel *out);
+/* Kernel objects through one process-wide lock (a PoCL 3.1 race). A program
+ * from the disk cache that lacks the kernel is rebuilt from source once. */
+pit_status ocl_kernel_new(ocl_ctx *c, cl_program program, const char *kname, cl_kernel *out);
 void ocl_kernel_release(cl_kernel k);
 /* Creates a kernel of a program and checks that its work-group size fits. */
 pit_status ocl_kernel_create(ocl_ctx *c, cl_program program, const char *kname,

@@ -1,19 +1,18 @@
 /*
  * ocl_program.c - run-time compilation of the embedded OpenCL C sources with
  * tile parameters as -D defines, an in-memory cache per (source, defines) in
- * the context, and a disk cache of program binaries under host->cache_dir()
- * keyed by a hash of source + defines + device + driver.
+ * the context, and program binaries kept in core's disk cache
+ * (host->cache_load / cache_store) under the whole text that determines them:
+ * device + driver + platform, build options, source.
  *
- * Disk file: "PITCLBIN", key hash (2 x u64), payload size (u64), payload
- * checksum (u64), payload. Written to a temporary file and renamed, so readers
- * never see half a file; a file whose key or checksum does not match is
- * ignored and rewritten.
+ * A binary from the disk cache that does not build, or whose program lacks a
+ * kernel pit asks for (another program's binary under this key), is dropped
+ * from the disk cache and the program is compiled from source once.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ocl_internal.h"
 
@@ -64,118 +63,27 @@ static int find_source(const char *name, program_source *out)
     return 0;
 }
 
-/* The parts as one malloc'd text (the disk cache key's source). */
-static char *source_text(const program_source *src)
+#define CACHE_KIND "opencl"
+
+/* The disk cache key (malloc'd): device identity, build options, then the
+ * parts of the source in order. */
+static char *cache_key(const ocl_ctx *c, const program_source *src, const char *options)
 {
+    const char *head[] = {c->identity, "\n", options, "\n"};
     size_t n = 1;
+    for (size_t i = 0; i < 4; ++i)
+        n += strlen(head[i]);
     for (cl_uint i = 0; i < src->count; ++i)
         n += strlen(src->parts[i]);
     char *text = malloc(n);
     if (!text)
         return NULL;
     text[0] = '\0';
+    for (size_t i = 0; i < 4; ++i)
+        strcat(text, head[i]);
     for (cl_uint i = 0; i < src->count; ++i)
         strcat(text, src->parts[i]);
     return text;
-}
-
-/* ---- hashing (FNV-1a, 64 bit) ---------------------------------------------------- */
-
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; ++i) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
-#define FNV_BASIS 0xcbf29ce484222325ull
-#define FNV_BASIS2 0x84222325cbf29ce4ull /* second, independent-looking basis */
-
-typedef struct cache_key {
-    uint64_t h[2];
-} cache_key;
-
-static cache_key make_key(const ocl_ctx *c, const char *source, const char *options)
-{
-    cache_key k = {{FNV_BASIS, FNV_BASIS2}};
-    const char *parts[] = {c->identity, "\n", options, "\n", source};
-    for (int j = 0; j < 2; ++j)
-        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; ++i)
-            k.h[j] = fnv1a(k.h[j], parts[i], strlen(parts[i]));
-    return k;
-}
-
-static int cache_path(const cache_key *k, char *out, size_t cap)
-{
-    const char *dir = ocl_host->cache_dir ? ocl_host->cache_dir() : NULL;
-    if (!dir || !*dir)
-        return 0;
-    int n = snprintf(out, cap, "%s/opencl-%016llx%016llx.bin", dir,
-                     (unsigned long long)k->h[0], (unsigned long long)k->h[1]);
-    return n > 0 && (size_t)n < cap;
-}
-
-/* ---- disk cache ------------------------------------------------------------------- */
-
-#define BIN_MAGIC "PITCLBIN"
-typedef struct bin_header {
-    char magic[8];
-    uint64_t key[2];
-    uint64_t size;
-    uint64_t checksum;
-} bin_header;
-
-/* Reads a verified binary; NULL when absent, foreign or corrupt. */
-static unsigned char *disk_load(const char *path, const cache_key *k, size_t *size)
-{
-    FILE *f = ocl_host->open_cache_entry(path);
-    if (!f)
-        return NULL;
-    bin_header h;
-    unsigned char *data = NULL;
-    if (fread(&h, sizeof h, 1, f) == 1 && memcmp(h.magic, BIN_MAGIC, 8) == 0 &&
-        h.key[0] == k->h[0] && h.key[1] == k->h[1] && h.size > 0 &&
-        h.size < ((uint64_t)1 << 31)) {
-        data = malloc((size_t)h.size);
-        if (data && (fread(data, 1, (size_t)h.size, f) != h.size ||
-                     fnv1a(FNV_BASIS, data, (size_t)h.size) != h.checksum)) {
-            ocl_host->log_debug("opencl: cache file %s is corrupt, recompiling", path);
-            free(data);
-            data = NULL;
-        }
-        *size = (size_t)h.size;
-    }
-    fclose(f);
-    return data;
-}
-
-static void disk_store(const char *path, const cache_key *k, const unsigned char *data,
-                       size_t size)
-{
-    static unsigned counter;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(),
-             __atomic_fetch_add(&counter, 1u, __ATOMIC_RELAXED));
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        ocl_host->log_debug("opencl: cannot write cache file %s", tmp);
-        return;
-    }
-    bin_header h;
-    memcpy(h.magic, BIN_MAGIC, 8);
-    h.key[0] = k->h[0];
-    h.key[1] = k->h[1];
-    h.size = size;
-    h.checksum = fnv1a(FNV_BASIS, data, size);
-    int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(data, 1, size, f) == size;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        ocl_host->log_debug("opencl: cannot write cache file %s", path);
-    }
 }
 
 /* Fetches the device binary of a built program (malloc'd). */
@@ -278,46 +186,100 @@ static pit_status build_from_source(ocl_ctx *c, const char *name, program_source
     return PIT_SUCCESS;
 }
 
-/* Builds a program: from the disk cache when a valid binary is there, else
- * from source (and then stores the binary). */
-static pit_status build_program(ocl_ctx *c, const char *name, const char *options,
-                                cl_program *out)
+/* The program built from the disk cache's binary for key, or NULL (none, or
+ * it does not build: the caller compiles and stores over it). */
+static cl_program load_cached(ocl_ctx *c, const char *key, const char *name, const char *options)
+{
+    size_t size = 0;
+    unsigned char *bin = ocl_host->cache_load ? ocl_host->cache_load(CACHE_KIND, key, &size) : NULL;
+    if (!bin)
+        return NULL;
+    cl_program p = NULL;
+    pit_status st = build_from_binary(c, bin, size, options, &p);
+    free(bin);
+    if (st == PIT_SUCCESS) {
+        ocl_host->log_debug("opencl: %s %s loaded from the disk cache", name, options);
+        return p;
+    }
+    ocl_host->log_debug("opencl: cached binary of %s %s rejected, recompiling", name, options);
+    return NULL;
+}
+
+static void store_binary(cl_program p, const char *key)
+{
+    size_t size = 0;
+    unsigned char *bin = ocl_host->cache_store ? program_binary(p, &size) : NULL;
+    if (bin)
+        ocl_host->cache_store(CACHE_KIND, key, bin, size);
+    free(bin);
+}
+
+/* Builds a program: from the disk cache's binary for this device, options and
+ * source when there is one (and fresh is 0), else from source, storing its
+ * binary. *from_disk says which. */
+static pit_status build_program(ocl_ctx *c, const char *name, const char *options, int fresh,
+                                cl_program *out, int *from_disk)
 {
     program_source src;
     if (!find_source(name, &src))
         return ocl_host->error(PIT_ERR_INTERNAL, "opencl: no kernel source named %s", name);
-    char *keytext = source_text(&src);
-    if (!keytext)
+    char *key = cache_key(c, &src, options);
+    if (!key)
         return ocl_host->error(PIT_ERR_OUT_OF_MEMORY, "opencl: out of host memory");
-    cache_key k = make_key(c, keytext, options);
-    free(keytext);
+    if (fresh && ocl_host->cache_drop)
+        ocl_host->cache_drop(CACHE_KIND, key);
+    *out = fresh ? NULL : load_cached(c, key, name, options);
+    *from_disk = *out != NULL;
+    pit_status st = PIT_SUCCESS;
+    if (!*out) {
+        st = build_from_source(c, name, &src, options, out);
+        if (st == PIT_SUCCESS) {
+            ocl_host->log_debug("opencl: compiled %s %s", name, options);
+            store_binary(*out, key);
+        }
+    }
+    free(key);
+    return st;
+}
 
-    char path[4096];
-    int have_path = cache_path(&k, path, sizeof path);
-    if (have_path) {
-        size_t size = 0;
-        unsigned char *bin = disk_load(path, &k, &size);
-        if (bin) {
-            pit_status st = build_from_binary(c, bin, size, options, out);
-            free(bin);
-            if (st == PIT_SUCCESS) {
-                ocl_host->log_debug("opencl: %s %s loaded from %s", name, options, path);
-                return PIT_SUCCESS;
+/* After a kernel could not be created from `program`: when the program came
+ * from the disk cache, its entry is dropped and the program built from
+ * source, once (returns 1, the new program in *fresh, the build's status in
+ * *st). A program already replaced so gives its successor. 0: nothing to retry. */
+static int rebuild_from_source(ocl_ctx *c, cl_program program, cl_program *fresh, pit_status *st)
+{
+    int retry = 0;
+    pthread_mutex_lock(&c->lock);
+    for (ocl_program *e = c->programs; e; e = e->next) {
+        if (e->replaced == program) {
+            *fresh = e->program;
+            *st = PIT_SUCCESS;
+            retry = 1;
+            break;
+        }
+        if (e->program != program)
+            continue;
+        if (e->from_disk) {
+            char *options = strchr(e->key, '\n');
+            *options = '\0';
+            ocl_host->log_debug("opencl: the disk cache's binary of %s %s lacks a kernel: "
+                                "compiling it from source", e->key, options + 1);
+            cl_program p = NULL;
+            int from_disk = 0;
+            *st = build_program(c, e->key, options + 1, 1, &p, &from_disk);
+            *options = '\n';
+            if (*st == PIT_SUCCESS) {
+                e->replaced = e->program;
+                e->program = p;
+                *fresh = p;
             }
-            ocl_host->log_debug("opencl: cached binary %s rejected, recompiling", path);
+            e->from_disk = 0;
+            retry = 1;
         }
+        break;
     }
-    OCL_TRY(build_from_source(c, name, &src, options, out));
-    ocl_host->log_debug("opencl: compiled %s %s", name, options);
-    if (have_path) {
-        size_t size = 0;
-        unsigned char *bin = program_binary(*out, &size);
-        if (bin) {
-            disk_store(path, &k, bin, size);
-            free(bin);
-        }
-    }
-    return PIT_SUCCESS;
+    pthread_mutex_unlock(&c->lock);
+    return retry;
 }
 
 pit_status ocl_program_get(ocl_ctx *c, const char *name, const char *defines,
@@ -342,7 +304,7 @@ pit_status ocl_program_get(ocl_ctx *c, const char *name, const char *defines,
     if (!entry || !key)
         st = ocl_host->error(PIT_ERR_OUT_OF_MEMORY, "opencl: out of host memory");
     if (st == PIT_SUCCESS)
-        st = build_program(c, name, options, &entry->program);
+        st = build_program(c, name, options, 0, &entry->program, &entry->from_disk);
     if (st != PIT_SUCCESS) {
         free(entry);
         free(key);
@@ -364,6 +326,8 @@ void ocl_programs_release(ocl_ctx *c)
     while (p) {
         ocl_program *next = p->next;
         release_program_locked(p->program);
+        if (p->replaced)
+            release_program_locked(p->replaced);
         free(p->key);
         free(p);
         p = next;
@@ -372,14 +336,27 @@ void ocl_programs_release(ocl_ctx *c)
 }
 
 
-pit_status ocl_kernel_new(cl_program program, const char *kname, cl_kernel *out)
+static cl_kernel create_kernel_locked(cl_program program, const char *kname, cl_int *err)
+{
+    pthread_mutex_lock(&kernel_object_lock);
+    cl_kernel k = clCreateKernel(program, kname, err);
+    pthread_mutex_unlock(&kernel_object_lock);
+    return k;
+}
+
+pit_status ocl_kernel_new(ocl_ctx *c, cl_program program, const char *kname, cl_kernel *out)
 {
     cl_int err = CL_SUCCESS;
+    cl_kernel k = create_kernel_locked(program, kname, &err);
+    cl_program fresh = NULL;
+    pit_status st = PIT_SUCCESS;
+    if (err != CL_SUCCESS && rebuild_from_source(c, program, &fresh, &st)) {
+        if (st != PIT_SUCCESS)
+            return st;
+        k = create_kernel_locked(fresh, kname, &err);
+    }
     char what[128];
     snprintf(what, sizeof what, "clCreateKernel(%s)", kname);
-    pthread_mutex_lock(&kernel_object_lock);
-    cl_kernel k = clCreateKernel(program, kname, &err);
-    pthread_mutex_unlock(&kernel_object_lock);
     OCL_TRY(OCL_CHECK(what, err));
     *out = k;
     return PIT_SUCCESS;
@@ -397,7 +374,7 @@ pit_status ocl_kernel_create(ocl_ctx *c, cl_program program, const char *kname, 
 {
     char what[128];
     cl_kernel k;
-    OCL_TRY(ocl_kernel_new(program, kname, &k));
+    OCL_TRY(ocl_kernel_new(c, program, kname, &k));
     size_t max = 0;
     snprintf(what, sizeof what, "clGetKernelWorkGroupInfo(%s)", kname);
     pit_status st = OCL_CHECK(what, clGetKernelWorkGroupInfo(k, c->device,

@@ -28,8 +28,10 @@ void pit_log_debug(const char *fmt, ...) PIT_PRINTF(1, 2);
 const char *pit_cache_dir(void);
 /* PIT_FAULT_ALLOC=N: the N-th device allocation from now fails (tests). */
 int pit_fault_alloc_now(void);
-/* pit_host.open_cache_entry: a regular file opened "rb", else NULL. */
-FILE *pit_open_cache_entry(const char *path);
+/* pit_host's kernel disk cache (kernel_cache.c): the size cap, LRU order. */
+void *pit_kernel_cache_load(const char *kind, const char *key, size_t *size);
+void pit_kernel_cache_store(const char *kind, const char *key, const void *data, size_t size);
+void pit_kernel_cache_drop(const char *kind, const char *key);
 
 /* Returns early from the enclosing function when a call fails. */
 #define PIT_TRY(expr)                      \

@@ -1,6 +1,5 @@
 /* core/runtime/log.c - PIT_LOG=debug tracing, the cache folder, fault injection. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -75,25 +74,6 @@ const char *pit_cache_dir(void)
 {
     pthread_once(&pit_env_once, read_environment);
     return pit_cache_path[0] ? pit_cache_path : NULL;
-}
-
-FILE *pit_open_cache_entry(const char *path)
-{
-    /* O_NONBLOCK: open() on a FIFO would wait for a writer */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    int flags = fcntl(fd, F_GETFL);
-    FILE *f = NULL;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flags >= 0 &&
-        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0)
-        f = fdopen(fd, "rb");
-    if (!f) {
-        pit_log_debug("kernel cache: %s is not a regular file: not read", path);
-        close(fd);
-    }
-    return f;
 }
 
 int pit_fault_alloc_now(void)

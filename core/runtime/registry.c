@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache_file.h"
 #include "internal.h"
 #include "pit_testing.h"
 
@@ -57,7 +58,10 @@ const pit_host pit_host_api = {
     .log_debug = host_log,
     .cache_dir = pit_cache_dir,
     .inject_alloc_failure = pit_fault_alloc_now,
-    .open_cache_entry = pit_open_cache_entry,
+    .open_cache_entry = pit_cache_open_regular,
+    .cache_load = pit_kernel_cache_load,
+    .cache_store = pit_kernel_cache_store,
+    .cache_drop = pit_kernel_cache_drop,
 };
 
 const char *pit_plugin_dir(void)

@@ -163,10 +163,14 @@ pit_status pit_vendor_context_open(pit_cuda_ctx *c);
 void pit_vendor_context_close(pit_cuda_ctx *c);
 
 /* The code of a kernel variant, ready to load: data, and owned (freed once
- * loaded; NULL where data is built into the plug-in). */
+ * loaded; NULL where data is built into the plug-in). fresh (set by the
+ * caller): compile anew and replace the disk cache's entry; from_disk_cache
+ * (set by the hook): data came from the disk cache (CUDA; HIP has none). */
 typedef struct pit_kernel_image {
     const void *data;
     void *owned;
+    int fresh;
+    int from_disk_cache;
 } pit_kernel_image;
 pit_status pit_vendor_kernel_image(pit_cuda_ctx *c, const pit_cuda_variant *v, const char *key,
                                    pit_kernel_image *image);

@@ -3,7 +3,8 @@
  * alike: the vendor's code image of a variant (NVRTC and the disk cache in
  * cuda_jit.c; built-in code objects or hiprtc in hip_kernels.c) loaded into
  * a module, cached per context (pit_kernel_cache_get, key: kernel name +
- * defines), and launched.
+ * defines), and launched. A cubin from the disk cache that does not load
+ * (another kernel's binary under this key) is compiled anew, once.
  */
 #include <stdlib.h>
 
@@ -32,20 +33,35 @@ static pit_status load_kernel(const pit_cuda_ctx *c, const pit_cuda_variant *v, 
     return PIT_SUCCESS;
 }
 
+/* Gets v's image and loads it into k; on failure k holds no module. */
+static pit_status load_image(pit_cuda_ctx *c, const pit_cuda_variant *v, const char *key, pit_kernel_image *image,
+                             pit_cuda_kernel *k)
+{
+    pit_status st = pit_vendor_kernel_image(c, v, key, image);
+    if (st == PIT_SUCCESS) st = load_kernel(c, v, image->data, k);
+    free(image->owned);
+    image->owned = NULL;
+    if (st != PIT_SUCCESS && k->module) {
+        pit_cu.ModuleUnload(k->module);
+        k->module = NULL;
+    }
+    return st;
+}
+
 static pit_status build_kernel(void *ctx, const pit_cuda_variant *v, const char *key, pit_kernel_link **out)
 {
     pit_cuda_ctx *c = ctx;
-    pit_kernel_image image = {NULL, NULL};
-    pit_status st = pit_vendor_kernel_image(c, v, key, &image);
-    if (st != PIT_SUCCESS) return st;
     pit_cuda_kernel *k = calloc(1, sizeof *k);
-    if (!k)
-        st = pit_cuda_host->error(PIT_ERR_OUT_OF_MEMORY, PIT_VENDOR_NAME ": out of host memory for a kernel");
-    else
-        st = load_kernel(c, v, image.data, k);
-    free(image.owned);
+    if (!k) return pit_cuda_host->error(PIT_ERR_OUT_OF_MEMORY, PIT_VENDOR_NAME ": out of host memory for a kernel");
+    pit_kernel_image image = {0};
+    pit_status st = load_image(c, v, key, &image, k);
+    /* a device limit (UNSUPPORTED) is no fault of the binary */
+    if (st != PIT_SUCCESS && st != PIT_ERR_UNSUPPORTED && image.from_disk_cache) {
+        pit_cuda_host->log_debug(PIT_VENDOR_NAME ": the disk cache's binary of %s does not load: compiling it", key);
+        pit_kernel_image fresh = {.fresh = 1};
+        st = load_image(c, v, key, &fresh, k);
+    }
     if (st != PIT_SUCCESS) {
-        if (k && k->module) pit_cu.ModuleUnload(k->module);
         free(k);
         return st;
     }

@@ -187,12 +187,12 @@ static pit_status launch_matmul(ocl_ctx *c, cl_command_queue q, cl_program prog,
 
 /* Element-wise helper kernels of the matmul program (zero / store the f32
  * accumulation target of axis M), over an M x N x batch grid. */
-static pit_status launch_elementwise(cl_program prog, cl_command_queue q, const char *kname,
-                                     const ocl_mat *first, const ocl_mat *second,
-                                     const mm_problem *p)
+static pit_status launch_elementwise(ocl_ctx *c, cl_program prog, cl_command_queue q,
+                                     const char *kname, const ocl_mat *first,
+                                     const ocl_mat *second, const mm_problem *p)
 {
     cl_kernel k;
-    OCL_TRY(ocl_kernel_new(prog, kname, &k));
+    OCL_TRY(ocl_kernel_new(c, prog, kname, &k));
     ocl_args a;
     ocl_args_begin(&a, k, kname);
     ocl_arg_view(&a, first);
@@ -266,7 +266,7 @@ static pit_status matmul_axis_m(ocl_ctx *c, ocl_stream *s, const pit_tile *tile,
      * itself, f16/bf16 into an f32 scratch converted afterwards. */
     ocl_mat acc = p->c;
     if (p->dtype == PIT_F32) {
-        OCL_TRY(launch_elementwise(prog, s->queue, "pit_zero_f32", &acc, NULL, p));
+        OCL_TRY(launch_elementwise(c, prog, s->queue, "pit_zero_f32", &acc, NULL, p));
     } else {
         size_t bytes = (size_t)(p->batch * p->M * p->N) * 4;
         OCL_TRY(ensure_scratch(c, s, bytes));
@@ -285,7 +285,7 @@ static pit_status matmul_axis_m(ocl_ctx *c, ocl_stream *s, const pit_tile *tile,
         OCL_TRY(launch_matmul(c, s->queue, prog, &cfg, p, &acc, idx, dim1, (int)nchunks));
     }
     if (p->dtype != PIT_F32)
-        OCL_TRY(launch_elementwise(prog, s->queue, "pit_store_acc", &acc, &p->c, p));
+        OCL_TRY(launch_elementwise(c, prog, s->queue, "pit_store_acc", &acc, &p->c, p));
     return PIT_SUCCESS;
 }
 

@@ -5,7 +5,7 @@
 set(_pit_cuda_tests ${CMAKE_CURRENT_LIST_DIR})
 
 # ---- the plug-in's table: matmul, detection, dtypes ------------------------
-add_executable(test_cuda_direct ${_pit_cuda_tests}/test_cuda_direct.c)
+add_executable(test_cuda_direct ${_pit_cuda_tests}/test_cuda_direct.c ${_pit_root}/core/runtime/cache_file.c)
 target_include_directories(test_cuda_direct PRIVATE ${_pit_root}/include ${_pit_root}/core)
 target_compile_definitions(test_cuda_direct PRIVATE
   _POSIX_C_SOURCE=200809L PIT_CUDA_PLUGIN="$<TARGET_FILE:pit-cuda>")
@@ -14,7 +14,8 @@ add_dependencies(test_cuda_direct pit-cuda)
 
 # ---- the model operators ------------------------------------------------
 add_executable(test_cuda_ops ${_pit_cuda_tests}/test_cuda_ops.c
-  ${_pit_cuda_tests}/test_cuda_ops_util.c ${_pit_cuda_tests}/test_cuda_ops_bench.c)
+  ${_pit_cuda_tests}/test_cuda_ops_util.c ${_pit_cuda_tests}/test_cuda_ops_bench.c
+  ${_pit_root}/core/runtime/cache_file.c)
 target_include_directories(test_cuda_ops PRIVATE ${_pit_root}/include ${_pit_root}/core)
 target_compile_definitions(test_cuda_ops PRIVATE
   _POSIX_C_SOURCE=200809L PIT_CUDA_PLUGIN="$<TARGET_FILE:pit-cuda>")

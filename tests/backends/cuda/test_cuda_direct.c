@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "test_plugin.h"
+#include "../host_cache.h"
 
 
 /* ---- the host services a plug-in expects -------------------------------- */
@@ -30,7 +31,7 @@ static int host_inject(void)
 }
 
 static const pit_host host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache_dir, host_inject,
-                                host_open_cache_entry};
+                                host_open_cache_entry, host_cache_load, host_cache_store, host_cache_drop};
 
 static const pit_backend *be;
 static void *bctx, *stream;

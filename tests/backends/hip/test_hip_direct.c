@@ -14,8 +14,9 @@
 
 #include "test_plugin.h" /* tests/backends/cuda: the host, loading the plug-in */
 
+/* HIP keeps no disk cache: the cache entries stay NULL */
 static const pit_host host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache_dir, host_no_fault,
-                                host_open_cache_entry};
+                                host_open_cache_entry, NULL, NULL, NULL};
 static const pit_backend *be;
 static void *ctx, *stream;
 static int failures;

@@ -29,8 +29,9 @@ void pit_hip_pop(void)
 {
 }
 
+/* HIP keeps no disk cache: the cache entries stay NULL */
 static const pit_host host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache_dir, host_no_fault,
-                                host_open_cache_entry};
+                                host_open_cache_entry, NULL, NULL, NULL};
 
 static pit_tdesc matrix(pit_dtype dt, int64_t rows, int64_t cols)
 {

@@ -7,7 +7,8 @@ add_executable(test_opencl_direct
   ${_pit_ocl_tests}/test_opencl_direct.c
   ${_pit_ocl_tests}/direct_support.c
   ${_pit_ocl_tests}/direct_matmul.c
-  ${_pit_ocl_tests}/direct_masks.c)
+  ${_pit_ocl_tests}/direct_masks.c
+  ${CMAKE_SOURCE_DIR}/core/runtime/cache_file.c)
 target_link_libraries(test_opencl_direct PRIVATE pit_opencl_objs pit_reference m)
 if(BUILD_TESTING)
   add_test(NAME opencl_direct COMMAND test_opencl_direct)

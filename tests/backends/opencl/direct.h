@@ -20,7 +20,6 @@ const pit_backend *pit_backend_register(const pit_host *host);
 extern char g_error[4096];
 extern int g_verbose;
 extern int g_fail_next_alloc;
-extern int g_corrupt_logged; /* debug messages that named a corrupt cache file */
 extern const pit_host g_host;
 const char *host_cache_dir(void);
 

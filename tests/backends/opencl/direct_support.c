@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "direct.h"
+#include "../host_cache.h"
 
 /* ---- the host ------------------------------------------------------------------ */
 
@@ -25,13 +26,9 @@ static pit_status host_error(pit_status st, const char *fmt, ...)
     return st;
 }
 
-int g_corrupt_logged;
-
 static void host_log(const char *fmt, ...)
 {
     va_list ap;
-    if (strstr(fmt, "corrupt"))
-        ++g_corrupt_logged;
     if (!g_verbose)
         return;
     va_start(ap, fmt);
@@ -65,7 +62,8 @@ static FILE *host_open_cache_entry(const char *path)
 }
 
 const pit_host g_host = {PIT_BACKEND_ABI_VERSION, host_error, host_log, host_cache_dir,
-                         host_inject, host_open_cache_entry};
+                         host_inject, host_open_cache_entry, host_cache_load, host_cache_store,
+                         host_cache_drop};
 
 /* ---- dtype conversions (round to nearest even) ------------------------------------ */
 
