@@ -10,8 +10,9 @@
  *  - Every function returns a pit_status. On failure pit_last_error() gives a
  *    message with the detail (argument, shape, vendor call and its code).
  *  - Objects come out through pointer arguments and are opaque.
- *  - The library never prints, never aborts and never keeps hidden global
- *    state other than the loaded backend plug-ins.
+ *  - The library never prints (unless PIT_LOG asks), never aborts and never
+ *    keeps hidden global state other than the loaded backend plug-ins (the
+ *    log sink of pit_set_log_callback is set, not hidden).
  *
  * Threading
  *  - Contexts are independent of each other and may be used from different
