@@ -18,6 +18,10 @@ file(MAKE_DIRECTORY ${_pit_frameworks_dir})
 add_test(NAME api_frameworks_objects COMMAND test_frameworks objects)
 set_tests_properties(api_frameworks_objects PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
   ENVIRONMENT "PIT_CACHE_DIR=${CMAKE_BINARY_DIR}/cache;PIT_LOG=")
+# The allocator on a CUDA device (a GPU machine; skipped without one).
+add_test(NAME api_frameworks_allocator_cuda COMMAND test_frameworks allocator cuda)
+set_tests_properties(api_frameworks_allocator_cuda PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+  ENVIRONMENT "PIT_CACHE_DIR=${CMAKE_BINARY_DIR}/cache")
 # "" stands for PIT_LOG unset (an empty value reads the same)
 foreach(level unset off 1 debug info warn)
   set(_value ${level})

@@ -10,7 +10,7 @@
  *    with pit_context_set_allocator provides every device buffer pit takes
  *    (clCreateBuffer is interposed: the plug-in must not call it behind the
  *    allocator's back) and gets every block back, from the allocator that
- *    gave it.
+ *    gave it; `allocator cuda` runs the same on a CUDA device (counts only).
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -49,12 +49,81 @@ __attribute__((visibility("default"))) CL_API_ENTRY cl_mem CL_API_CALL clCreateB
     return real_create_buffer()(context, flags, size, host_ptr, errcode_ret);
 }
 
+/* ---- device memory the test's allocator hands out ------------------------------ *
+ * OpenCL: cl_mem of pit's cl_context (the real clCreateBuffer, so it is not
+ * counted as pit's own); CUDA (on a GPU machine): device pointers of the
+ * primary context pit uses, through the driver loaded with dlopen. */
+
+typedef struct cuda_driver {
+    int (*DeviceGet)(int *, int);
+    int (*PrimaryCtxRetain)(void **, int);
+    int (*PrimaryCtxRelease)(int);
+    int (*CtxPushCurrent)(void *);
+    int (*CtxPopCurrent)(void **);
+    int (*MemAlloc)(unsigned long long *, size_t);
+    int (*MemFree)(unsigned long long);
+} cuda_driver;
+
+static cuda_driver cu;
+static void *cu_ctx;
+static cl_context cl_ctx;
+
+static int load_symbol(void *lib, const char *name, void *fn)
+{
+    void *sym = lib ? dlsym(lib, name) : NULL;
+    memcpy(fn, &sym, sizeof sym);
+    return sym != NULL;
+}
+
+/* The primary context of CUDA device 0 (pit's context is on it). */
+static int open_cuda(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    int dev = 0;
+    return load_symbol(lib, "cuDeviceGet", &cu.DeviceGet) &&
+           load_symbol(lib, "cuDevicePrimaryCtxRetain", &cu.PrimaryCtxRetain) &&
+           load_symbol(lib, "cuDevicePrimaryCtxRelease_v2", &cu.PrimaryCtxRelease) &&
+           load_symbol(lib, "cuCtxPushCurrent_v2", &cu.CtxPushCurrent) &&
+           load_symbol(lib, "cuCtxPopCurrent_v2", &cu.CtxPopCurrent) &&
+           load_symbol(lib, "cuMemAlloc_v2", &cu.MemAlloc) &&
+           load_symbol(lib, "cuMemFree_v2", &cu.MemFree) && cu.DeviceGet(&dev, 0) == 0 &&
+           cu.PrimaryCtxRetain(&cu_ctx, dev) == 0;
+}
+
+static void *take_block(size_t bytes)
+{
+    if (cl_ctx) {
+        cl_int err = CL_SUCCESS;
+        return real_create_buffer()(cl_ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    }
+    unsigned long long p = 0;
+    void *prev = NULL;
+    if (cu.CtxPushCurrent(cu_ctx) != 0)
+        return NULL;
+    if (cu.MemAlloc(&p, bytes) != 0)
+        p = 0;
+    cu.CtxPopCurrent(&prev);
+    return (void *)(uintptr_t)p;
+}
+
+static void give_block(void *block)
+{
+    if (cl_ctx) {
+        clReleaseMemObject((cl_mem)block);
+        return;
+    }
+    void *prev = NULL;
+    if (cu.CtxPushCurrent(cu_ctx) == 0) {
+        cu.MemFree((unsigned long long)(uintptr_t)block); /* waits for the device */
+        cu.CtxPopCurrent(&prev);
+    }
+}
+
 /* ---- a counting allocator ----------------------------------------------------- */
 
 #define MAX_BLOCKS 4096
 
 typedef struct counting_allocator {
-    cl_context cl;
     pthread_mutex_t lock;
     int allocs, frees, scratch_allocs, live, bad_frees, fail_next;
     void *block[MAX_BLOCKS];
@@ -70,8 +139,7 @@ static void *count_alloc(void *user, size_t bytes, void *stream)
     if (a->fail_next) {
         a->fail_next = 0;
     } else if (a->n < MAX_BLOCKS && bytes > 0) {
-        cl_int err = CL_SUCCESS;
-        m = real_create_buffer()(a->cl, CL_MEM_READ_WRITE, bytes, NULL, &err);
+        m = take_block(bytes);
         if (m) {
             a->block[a->n] = m;
             a->stream[a->n++] = stream;
@@ -99,15 +167,14 @@ static void count_free(void *user, void *block, void *stream)
         a->stream[found] = a->stream[a->n];
         a->frees++;
         a->live--;
-        clReleaseMemObject((cl_mem)block);
+        give_block(block);
     }
     pthread_mutex_unlock(&a->lock);
 }
 
-static void counting_init(counting_allocator *a, cl_context cl)
+static void counting_init(counting_allocator *a)
 {
     memset(a, 0, sizeof *a);
-    a->cl = cl;
     pthread_mutex_init(&a->lock, NULL);
 }
 
@@ -274,32 +341,39 @@ static void test_destroy_with_live_objects(void)
 
 /* ---- the allocator -------------------------------------------------------------- */
 
-static void test_allocator(void)
+/* backend: "opencl" (the plug-in's own buffers are counted: none may be made
+ * while the allocator is set) or "cuda" (on a GPU machine: counts only). */
+static void test_allocator(const char *backend)
 {
-    pit_context *ctx = rt_context_or_skip("test_frameworks");
+    pit_context *ctx = NULL;
+    const int opencl = !strcmp(backend, "opencl");
+    if (pit_context_create(backend, 0, &ctx) != PIT_SUCCESS || (!opencl && !open_cuda())) {
+        printf("test_frameworks: SKIPPED: no %s device: %s\n", backend, pit_last_error());
+        exit(77);
+    }
     pit_rng rng;
     pit_rng_seed(&rng, 2718);
     int64_t shape[2] = {16, 16};
     pit_tensor *own = NULL, *from_a = NULL, *from_b = NULL, *refused = (pit_tensor *)1;
     int before = atomic_load(&pit_own_buffers);
     RT_CHECK(pit_tensor_create(ctx, PIT_F32, 2, shape, &own) == PIT_SUCCESS, "backend's tensor");
-    if (atomic_load(&pit_own_buffers) == before) {
+    if (opencl && atomic_load(&pit_own_buffers) == before) {
         printf("FAIL: clCreateBuffer is not interposed: this test cannot see pit's buffers\n");
         rt_failed++;
         return;
     }
     pit_tensor_desc d;
     pit_tensor_get_desc(own, &d);
-    cl_context cl = NULL;
-    clGetMemObjectInfo((cl_mem)d.data, CL_MEM_CONTEXT, sizeof cl, &cl, NULL);
+    if (opencl) /* the context of pit's buffers is where the allocator's go */
+        clGetMemObjectInfo((cl_mem)d.data, CL_MEM_CONTEXT, sizeof cl_ctx, &cl_ctx, NULL);
 
     pit_allocator bad = {NULL, count_free, NULL};
     RT_CHECK(pit_context_set_allocator(ctx, &bad) == PIT_ERR_INVALID_ARGUMENT, "alloc NULL refused");
     RT_CHECK(pit_context_set_allocator(NULL, NULL) == PIT_ERR_INVALID_ARGUMENT, "ctx NULL refused");
 
     counting_allocator A, B;
-    counting_init(&A, cl);
-    counting_init(&B, cl);
+    counting_init(&A);
+    counting_init(&B);
     pit_allocator a = allocator_of(&A), b = allocator_of(&B);
     RT_CHECK(pit_context_set_allocator(ctx, &a) == PIT_SUCCESS, "set allocator A");
     int own_before = atomic_load(&pit_own_buffers);
@@ -332,7 +406,7 @@ static void test_allocator(void)
     RT_CHECK(pit_context_set_allocator(ctx, NULL) == PIT_SUCCESS, "back to the backend's");
     pit_tensor *own2 = NULL;
     RT_CHECK(pit_tensor_create(ctx, PIT_F32, 2, shape, &own2) == PIT_SUCCESS, "backend's tensor");
-    RT_CHECK(atomic_load(&pit_own_buffers) > own_before, "the backend allocates again");
+    RT_CHECK(!opencl || atomic_load(&pit_own_buffers) > own_before, "the backend allocates again");
     run_matmul(ctx, s, PIT_F32, 64, 64, 32, NULL, &rng);
 
     pit_tensor_destroy(from_a);
@@ -344,8 +418,11 @@ static void test_allocator(void)
     RT_CHECK(A.live == 0 && B.live == 0, "blocks never given back: A %d, B %d", A.live, B.live);
     RT_CHECK(A.bad_frees == 0 && B.bad_frees == 0, "blocks given back to the wrong allocator or "
              "stream: A %d, B %d", A.bad_frees, B.bad_frees);
-    printf("allocator A: %d blocks (%d scratch), B: %d blocks (%d scratch), all given back\n",
-           A.allocs, A.scratch_allocs, B.allocs, B.scratch_allocs);
+    printf("%s allocator A: %d blocks (%d scratch), B: %d blocks (%d scratch), all given back\n",
+           backend, A.allocs, A.scratch_allocs, B.allocs, B.scratch_allocs);
+    cl_ctx = NULL;
+    if (!opencl)
+        cu.PrimaryCtxRelease(0);
 }
 
 /* ---- the log --------------------------------------------------------------------- */
@@ -538,9 +615,13 @@ int main(int argc, char **argv)
     }
     if (argc == 2 && !strcmp(argv[1], "objects")) {
         test_destroy_with_live_objects();
-        test_allocator();
+        test_allocator("opencl");
         return rt_finish("test_frameworks objects");
     }
-    printf("usage: test_frameworks objects | log LEVEL|unset WORKDIR\n");
+    if (argc == 3 && !strcmp(argv[1], "allocator")) {
+        test_allocator(argv[2]);
+        return rt_finish("test_frameworks allocator");
+    }
+    printf("usage: test_frameworks objects | allocator BACKEND | log LEVEL|unset WORKDIR\n");
     return 2;
 }

@@ -204,6 +204,9 @@ static void test_matmul_reports(pit_context *ctx, pit_rng *rng)
     expect_choice("fixed", &r, PIT_CHOICE_FIXED);
     RT_CHECK(r.nonzero_tiles == -1 && r.total_tiles > 0, "fixed plan: %lld of %lld (-1: not read)",
              (long long)r.nonzero_tiles, (long long)r.total_tiles);
+    fixed.tile_bm = r.bm, fixed.tile_bn = r.bn, fixed.tile_bk = r.bk;
+    RT_CHECK(mm_run(ctx, &p, &fixed, &r, "fixed, tile set") == PIT_SUCCESS, "fixed plan, tile set");
+    expect_choice("fixed, tile set", &r, PIT_CHOICE_FIXED);
     mm_free(&p);
 
     /* every element non-zero: the dense GEMM, and what the pattern looked like */

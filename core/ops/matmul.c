@@ -249,8 +249,8 @@ static void apply_tile_options(const pit_matmul_options *o, const pit_plan *p, p
     if (o->tile_bk > 0)
         sel->tile.bk = o->tile_bk;
     const pit_microtile *t = &p->idx[sel->candidate].tile;
-    snprintf(sel->choice, sizeof sel->choice, PIT_CHOICE_SPARSE_TILE_SET, pit_axis_letter(t->axis),
-             t->rows, t->cols, sel->tile.bm, sel->tile.bn, sel->tile.bk);
+    snprintf(sel->choice, sizeof sel->choice, o->fixed_plan ? PIT_CHOICE_FIXED : PIT_CHOICE_SPARSE_TILE_SET,
+             pit_axis_letter(t->axis), t->rows, t->cols, sel->tile.bm, sel->tile.bn, sel->tile.bk);
 }
 
 pit_status ops_matmul_dense_run(pit_context *ctx, void *bs, const pit_tensor *A,
