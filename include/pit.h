@@ -335,12 +335,13 @@ typedef struct pit_report {
                                * tile-database row its cost was modelled with
                                * (a vendor library picks its own)            */
     int64_t nonzero_tiles;    /* non-zero micro-tiles of `microtile` in the
-                               * pattern, as last read back. A settled plan
-                               * (pit_context_set_redetect_interval) reads
-                               * none between its full looks: a dense one then
-                               * does not look at the pattern at all, a sparse
-                               * one along K runs without reading its counts;
-                               * both give the count of their last full look.
+                               * pattern, as last read back. Between its full
+                               * looks (pit_context_set_redetect_interval) a
+                               * settled dense plan does not look at the
+                               * pattern and a settled sparse one along K
+                               * reads no counts: both give the count of
+                               * their last full look (along M the chosen
+                               * micro-tile's counts are read every call).
                                * -1 when the call never reads the pattern
                                * (force_dense, fixed_plan)                   */
     int64_t total_tiles;      /* micro-tiles of `microtile` in the operand    */
