@@ -42,7 +42,8 @@ typedef struct pit_host {
     uint32_t abi_version;
     /* Records status + message for pit_last_error(); returns status. */
     pit_status (*error)(pit_status status, const char *fmt, ...);
-    /* Debug log, shown with PIT_LOG=debug (goes to stderr of the process). */
+    /* A debug-level log line: to the callback of pit_set_log_callback, or
+     * to stderr with PIT_LOG=debug. */
     void (*log_debug)(const char *fmt, ...);
     /* Kernel disk cache folder ($PIT_CACHE_DIR or ~/.cache/pit), created.
      * Plug-ins keep binaries through cache_load / cache_store below. */
@@ -153,6 +154,21 @@ typedef struct pit_tile {
     int32_t stages;      /* shared-memory pipeline depth */
     int32_t tensor_core; /* 1: mma / matrix cores */
 } pit_tile;
+
+/* ---- device memory from the caller's allocator --------------------------- *
+ * What core hands a backend when the user sets an allocator
+ * (pit_context_set_allocator): core wraps the user's callbacks (fault
+ * injection, the error message, the alignment check). */
+typedef struct pit_scratch_allocator {
+    /* bytes (> 0) for work queued on native_stream (the backend's CUstream,
+     * hipStream_t or cl_command_queue); PIT_ERR_OUT_OF_MEMORY, message set,
+     * when there is none. */
+    pit_status (*alloc)(void *owner, size_t bytes, void *native_stream, void **mem);
+    /* Gives mem back with the stream it was allocated for: work queued on it
+     * before may still use mem. */
+    void (*free)(void *owner, void *mem, void *native_stream);
+    void *owner;
+} pit_scratch_allocator;
 
 /* ---- device timers (events) ---------------------------------------------- */
 typedef struct pit_event pit_event;
@@ -338,6 +354,14 @@ typedef struct pit_backend {
      * mem belongs to another context (OpenCL) or device (CUDA/HIP);
      * PIT_ERR_INVALID_ARGUMENT when it is no memory of this backend's. */
     pit_status (*mem_query)(void *bctx, const void *mem, size_t need, size_t *bytes);
+
+    /* Optional (ABI 5): from now on, the scratch the entries take for
+     * themselves (per call, or cached per stream) comes from a; NULL: from
+     * the backend's own allocation again. Each block goes back to the
+     * allocator that gave it (a cached one remembers which). Core calls it
+     * while no call runs on the context. NULL entry: pit_context_set_allocator
+     * is refused with PIT_ERR_UNSUPPORTED. */
+    pit_status (*set_scratch_allocator)(void *bctx, const pit_scratch_allocator *a);
 } pit_backend;
 
 typedef const pit_backend *(*pit_backend_register_fn)(const pit_host *host);

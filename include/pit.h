@@ -10,8 +10,9 @@
  *  - Every function returns a pit_status. On failure pit_last_error() gives a
  *    message with the detail (argument, shape, vendor call and its code).
  *  - Objects come out through pointer arguments and are opaque.
- *  - The library never prints, never aborts and never keeps hidden global
- *    state other than the loaded backend plug-ins.
+ *  - The library never prints (unless PIT_LOG asks), never aborts and never
+ *    keeps hidden global state other than the loaded backend plug-ins (the
+ *    log sink of pit_set_log_callback is set, not hidden).
  *
  * Threading
  *  - Contexts are independent of each other and may be used from different
@@ -78,6 +79,34 @@ PIT_API const char *pit_last_error(void);
 PIT_API int pit_version(void);
 
 /* ------------------------------------------------------------------------ */
+/* Logging                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* How much a log line matters: warn (something was ignored or fell back:
+ * a malformed tile database line, a tile the device refused), info (what was
+ * loaded and chosen: the backend, the device, the tile database), debug
+ * (every detection, selection and compile). */
+typedef enum pit_log_level {
+    PIT_LOG_DEBUG = 0,
+    PIT_LOG_INFO = 1,
+    PIT_LOG_WARN = 2
+} pit_log_level;
+
+/* Receives one log line: no "pit: " prefix, no newline. */
+typedef void (*pit_log_fn)(void *user, pit_log_level level, const char *message);
+
+/* Sends the library's log lines to fn instead of stderr; fn NULL restores the
+ * stderr sink. Process-wide and thread-safe: fn may be called from several
+ * threads at once, and once this returns the previous fn is neither running
+ * nor called again. fn must not call pit (a line logged from inside fn is
+ * dropped; pit_set_log_callback from inside fn returns
+ * PIT_ERR_INVALID_ARGUMENT). Which levels are produced: PIT_LOG (read once
+ * per process) names the lowest, `debug` (or `1`), `info` or `warn`; `off`
+ * (or `0`) produces none. PIT_LOG unset: fn receives warn lines, stderr
+ * receives nothing (the library never prints unless PIT_LOG asks). */
+PIT_API pit_status pit_set_log_callback(pit_log_fn fn, void *user);
+
+/* ------------------------------------------------------------------------ */
 /* Data types                                                               */
 /* ------------------------------------------------------------------------ */
 
@@ -140,11 +169,46 @@ PIT_API pit_status pit_context_create(const char *backend, int device_index,
                                       pit_context **ctx);
 
 /* Releases a context, its default stream, its plans and its kernel cache.
- * Tensors and streams of the context must be destroyed first; NULL is a no-op. */
+ * Its tensors, streams and events must be destroyed first: while any is
+ * alive the context is kept, untouched and usable, and the call returns
+ * PIT_ERR_INVALID_ARGUMENT with a message that counts them ("2 tensors and
+ * 1 stream of this context are still alive ..."). NULL is a no-op. */
 PIT_API pit_status pit_context_destroy(pit_context *ctx);
 
 /* Fills *info for the context's device. */
 PIT_API pit_status pit_context_get_info(const pit_context *ctx, pit_device_info *info);
+
+/* A framework's allocator (a caching allocator such as PyTorch's) from which
+ * a context takes its device memory. */
+typedef struct pit_allocator {
+    /* A block of at least `bytes` (> 0): a device pointer aligned to 16 bytes
+     * or more (CUDA, HIP), or a cl_mem of the context's cl_context (OpenCL);
+     * NULL when there is none (pit returns PIT_ERR_OUT_OF_MEMORY). stream is
+     * the native stream (CUstream, hipStream_t, cl_command_queue) whose work
+     * will use the block, or NULL for a block that lives across calls (a
+     * tensor, a plan's index, a cached workspace) and serves any stream. */
+    void *(*alloc)(void *user, size_t bytes, void *stream);
+    /* Takes back a block with the stream it was allocated for. Work queued on
+     * that stream may still use it: reuse it only for work ordered after
+     * (what stream-ordered allocators do). A block of stream NULL is given
+     * back when no pit work uses it any more: pit waits for the stream of a
+     * plan or workspace first; pit_tensor_destroy gives a tensor's block back
+     * at once (the caller makes sure no queued work still uses the tensor). */
+    void (*free)(void *user, void *block, void *stream);
+    void *user;
+} pit_allocator;
+
+/* From now on, every device allocation pit makes for ctx goes through
+ * allocator (copied; user is passed back as it is): pit_tensor_create's
+ * tensors, plans' indices, workspaces, and the scratch a backend takes inside
+ * an operator. NULL restores the backend's own allocation. A block is always
+ * given back to the allocator that gave it, so every allocator set (and its
+ * user) must stay usable until the context is destroyed. Call it while no
+ * other call uses the context. Not routed: memory a vendor library takes for
+ * itself (cuBLAS's workspace, CLBlast's temporary buffers) and the kernels'
+ * code. Errors: PIT_ERR_INVALID_ARGUMENT (ctx NULL; alloc or free NULL),
+ * PIT_ERR_UNSUPPORTED (a backend that cannot route its scratch). */
+PIT_API pit_status pit_context_set_allocator(pit_context *ctx, const pit_allocator *allocator);
 
 /* ------------------------------------------------------------------------ */
 /* Streams                                                                  */
@@ -281,20 +345,37 @@ typedef struct pit_microtile {
     pit_axis axis;
 } pit_microtile;
 
-/* What a call did; optional output of every operator. */
+/* What a call did; optional output of every operator. Cleared first, so a
+ * failed call leaves zeros and "" (docs/api.md, "Reports", has every form
+ * of choice and which fields each operator fills). */
 typedef struct pit_report {
-    int used_dense;           /* 1 when the dense GEMM path was chosen        */
-    int skipped_compute;      /* 1 when no non-zero micro-tile was found      */
-    pit_microtile microtile;  /* chosen micro-tile (when !used_dense)         */
-    int32_t bm, bn, bk;       /* chosen dense computation tile                */
-    int64_t nonzero_tiles;    /* non-zero micro-tiles of the chosen candidate,
-                               * as last read back (a settled plan along K
-                               * reads none: the count of its last full look) */
-    int64_t total_tiles;      /* micro-tiles of that shape in the operand     */
+    int used_dense;           /* 1 when the dense GEMM ran (chosen, kept,
+                               * forced, or in place of a refused tile)      */
+    int skipped_compute;      /* 1 when no non-zero micro-tile was found, so
+                               * the output was only zeroed                  */
+    pit_microtile microtile;  /* the micro-tile the sparse kernel ran with;
+                               * when used_dense, the sparse candidate the
+                               * dense GEMM was weighed against (whose counts
+                               * follow); {0, 0, 0} with force_dense         */
+    int32_t bm, bn, bk;       /* the kernel's tile; for the dense GEMM, the
+                               * tile-database row its cost was modelled with
+                               * (a vendor library picks its own)            */
+    int64_t nonzero_tiles;    /* non-zero micro-tiles of `microtile` in the
+                               * pattern, as last read back. Between its full
+                               * looks (pit_context_set_redetect_interval) a
+                               * settled dense plan does not look at the
+                               * pattern and a settled sparse one along K
+                               * reads no counts: both give the count of
+                               * their last full look (along M the chosen
+                               * micro-tile's counts are read every call).
+                               * -1 when the call never reads the pattern
+                               * (force_dense, fixed_plan)                   */
+    int64_t total_tiles;      /* micro-tiles of `microtile` in the operand    */
     double predicted_us;      /* cost model's estimate of the choice          */
-    double runner_up_us;      /* estimate of the second best candidate        */
-    char choice[96];          /* human-readable choice, e.g. "k32x1/64x128x32" */
-    char runner_up[96];
+    double runner_up_us;      /* estimate of the second best option           */
+    char choice[96];          /* what ran: "k32x1 tile 32x64x32 (96 tiles)",
+                               * "dense CLBlast", "sddmm 32x32", ...          */
+    char runner_up[96];       /* the second best option, "none", or ""      */
     int reselected;           /* 1 when this call re-ran the selection        */
     /* Filled when pit_matmul_options.profile is set (device events; the call
      * then waits for the device): */
@@ -324,6 +405,19 @@ typedef struct pit_matmul_options {
 
 /* The defaults: sparse A, automatic micro-tile and tile. */
 PIT_API pit_matmul_options pit_matmul_options_default(void);
+
+/* How often a settled pit_matmul plan looks at the whole pattern again, in
+ * calls (default 8). A plan is settled once it has chosen and the pattern's
+ * density stays within 2 points of what it chose on. In the calls between
+ * two full looks a plan that chose the dense GEMM does not look at the
+ * pattern at all (a shift towards sparsity is seen up to 7 calls late, at a
+ * cost in speed, never in correctness), and a sparse one detects only its
+ * own micro-tile. 1: every call looks at every candidate and re-selects when
+ * the density moved (reports then always describe this call's pattern, at
+ * the price of a detection and a read-back each call). Applies to later calls
+ * of every stream of ctx, pit_relu_ffn and pit_matmul_backward included.
+ * Errors: PIT_ERR_INVALID_ARGUMENT (ctx NULL, calls outside 1..1024). */
+PIT_API pit_status pit_context_set_redetect_interval(pit_context *ctx, int calls);
 
 /* C = A . B where A (M x K) or B (K x N), as options say, is dynamically
  * sparse: its zeros are found on the device during the call (detection ->

@@ -18,7 +18,7 @@ static void usage(FILE *f)
             "  cache         show or clear the kernel disk cache\n"
             "  version       the library's version (also --version)\n"
             "  help          this text; 'pit <command> --help' for a command's options\n"
-            "environment: PIT_BACKEND=cuda|hip|opencl[:N], PIT_LOG=debug, PIT_TILEDB,\n"
+            "environment: PIT_BACKEND=cuda|hip|opencl[:N], PIT_LOG=debug|info|warn, PIT_TILEDB,\n"
             "             PIT_CACHE_DIR, PIT_CACHE_MAX_MB, PIT_PLUGIN_DIR\n");
 }
 

@@ -347,8 +347,7 @@ static void ocl_stream_destroy(void *bctx, void *stream)
     ocl_stream *s = stream;
     if (!s)
         return;
-    if (s->scratch)
-        clReleaseMemObject(s->scratch);
+    ocl_block_release(&s->scratch);
     clReleaseCommandQueue(s->queue);
     free(s);
 }
@@ -383,6 +382,43 @@ static void ocl_mem_free(void *bctx, void *mem)
     (void)bctx;
     if (mem)
         clReleaseMemObject((cl_mem)mem);
+}
+
+pit_status ocl_block_new(ocl_ctx *c, cl_command_queue q, size_t bytes, const char *what,
+                         ocl_block *b)
+{
+    memset(b, 0, sizeof *b);
+    bytes = bytes ? bytes : 4; /* OpenCL refuses empty buffers */
+    if (c->scratch.alloc) {
+        void *mem = NULL;
+        OCL_TRY(c->scratch.alloc(c->scratch.owner, bytes, q, &mem));
+        b->mem = mem;
+    } else {
+        cl_int err = CL_SUCCESS;
+        b->mem = clCreateBuffer(c->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+        OCL_TRY(OCL_CHECK(what, err));
+    }
+    b->bytes = bytes;
+    b->from = c->scratch;
+    b->queue = q;
+    return PIT_SUCCESS;
+}
+
+void ocl_block_release(ocl_block *b)
+{
+    if (b->mem && b->from.free)
+        b->from.free(b->from.owner, b->mem, b->queue);
+    else if (b->mem)
+        clReleaseMemObject(b->mem);
+    memset(b, 0, sizeof *b);
+}
+
+static pit_status ocl_set_scratch_allocator(void *bctx, const pit_scratch_allocator *a)
+{
+    ocl_ctx *c = bctx;
+    static const pit_scratch_allocator own;
+    c->scratch = a ? *a : own;
+    return PIT_SUCCESS;
 }
 
 static pit_status ocl_mem_write(void *bctx, void *stream, void *mem, size_t offset,
@@ -560,6 +596,7 @@ static const pit_backend ocl_backend = {
     .relu = ocl_relu,
     .transpose = ocl_transpose,
     .mem_query = ocl_mem_query,
+    .set_scratch_allocator = ocl_set_scratch_allocator,
 };
 
 __attribute__((visibility("default"))) const pit_backend *

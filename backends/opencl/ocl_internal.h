@@ -64,14 +64,31 @@ typedef struct ocl_ctx {
     char identity[512];  /* device + driver + platform, part of the disk cache key */
     pthread_mutex_t lock; /* guards programs */
     ocl_program *programs;
+    pit_scratch_allocator scratch; /* alloc NULL: clCreateBuffer */
 } ocl_ctx;
+
+/* Device memory an operator takes for itself: from the context's allocator
+ * when one is set (pit_context_set_allocator), else clCreateBuffer. It
+ * remembers where it came from and for which queue, to go back there. */
+typedef struct ocl_block {
+    cl_mem mem;
+    size_t bytes;
+    pit_scratch_allocator from; /* from.alloc NULL: clCreateBuffer's */
+    cl_command_queue queue;
+} ocl_block;
+
+/* A block of bytes (0 taken as 4) for work on q; what names it in errors. */
+pit_status ocl_block_new(ocl_ctx *c, cl_command_queue q, size_t bytes, const char *what,
+                         ocl_block *b);
+/* Gives the block back; the work queued on its queue may still use it (both
+ * clReleaseMemObject and a stream-ordered allocator wait for it). Empties b. */
+void ocl_block_release(ocl_block *b);
 
 /* A stream: an in-order queue, and the f32 scratch buffer where axis-M f16
  * and bf16 results are accumulated (per stream, so streams never share it). */
 typedef struct ocl_stream {
     cl_command_queue queue;
-    cl_mem scratch;
-    size_t scratch_bytes;
+    ocl_block scratch;
 } ocl_stream;
 
 struct pit_event {

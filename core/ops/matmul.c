@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "choice.h"
 #include "ops.h"
 
 /* Re-select when any candidate's density moved more than this since the
@@ -19,6 +20,24 @@ PIT_API pit_matmul_options pit_matmul_options_default(void)
     memset(&o, 0, sizeof o);
     o.sparse = PIT_SPARSE_A;
     return o;
+}
+
+PIT_API pit_status pit_context_set_redetect_interval(pit_context *ctx, int calls)
+{
+    pit_clear_error();
+    PIT_CHECK_ARG(ctx != NULL, "ctx");
+    if (calls < 1 || calls > PIT_REDETECT_EVERY_MAX)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "pit_context_set_redetect_interval: %d calls is "
+                         "outside 1..%d", calls, PIT_REDETECT_EVERY_MAX);
+    atomic_store(&ctx->redetect_every, calls);
+    return PIT_SUCCESS;
+}
+
+/* The name in the dense choice forms. */
+static const char *dense_name(pit_context *ctx)
+{
+    const char *name = ctx->be->dense_name ? ctx->be->dense_name(ctx->bctx) : NULL;
+    return name && *name ? name : PIT_DENSE_GENERIC;
 }
 
 pit_status ops_check_matmul(pit_context *ctx, const pit_tensor *A, const pit_tensor *B,
@@ -164,23 +183,23 @@ static pit_status choose(pit_context *ctx, pit_plan *p, const pit_candidate_stat
         double t0 = pit_now_us();
         PIT_TRY(pit_select(ctx->db, &p->problem, st, p->ncands, &p->sel));
         *select_us = pit_now_us() - t0;
-        if (ctx->be->dense_name)
-            pit_selection_name_dense(&p->sel, ctx->be->dense_name(ctx->bctx));
+        pit_selection_name_dense(&p->sel, dense_name(ctx));
         if (p->forced.rows != 0 && p->sel.dense) {
             /* The caller forced a micro-tile: dense is not an option. */
             p->sel.dense = 0;
             p->sel.candidate = 0;
             PIT_TRY(pit_select_fixed(ctx->db, &p->problem, &p->forced, &p->sel.tile));
-            snprintf(p->sel.choice, sizeof p->sel.choice, "forced %dx%d tile %dx%dx%d", p->forced.rows,
-                     p->forced.cols, p->sel.tile.bm, p->sel.tile.bn, p->sel.tile.bk);
+            snprintf(p->sel.choice, sizeof p->sel.choice, PIT_CHOICE_FORCED,
+                     pit_axis_letter(p->forced.axis), p->forced.rows, p->forced.cols,
+                     p->sel.tile.bm, p->sel.tile.bn, p->sel.tile.bk);
         }
         memcpy(p->density, dens, sizeof(double) * (size_t)p->ncands);
         p->have_sel = 1;
     }
-    if (!p->sel.dense) { /* the chosen candidate's counts size the kernel's grid */
-        p->sel.max_entries = mx[p->sel.candidate];
-        p->sel.nonzero_tiles = nz[p->sel.candidate];
-    }
+    /* the chosen candidate's counts size the kernel's grid; dense keeps
+     * those of the candidate it beat, for the report */
+    p->sel.max_entries = mx[p->sel.candidate];
+    p->sel.nonzero_tiles = nz[p->sel.candidate];
     return PIT_SUCCESS;
 }
 
@@ -197,6 +216,9 @@ static void settled_counts(pit_plan *p, const pit_candidate_stats *s)
                   p->recheck ? "; moved: every candidate next call" : "");
 }
 
+/* What ran (sel, the kernel's tile) and the pattern as the plan last saw it
+ * through sel's candidate (the one it beat when dense); nonzero_tiles -1:
+ * the plan never read the counts back (a fixed plan). */
 static void fill_report(pit_report *r, const pit_plan *p, const pit_selection *sel, int dense)
 {
     if (!r)
@@ -209,12 +231,27 @@ static void fill_report(pit_report *r, const pit_plan *p, const pit_selection *s
     r->runner_up_us = sel->runner_up_us;
     snprintf(r->choice, sizeof r->choice, "%s", sel->choice);
     snprintf(r->runner_up, sizeof r->runner_up, "%s", sel->runner_up);
-    if (!dense && p) {
-        const pit_index *x = &p->idx[sel->candidate];
-        r->microtile = x->tile;
-        r->nonzero_tiles = sel->nonzero_tiles;
-        r->total_tiles = (int64_t)x->groups * x->capacity;
-    }
+    const pit_index *x = &p->idx[sel->candidate];
+    r->microtile = x->tile;
+    r->nonzero_tiles = sel->nonzero_tiles;
+    r->total_tiles = (int64_t)x->groups * x->capacity;
+}
+
+/* The options' tile_bm/bn/bk over the selection's tile: the report names
+ * the tile that runs. */
+static void apply_tile_options(const pit_matmul_options *o, const pit_plan *p, pit_selection *sel)
+{
+    if (sel->dense || (o->tile_bm <= 0 && o->tile_bn <= 0 && o->tile_bk <= 0))
+        return;
+    if (o->tile_bm > 0)
+        sel->tile.bm = o->tile_bm;
+    if (o->tile_bn > 0)
+        sel->tile.bn = o->tile_bn;
+    if (o->tile_bk > 0)
+        sel->tile.bk = o->tile_bk;
+    const pit_microtile *t = &p->idx[sel->candidate].tile;
+    snprintf(sel->choice, sizeof sel->choice, o->fixed_plan ? PIT_CHOICE_FIXED : PIT_CHOICE_SPARSE_TILE_SET,
+             pit_axis_letter(t->axis), t->rows, t->cols, sel->tile.bm, sel->tile.bn, sel->tile.bk);
 }
 
 pit_status ops_matmul_dense_run(pit_context *ctx, void *bs, const pit_tensor *A,
@@ -236,17 +273,18 @@ static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_ten
                           pit_report *report, call_timer *tm)
 {
     const pit_tensor *X = o->sparse == PIT_SPARSE_A ? A : B;
-    /* A settled plan (select.h, PIT_REDETECT_EVERY): dense skips detection,
-     * sparse detects only its own candidate, until a periodic full look. */
-    int settled = !o->fixed_plan && p->have_sel && !p->recheck &&
-                  ++p->settled_calls < PIT_REDETECT_EVERY;
+    /* A settled plan (select.h, PIT_REDETECT_EVERY or the context's
+     * interval): dense skips detection, sparse detects only its own
+     * candidate, until a periodic full look. */
+    const int every = p->problem.redetect_every > 0 ? p->problem.redetect_every : PIT_REDETECT_EVERY;
+    int settled = !o->fixed_plan && p->have_sel && !p->recheck && ++p->settled_calls < every;
     if (!settled)
         p->settled_calls = 0;
     p->recheck = 0;
     if (settled && p->sel.dense) {
         fill_report(report, p, &p->sel, 1);
         if (report)
-            snprintf(report->choice, sizeof report->choice, "%.60s (kept, no detection)", p->sel.choice);
+            snprintf(report->choice, sizeof report->choice, PIT_CHOICE_DENSE_KEPT, dense_name(ctx));
         timer_mark(tm, 2);
         pit_status s = ops_matmul_dense_run(ctx, bs, A, B, C);
         timer_mark(tm, 3);
@@ -266,10 +304,12 @@ static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_ten
     double select_us = 0;
     int reselected = 0;
     if (o->fixed_plan) {
+        const pit_microtile *t = &p->idx[0].tile;
         memset(&sel, 0, sizeof sel);
-        PIT_TRY(pit_select_fixed(ctx->db, &p->problem, &p->idx[0].tile, &sel.tile));
-        snprintf(sel.choice, sizeof sel.choice, "fixed %dx%d axis %d", p->idx[0].tile.rows,
-                 p->idx[0].tile.cols, (int)p->idx[0].tile.axis);
+        sel.nonzero_tiles = -1; /* nothing read back */
+        PIT_TRY(pit_select_fixed(ctx->db, &p->problem, t, &sel.tile));
+        snprintf(sel.choice, sizeof sel.choice, PIT_CHOICE_FIXED, pit_axis_letter(t->axis), t->rows,
+                 t->cols, sel.tile.bm, sel.tile.bn, sel.tile.bk);
     } else if (no_readback) {
         sel = p->sel;
         pit_log_debug("detect: %dx%d only (settled plan along K): no read-back", p->idx[first].tile.rows,
@@ -283,12 +323,7 @@ static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_ten
             PIT_TRY(choose(ctx, p, st, &select_us, &reselected));
         sel = p->sel;
     }
-    if (o->tile_bm > 0)
-        sel.tile.bm = o->tile_bm;
-    if (o->tile_bn > 0)
-        sel.tile.bn = o->tile_bn;
-    if (o->tile_bk > 0)
-        sel.tile.bk = o->tile_bk;
+    apply_tile_options(o, p, &sel);
     fill_report(report, p, &sel, sel.dense);
     if (report) {
         report->reselected = reselected;
@@ -310,13 +345,13 @@ static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_ten
         if (s == PIT_ERR_UNSUPPORTED && !forced_tile(o)) {
             /* The database offered a tile this device cannot launch: the
              * dense GEMM is always correct. Visible in the report. */
-            pit_log_debug("tile %dx%dx%d refused (%s): dense GEMM instead", sel.tile.bm, sel.tile.bn,
-                          sel.tile.bk, pit_last_error());
+            pit_log_info("tile %dx%dx%d refused (%s): dense GEMM instead", sel.tile.bm, sel.tile.bn,
+                         sel.tile.bk, pit_last_error());
             s = ops_matmul_dense_run(ctx, bs, A, B, C);
             if (report) {
                 report->used_dense = 1;
-                snprintf(report->choice, sizeof report->choice, "dense (tile %dx%dx%d refused)",
-                         sel.tile.bm, sel.tile.bn, sel.tile.bk);
+                snprintf(report->choice, sizeof report->choice, PIT_CHOICE_DENSE_REFUSED,
+                         dense_name(ctx), sel.tile.bm, sel.tile.bn, sel.tile.bk);
             }
         }
     }
@@ -343,6 +378,7 @@ PIT_API pit_status pit_matmul(pit_context *ctx, pit_stream *stream, const pit_te
     pit_problem prob;
     PIT_TRY(ops_check_matmul(ctx, A, B, C, &prob));
     prob.sparse = o.sparse;
+    prob.redetect_every = atomic_load(&ctx->redetect_every);
     const pit_microtile *forced = o.microtile.rows != 0 ? &o.microtile : NULL;
     if (forced)
         PIT_TRY(check_microtile(forced, o.sparse));
@@ -364,8 +400,8 @@ PIT_API pit_status pit_matmul(pit_context *ctx, pit_stream *stream, const pit_te
         timer_mark(&tm, 3);
         if (report) {
             report->used_dense = 1;
-            snprintf(report->choice, sizeof report->choice, "dense %s (forced)",
-                     ctx->be->dense_name ? ctx->be->dense_name(ctx->bctx) : "");
+            report->nonzero_tiles = -1; /* the pattern is not looked at */
+            snprintf(report->choice, sizeof report->choice, PIT_CHOICE_DENSE_FORCED, dense_name(ctx));
         }
     } else {
         const pit_tdesc *x = o.sparse == PIT_SPARSE_A ? &A->d : &B->d;

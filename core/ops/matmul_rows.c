@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "choice.h"
 #include "ops.h"
 
 static const char *const FN = "pit_matmul_rows";
@@ -59,7 +60,7 @@ PIT_API pit_status pit_matmul_rows(pit_context *ctx, pit_stream *stream, const p
     PIT_TRY(pit_index_alloc(ctx, bs, "rows", tile, batch, 1, m, &idx));
     PIT_TRY(ctx->be->detect(ctx->bctx, bs, &A->d, &idx, 1));
     PIT_TRY(pit_index_stats(ctx, bs, &idx, &max_entries, &nonzero));
-    pit_index_report(report, &idx, nonzero, 1, "rows");
+    pit_index_report(report, &idx, nonzero, 1, PIT_CHOICE_ROWS);
     pit_tile gemm;
     PIT_TRY(pit_select_gathered(ctx->db, PIT_TILE_ROWS, A->d.dtype, &gemm));
     if (nonzero == 0)

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "choice.h"
 #include "ops.h"
 
 typedef struct moe_shape {
@@ -96,7 +97,7 @@ PIT_API pit_status pit_moe_forward(pit_context *ctx, pit_stream *stream, const p
                           ctx->be->moe_plans_on_device(ctx->bctx, 0, &X->d, &W->d, &Y->d);
     PIT_TRY(route(ctx, bs, expert_ids, &s, &idx, &max_entries,
                   report || !on_device ? &routed : NULL));
-    pit_index_report(report, &idx, routed, 1, "moe");
+    pit_index_report(report, &idx, routed, 1, PIT_CHOICE_MOE);
     PIT_TRY(ctx->be->moe_matmul(ctx->bctx, bs, 0, &tile, &idx, max_entries, &X->d, &W->d,
                                 &gates->d, &Y->d));
     ops_report_tile(report, &tile); /* the tile that ran */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "choice.h"
 #include "ops.h"
 
 /* ---- workspace ---------------------------------------------------------------- */
@@ -17,6 +18,7 @@ typedef struct pit_workspace {
     void *stream;
     void *mem;
     size_t bytes;
+    const pit_mem_source *mem_source; /* of mem */
     struct pit_workspace *next;
 } pit_workspace;
 
@@ -28,13 +30,21 @@ static pit_workspace *find_workspace(pit_context *ctx, void *stream, const char 
     return NULL;
 }
 
-static pit_status grow_workspace(pit_context *ctx, pit_workspace *w, size_t bytes)
+static void free_workspace_memory(pit_context *ctx, pit_workspace *w)
 {
-    if (w->mem)
-        ctx->be->mem_free(ctx->bctx, w->mem);
+    if (w->mem) {
+        pit_mem_wait(ctx, w->mem_source, w->stream);
+        pit_mem_free(ctx, w->mem_source, w->mem);
+    }
     w->mem = NULL;
     w->bytes = 0;
-    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, bytes ? bytes : 4, &w->mem));
+}
+
+static pit_status grow_workspace(pit_context *ctx, pit_workspace *w, size_t bytes)
+{
+    free_workspace_memory(ctx, w);
+    w->mem_source = pit_mem_source_of(ctx);
+    PIT_TRY(pit_mem_alloc(ctx, w->mem_source, bytes, &w->mem));
     w->bytes = bytes;
     return PIT_SUCCESS;
 }
@@ -65,17 +75,32 @@ pit_status pit_workspace_get(pit_context *ctx, void *stream, const char *key, si
     return s;
 }
 
+/* Frees the workspaces of one stream, or of all when stream is NULL. */
+static void release_workspaces(pit_context *ctx, void *stream)
+{
+    pit_workspace **link = &ctx->workspaces;
+    while (*link) {
+        pit_workspace *w = *link;
+        if (stream && w->stream != stream) {
+            link = &w->next;
+            continue;
+        }
+        *link = w->next;
+        free_workspace_memory(ctx, w);
+        free(w);
+    }
+}
+
 void pit_workspaces_release(pit_context *ctx)
 {
-    pit_workspace *w = ctx->workspaces;
-    while (w) {
-        pit_workspace *next = w->next;
-        if (w->mem)
-            ctx->be->mem_free(ctx->bctx, w->mem);
-        free(w);
-        w = next;
-    }
-    ctx->workspaces = NULL;
+    release_workspaces(ctx, NULL);
+}
+
+void pit_workspaces_release_stream(pit_context *ctx, void *stream)
+{
+    pthread_mutex_lock(&ctx->lock);
+    release_workspaces(ctx, stream);
+    pthread_mutex_unlock(&ctx->lock);
 }
 
 /* ---- checks --------------------------------------------------------------------- */
@@ -284,5 +309,5 @@ void ops_report_tile(pit_report *r, const pit_tile *tile)
     r->bk = tile->bk;
     /* the tile that ran, named the way pit_matmul names its choice */
     size_t used = strlen(r->choice);
-    snprintf(r->choice + used, sizeof r->choice - used, " tile %dx%dx%d", tile->bm, tile->bn, tile->bk);
+    snprintf(r->choice + used, sizeof r->choice - used, PIT_CHOICE_TILE, tile->bm, tile->bn, tile->bk);
 }

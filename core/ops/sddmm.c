@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "choice.h"
 #include "ops.h"
 
 #define SDDMM_AUTO_BLOCK 32
@@ -67,7 +68,7 @@ pit_status ops_sddmm_run(pit_context *ctx, void *bs, const pit_tdesc *A, const p
     int64_t nonzero;
     PIT_TRY(pit_index_pattern(ctx, bs, key, mask, batch, tile, 0, &idx));
     PIT_TRY(pit_index_stats(ctx, bs, &idx, &max_entries, &nonzero));
-    pit_index_report(report, &idx, nonzero, pit_index_repeat(&idx, batch), "sddmm");
+    pit_index_report(report, &idx, nonzero, pit_index_repeat(&idx, batch), PIT_CHOICE_SDDMM);
     if (nonzero == 0) {
         pit_log_debug("%s: empty pattern: C set to zero, no compute launched", FN);
         return ops_zero(ctx, bs, C);

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "choice.h"
 #include "ops.h"
 
 #define ATTENTION_DEFAULT_BLOCK 64
@@ -134,7 +135,7 @@ static pit_status attend_fused(pit_context *ctx, void *bs, const pit_tensor *Q, 
      * it (only calls that ask for a report) */
     int32_t total = 0;
     PIT_TRY(be->mem_read(ctx->bctx, bs, idx.total, 0, &total, sizeof total));
-    pit_index_report(report, &idx, total, pit_index_repeat(&idx, bh), "attention");
+    pit_index_report(report, &idx, total, pit_index_repeat(&idx, bh), PIT_CHOICE_ATTENTION);
     return PIT_SUCCESS;
 }
 
@@ -149,7 +150,7 @@ static pit_status attend_composed(pit_context *ctx, void *bs, const pit_tensor *
     int64_t nonzero;
     PIT_TRY(pit_index_pattern(ctx, bs, "attention", &mask->d, bh, t, 0, &idx));
     PIT_TRY(pit_index_stats(ctx, bs, &idx, &max_entries, &nonzero));
-    pit_index_report(report, &idx, nonzero, pit_index_repeat(&idx, bh), "attention");
+    pit_index_report(report, &idx, nonzero, pit_index_repeat(&idx, bh), PIT_CHOICE_ATTENTION);
     if (nonzero == 0) {
         pit_log_debug("%s: every key is masked: O set to zero", FN);
         return ops_zero(ctx, bs, &O->d);

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "choice.h"
 #include "ops.h"
 
 /* 32 columns: at least one memory transaction of f32 per micro-tile row. */
@@ -45,7 +46,8 @@ static pit_status index_rows(pit_context *ctx, void *bs, const char *key, const 
     int64_t nonzero;
     PIT_TRY(pit_index_pattern(ctx, bs, key, mask, ops_batch(X), row_tile(ops_cols(X)), 0, idx));
     PIT_TRY(pit_index_stats(ctx, bs, idx, &max_entries, &nonzero));
-    pit_index_report(report, idx, nonzero, pit_index_repeat(idx, ops_batch(X)), key);
+    pit_index_report(report, idx, nonzero, pit_index_repeat(idx, ops_batch(X)),
+                     PIT_CHOICE_SOFTMAX);
     *empty = nonzero == 0;
     return PIT_SUCCESS;
 }

@@ -98,7 +98,7 @@ int64_t pit_index_repeat(const pit_index *idx, int64_t batch)
 }
 
 void pit_index_report(pit_report *r, const pit_index *idx, int64_t nonzero, int64_t repeat,
-                      const char *what)
+                      const char *form)
 {
     if (!r)
         return;
@@ -106,5 +106,5 @@ void pit_index_report(pit_report *r, const pit_index *idx, int64_t nonzero, int6
     r->nonzero_tiles = nonzero * repeat;
     r->total_tiles = (int64_t)idx->groups * idx->capacity * repeat;
     r->skipped_compute = nonzero == 0;
-    snprintf(r->choice, sizeof r->choice, "%s %dx%d", what, idx->tile.rows, idx->tile.cols);
+    snprintf(r->choice, sizeof r->choice, form, idx->tile.rows, idx->tile.cols);
 }

@@ -36,8 +36,9 @@ pit_status pit_index_stats(pit_context *ctx, void *bs, const pit_index *idx,
 int64_t pit_index_repeat(const pit_index *idx, int64_t batch);
 /* Fills the common part of a report for a block-index operator; nonzero is
  * the index's count, repeat what pit_index_repeat says (reports count the
- * micro-tiles of every batch). */
+ * micro-tiles of every batch). form: the operator's choice form of
+ * choice.h, whose two %d are the micro-tile's rows and columns. */
 void pit_index_report(pit_report *r, const pit_index *idx, int64_t nonzero, int64_t repeat,
-                      const char *what);
+                      const char *form);
 
 #endif /* PIT_CORE_INDEX_H */

@@ -40,17 +40,17 @@ static void clear_plan(pit_plan *p)
 
 static void free_plan(pit_context *ctx, pit_plan *p)
 {
+    const pit_mem_source *from = p->mem_source;
+    if (p->counts_block || (p->ncands > 0 && p->idx[0].entries))
+        pit_mem_wait(ctx, from, p->stream);
     for (int i = 0; i < p->ncands; i++) {
         pit_index *x = &p->idx[i];
-        if (x->counts && !p->counts_block)
-            ctx->be->mem_free(ctx->bctx, x->counts);
-        if (x->entries)
-            ctx->be->mem_free(ctx->bctx, x->entries);
-        if (x->total)
-            ctx->be->mem_free(ctx->bctx, x->total);
+        if (!p->counts_block)
+            pit_mem_free(ctx, from, x->counts);
+        pit_mem_free(ctx, from, x->entries);
+        pit_mem_free(ctx, from, x->total);
     }
-    if (p->counts_block)
-        ctx->be->mem_free(ctx->bctx, p->counts_block);
+    pit_mem_free(ctx, from, p->counts_block);
     free(p->host_block);
     clear_plan(p);
 }
@@ -92,9 +92,9 @@ static pit_status alloc_index(pit_context *ctx, pit_plan *p, int i)
     x->capacity = cap;
     size_t groups = (size_t)(x->groups > 0 ? x->groups : 1);
     if (!p->counts_block)
-        PIT_TRY(ctx->be->mem_alloc(ctx->bctx, groups * 4, &x->counts));
-    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, groups * (size_t)(cap > 0 ? cap : 1) * 4, &x->entries));
-    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, 4, &x->total));
+        PIT_TRY(pit_mem_alloc(ctx, p->mem_source, groups * 4, &x->counts));
+    PIT_TRY(pit_mem_alloc(ctx, p->mem_source, groups * (size_t)(cap > 0 ? cap : 1) * 4, &x->entries));
+    PIT_TRY(pit_mem_alloc(ctx, p->mem_source, 4, &x->total));
     return PIT_SUCCESS;
 }
 
@@ -120,7 +120,7 @@ static pit_status alloc_counts(pit_context *ctx, pit_plan *p)
     if (!p->host_block)
         return pit_error(PIT_ERR_OUT_OF_MEMORY, "plan: out of host memory");
     if (ctx->be->mem_is_pointer)
-        PIT_TRY(ctx->be->mem_alloc(ctx->bctx, total, &p->counts_block));
+        PIT_TRY(pit_mem_alloc(ctx, p->mem_source, total, &p->counts_block));
     for (int i = 0; i < p->ncands; i++) {
         p->host_counts[i] = p->host_block + off[i] / sizeof(int32_t);
         if (p->counts_block)
@@ -175,6 +175,7 @@ static pit_status build_plan(pit_context *ctx, pit_plan *p, const pit_problem *p
     p->used = 1;
     p->problem = *prob;
     p->stream = stream;
+    p->mem_source = pit_mem_source_of(ctx);
     p->a_rows = rows;
     p->a_cols = cols;
     if (forced) {

@@ -28,11 +28,12 @@
  * steady calls detect only the chosen candidate) and the "call" entry (the
  * read-back of the counts that stalls the stream, the host's selection).
  * Along K a settled plan reads nothing back (core/ops/matmul.c), so K options
- * pay the call only every PIT_REDETECT_EVERY calls, as the dense GEMM does.
+ * pay the call only once every redetect interval (pit_problem), as the dense
+ * GEMM does.
  *
  * The dense GEMM costs batch * ceil(M/bm) ceil(N/bn) ceil(K/bk) tile-steps
- * of its best "dense" entry, plus 1/PIT_REDETECT_EVERY of a detection
- * and a call (a dense plan re-checks the pattern that often). us_per_tile is
+ * of its best "dense" entry, plus one detection and one call per redetect
+ * interval (a dense plan re-checks the pattern that often). us_per_tile is
  * the amortised full-device cost of one tile-step (select.h), so a cost is
  * simply a count times a unit cost.
  *
@@ -43,6 +44,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "choice.h"
 #include "internal.h"
 
 #define INDEX_ENTRY_BYTES 4.0
@@ -116,6 +118,11 @@ static int64_t other_tiles(const pit_problem *p, const pit_microtile *t, const p
 static int64_t batch_of(const pit_problem *p)
 {
     return p->batch > 0 ? p->batch : 1;
+}
+
+static double redetect_every(const pit_problem *p)
+{
+    return p->redetect_every > 0 ? p->redetect_every : PIT_REDETECT_EVERY;
 }
 
 /* ---- per-group sums --------------------------------------------------------- */
@@ -252,7 +259,7 @@ static double sparse_cost(const cost_ctx *cx, const pit_microtile *t, const pit_
     int64_t other = other_tiles(p, t, tile);
     int64_t tiles = gathered_tiles * other;
     *tiles_out = tiles;
-    double us = cx->detect_us + (t->axis == PIT_AXIS_K ? cx->call_us / PIT_REDETECT_EVERY : cx->call_us);
+    double us = cx->detect_us + (t->axis == PIT_AXIS_K ? cx->call_us / redetect_every(p) : cx->call_us);
     us += ((double)groups + (double)nonzero * (double)other) * INDEX_ENTRY_BYTES * cx->fill_byte;
     if (e->us_per_out > 0) { /* fitted by pit tune: see the top of this file */
         double outs = (double)batch_of(p) * (double)ceil_div(p->m, tile->bm) *
@@ -279,7 +286,7 @@ static option best_dense(const cost_ctx *cx, const pit_tiledb_entry *v, int n)
         const pit_tile *t = &v[i].tile;
         int64_t tiles = batch_of(p) * ceil_div(p->m, t->bm) * ceil_div(p->n, t->bn) *
                         ceil_div(p->k, t->bk);
-        double us = (double)tiles * v[i].us_per_tile + (cx->detect_us + cx->call_us) / PIT_REDETECT_EVERY;
+        double us = (double)tiles * v[i].us_per_tile + (cx->detect_us + cx->call_us) / redetect_every(p);
         if (!best.valid || us < best.us)
             best = (option){1, &v[i], tiles, us};
     }
@@ -288,7 +295,7 @@ static option best_dense(const cost_ctx *cx, const pit_tiledb_entry *v, int n)
 
 /* ---- names ---------------------------------------------------------------- */
 
-static char axis_letter(pit_axis a)
+char pit_axis_letter(pit_axis a)
 {
     return a == PIT_AXIS_K ? 'k' : a == PIT_AXIS_M ? 'm' : a == PIT_AXIS_N ? 'n' : '?';
 }
@@ -296,22 +303,24 @@ static char axis_letter(pit_axis a)
 static void describe(char *buf, size_t size, const pit_microtile *t, const option *o)
 {
     if (!t) {
-        snprintf(buf, size, "dense GEMM");
+        snprintf(buf, size, PIT_CHOICE_DENSE, PIT_DENSE_GENERIC);
         return;
     }
     const pit_tile *tile = &o->entry->tile;
-    snprintf(buf, size, "%c%dx%d tile %dx%dx%d (%lld tiles)", axis_letter(t->axis), t->rows,
-             t->cols, tile->bm, tile->bn, tile->bk, (long long)o->tiles);
+    snprintf(buf, size, PIT_CHOICE_SPARSE, pit_axis_letter(t->axis), t->rows, t->cols, tile->bm,
+             tile->bn, tile->bk, (long long)o->tiles);
 }
 
 void pit_selection_name_dense(pit_selection *sel, const char *dense_name)
 {
     if (!sel || !dense_name || !*dense_name)
         return;
+    char generic[32];
+    snprintf(generic, sizeof generic, PIT_CHOICE_DENSE, PIT_DENSE_GENERIC);
     char *names[2] = {sel->choice, sel->runner_up};
     for (int i = 0; i < 2; i++)
-        if (strcmp(names[i], "dense GEMM") == 0)
-            snprintf(names[i], sizeof sel->choice, "dense %s", dense_name);
+        if (strcmp(names[i], generic) == 0)
+            snprintf(names[i], sizeof sel->choice, PIT_CHOICE_DENSE, dense_name);
 }
 
 /* ---- the selection -------------------------------------------------------- */
@@ -329,9 +338,9 @@ static option best_for_candidate(const cost_ctx *cx, cand_summary *cs, const pit
             continue;
         int64_t gathered = summary_tiles(cs, gather_divisor(t, &v[i].tile)), tiles;
         double us = sparse_cost(cx, t, &v[i], gathered, cs->nonzero, cs->st->groups, &tiles);
-        if (pit_log_enabled())
+        if (pit_log_wants(PIT_LOG_DEBUG))
             pit_log_debug("select: %c%dx%d tile %dx%dx%d: %lld tiles, %.2f us%s",
-                          axis_letter(t->axis), t->rows, t->cols, v[i].tile.bm, v[i].tile.bn,
+                          pit_axis_letter(t->axis), t->rows, t->cols, v[i].tile.bm, v[i].tile.bn,
                           v[i].tile.bk, (long long)tiles, us,
                           pit_microtile_slow(t, cx->p->dtype) ? " (strided gather)" : "");
         if (!best.valid || us < best.us)
@@ -378,18 +387,20 @@ static void fill_selection(pit_selection *out, const cand_summary *cs, const opt
 {
     memset(out, 0, sizeof *out);
     out->dense = chosen < 0;
-    out->candidate = chosen < 0 ? 0 : chosen;
     const option *o = chosen < 0 ? dense : &opts[chosen];
     out->tile = o->entry->tile;
     out->predicted_us = o->us;
     describe(out->choice, sizeof out->choice, chosen < 0 ? NULL : &cs[chosen].st->tile, o);
-    const cand_summary *c = chosen >= 0 ? &cs[chosen] : n > 0 ? &cs[0] : NULL;
-    out->max_entries = c ? c->max_entries : 0;
-    out->nonzero_tiles = c ? c->nonzero : -1;
     double ru_us;
     int ru = cheapest(opts, n, dense, chosen, &ru_us);
+    /* dense: the sparse candidate it beat (the runner-up) says how the
+     * pattern looked */
+    out->candidate = chosen >= 0 ? chosen : ru >= 0 ? ru : 0;
+    const cand_summary *c = n > 0 ? &cs[out->candidate] : NULL;
+    out->max_entries = c ? c->max_entries : 0;
+    out->nonzero_tiles = c ? c->nonzero : -1;
     if (ru == -2) {
-        snprintf(out->runner_up, sizeof out->runner_up, "none");
+        snprintf(out->runner_up, sizeof out->runner_up, PIT_CHOICE_NONE);
         return;
     }
     out->runner_up_us = ru_us;
@@ -502,7 +513,7 @@ pit_status pit_select_fixed(const pit_tiledb *db, const pit_problem *problem,
     }
     *out = synthesised_tile(tile);
     pit_log_debug("select: no %s %s tile for %c%dx%d in %s: using %dx%dx%d", pit_tile_op_name(op),
-                  pit_dtype_name(problem->dtype), axis_letter(tile->axis), tile->rows, tile->cols,
+                  pit_dtype_name(problem->dtype), pit_axis_letter(tile->axis), tile->rows, tile->cols,
                   pit_tiledb_source(db), out->bm, out->bn, out->bk);
     return PIT_SUCCESS;
 }

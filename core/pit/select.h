@@ -190,12 +190,15 @@ pit_status pit_tiledb_write(const char *path, const pit_tiledb_entry *entries, i
                             const char *header_comment);
 
 /* ---- selection ------------------------------------------------------------ */
-/* How often a settled plan looks at every candidate again. While the choice
- * is the dense GEMM, detection runs only every this many calls (dense is exact
- * whatever the pattern, so skipping detection can cost speed, never a wrong
- * result); while it is a sparse kernel, the calls in between detect only the
- * chosen candidate (its index is all the kernel needs). Selection costs both. */
+/* How often a settled plan looks at every candidate again, by default (a
+ * context may set another interval: pit_context_set_redetect_interval).
+ * While the choice is the dense GEMM, detection runs only every this many
+ * calls (dense is exact whatever the pattern, so skipping detection can cost
+ * speed, never a wrong result); while it is a sparse kernel, the calls in
+ * between detect only the chosen candidate (its index is all the kernel
+ * needs). Selection costs both. */
 #define PIT_REDETECT_EVERY 8
+#define PIT_REDETECT_EVERY_MAX 1024
 
 typedef struct pit_candidate_stats {
     pit_microtile tile;
@@ -210,11 +213,13 @@ typedef struct pit_problem {
     pit_dtype dtype;
     int64_t batch, m, n, k;
     pit_sparse_operand sparse;
+    int32_t redetect_every; /* calls between full looks; 0: PIT_REDETECT_EVERY */
 } pit_problem;
 
 typedef struct pit_selection {
     int dense;                 /* 1: call the dense GEMM */
-    int candidate;             /* index into the stats array when !dense */
+    int candidate;             /* index into the stats array: the chosen
+                                * candidate, or when dense the one it beat */
     pit_tile tile;             /* dense computation tile */
     int32_t max_entries;       /* largest counts[g] of the chosen candidate */
     int64_t nonzero_tiles;
@@ -224,10 +229,14 @@ typedef struct pit_selection {
     char runner_up[96];
 } pit_selection;
 
-/* dense: nonzero_tiles and max_entries describe stats[0] (-1/0 when n == 0).
- * The dense option is named "dense GEMM"; pit_selection_name_dense puts the
- * backend's name in ("dense cuBLAS"). */
+/* nonzero_tiles and max_entries describe stats[candidate] (-1/0 when n ==
+ * 0); when dense, candidate is the cheapest sparse one (the runner-up), or 0
+ * when none can run. The dense option is named "dense GEMM"
+ * (PIT_CHOICE_DENSE); pit_selection_name_dense puts the backend's name in
+ * ("dense cuBLAS"). */
 void pit_selection_name_dense(pit_selection *sel, const char *dense_name);
+/* 'k', 'm', 'n' for a gathered axis (the choice strings), '?' otherwise. */
+char pit_axis_letter(pit_axis a);
 
 /* Algorithm 1: for each (candidate micro-tile, dense tile of the database)
  * pair, cost = dense tiles needed after compaction x tile cost + index cost;

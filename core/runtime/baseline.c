@@ -29,6 +29,7 @@ PIT_API pit_status pit_event_record(pit_context *ctx, pit_stream *stream, pit_ev
         free(e);
         return s;
     }
+    pit_live_count(ctx, PIT_LIVE_EVENT, 1);
     *out = e;
     return PIT_SUCCESS;
 }
@@ -51,6 +52,7 @@ PIT_API pit_status pit_event_destroy(pit_event *e)
     if (!e)
         return PIT_SUCCESS;
     e->ctx->be->event_destroy(e->ctx->bctx, e->be_event);
+    pit_live_count(e->ctx, PIT_LIVE_EVENT, -1);
     free(e);
     return PIT_SUCCESS;
 }
@@ -116,9 +118,10 @@ PIT_API pit_status pit_measure_copy_bandwidth(pit_context *ctx, size_t bytes, in
     if (!ctx->be->mem_copy || !ctx->be->event_record)
         return pit_error(PIT_ERR_UNSUPPORTED, "backend %s cannot time device copies", ctx->be->name);
     device_copy c = {ctx, ctx->default_stream.bs, NULL, NULL, bytes & ~(size_t)3};
-    pit_status s = ctx->be->mem_alloc(ctx->bctx, c.bytes, &c.src);
+    const pit_mem_source *from = pit_mem_source_of(ctx);
+    pit_status s = pit_mem_alloc(ctx, from, c.bytes, &c.src);
     if (s == PIT_SUCCESS)
-        s = ctx->be->mem_alloc(ctx->bctx, c.bytes, &c.dst);
+        s = pit_mem_alloc(ctx, from, c.bytes, &c.dst);
     /* Never time on zeros: fill with a non-zero pattern first. */
     if (s == PIT_SUCCESS)
         s = ctx->be->mem_fill32(ctx->bctx, c.bs, c.src, 0, 0x3f8ccccdu, c.bytes);
@@ -127,10 +130,9 @@ PIT_API pit_status pit_measure_copy_bandwidth(pit_context *ctx, size_t bytes, in
         s = pit_time_median_us(ctx, c.bs, repeats, copy_once, &c, &us);
     if (s == PIT_SUCCESS)
         *gbps = us > 0 ? 2.0 * (double)c.bytes / (us * 1e-6) / 1e9 : 0.0;
-    if (c.src)
-        ctx->be->mem_free(ctx->bctx, c.src);
-    if (c.dst)
-        ctx->be->mem_free(ctx->bctx, c.dst);
+    pit_mem_wait(ctx, from, c.bs);
+    pit_mem_free(ctx, from, c.src);
+    pit_mem_free(ctx, from, c.dst);
     return s;
 }
 

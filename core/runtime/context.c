@@ -43,7 +43,7 @@ static pit_status pick_first_backend(char *name, size_t name_len)
             s = pit_backend_device_count(be, &n);
         if (s == PIT_SUCCESS && n > 0) {
             snprintf(name, name_len, "%s", candidate);
-            pit_log_debug("PIT_BACKEND unset: chose %s (first backend with a device)", candidate);
+            pit_log_info("PIT_BACKEND unset: chose %s (first backend with a device)", candidate);
             pit_clear_error(); /* the candidates skipped before are not this call's error */
             return PIT_SUCCESS;
         }
@@ -93,7 +93,7 @@ static pit_status open_device(pit_context *ctx, const char *name, int index)
     PIT_TRY(pit_tiledb_open(&ctx->info, &ctx->db));
     snprintf(ctx->info.tiledb_source, sizeof ctx->info.tiledb_source, "%s",
              pit_tiledb_source(ctx->db));
-    pit_log_debug("context on %s:%d \"%s\" (%s), tile database %s", name, index, ctx->info.name,
+    pit_log_info("context on %s:%d \"%s\" (%s), tile database %s", name, index, ctx->info.name,
                   ctx->info.arch, ctx->info.tiledb_source);
     return PIT_SUCCESS;
 }
@@ -109,6 +109,7 @@ static void release_context(pit_context *ctx)
     }
     if (ctx->db)
         pit_tiledb_close(ctx->db);
+    pit_mem_sources_release(ctx);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }
@@ -138,11 +139,44 @@ PIT_API pit_status pit_context_create(const char *backend, int device_index, pit
     return PIT_SUCCESS;
 }
 
+/* "2 tensors, 1 stream and 1 event" for what is still alive; returns how
+ * many objects that is (0: nothing). */
+static int describe_live(pit_context *ctx, char *buf, size_t size)
+{
+    static const char *const names[PIT_LIVE_KINDS] = {"tensor", "stream", "event"};
+    int n[PIT_LIVE_KINDS], kinds = 0, shown = 0, total = 0;
+    for (int k = 0; k < PIT_LIVE_KINDS; k++) {
+        n[k] = atomic_load(&ctx->live[k]);
+        kinds += n[k] > 0;
+        total += n[k] > 0 ? n[k] : 0;
+    }
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < PIT_LIVE_KINDS; k++) {
+        if (n[k] <= 0)
+            continue;
+        shown++;
+        const char *sep = shown == 1 ? "" : shown == kinds ? " and " : ", ";
+        int w = snprintf(buf + used, size - used, "%s%d %s%s", sep, n[k], names[k],
+                         n[k] == 1 ? "" : "s");
+        if (w > 0 && (size_t)w < size - used)
+            used += (size_t)w;
+    }
+    return total;
+}
+
 PIT_API pit_status pit_context_destroy(pit_context *ctx)
 {
     pit_clear_error();
-    if (ctx)
-        release_context(ctx);
+    if (!ctx)
+        return PIT_SUCCESS;
+    char live[128];
+    int alive = describe_live(ctx, live, sizeof live);
+    if (alive)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "pit_context_destroy: %s of this context %s "
+                         "still alive: destroy them first (the context is kept, still usable)",
+                         live, alive == 1 ? "is" : "are");
+    release_context(ctx);
     return PIT_SUCCESS;
 }
 

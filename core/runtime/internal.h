@@ -6,11 +6,12 @@
 #define PIT_CORE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "backend.h"
 #include "select.h"
 
-/* ---- errors and logging (status.c, log.c) -------------------------------- */
+/* ---- errors and logging (status.c, logging.c, log.c) ---------------------- */
 #if defined(__GNUC__)
 #define PIT_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
@@ -22,8 +23,14 @@ pit_status pit_error(pit_status status, const char *fmt, ...) PIT_PRINTF(2, 3);
 pit_status pit_verror(pit_status status, const char *fmt, va_list ap);
 /* Clears the thread's message; every public entry point calls it first. */
 void pit_clear_error(void);
-int pit_log_enabled(void);
-void pit_log_debug(const char *fmt, ...) PIT_PRINTF(1, 2);
+/* The log (logging.c): a line at level goes to the sink when PIT_LOG (or,
+ * unset, an installed callback) asks for that level. */
+int pit_log_wants(pit_log_level level);
+void pit_log(pit_log_level level, const char *fmt, ...) PIT_PRINTF(2, 3);
+void pit_vlog(pit_log_level level, const char *fmt, va_list ap);
+#define pit_log_debug(...) pit_log(PIT_LOG_DEBUG, __VA_ARGS__)
+#define pit_log_info(...) pit_log(PIT_LOG_INFO, __VA_ARGS__)
+#define pit_log_warn(...) pit_log(PIT_LOG_WARN, __VA_ARGS__)
 /* $PIT_CACHE_DIR or ~/.cache/pit, created on first use; NULL if impossible. */
 const char *pit_cache_dir(void);
 /* PIT_FAULT_ALLOC=N: the N-th device allocation from now fails (tests). */
@@ -84,6 +91,7 @@ typedef struct pit_plan {
     int recheck;               /* the chosen candidate's density moved: detect all next */
     double density[PIT_MAX_CANDIDATES]; /* at the last selection */
     uint64_t last_use;
+    const struct pit_mem_source *mem_source; /* of its device blocks */
 } pit_plan;
 
 struct pit_stream {
@@ -91,6 +99,15 @@ struct pit_stream {
     void *bs;
     int owned;
 };
+
+/* What a context hands out and its caller destroys: pit_context_destroy
+ * refuses while any is alive (it names how many of each). */
+typedef enum pit_live_kind {
+    PIT_LIVE_TENSOR = 0,
+    PIT_LIVE_STREAM,
+    PIT_LIVE_EVENT,
+    PIT_LIVE_KINDS
+} pit_live_kind;
 
 struct pit_context {
     const pit_backend *be;
@@ -104,17 +121,44 @@ struct pit_context {
     pit_plan plans[PIT_PLAN_CACHE];
     uint64_t clock;
     struct pit_workspace *workspaces; /* op_util.c; guarded by lock */
+    atomic_int live[PIT_LIVE_KINDS];  /* tensors, streams, events alive */
+    atomic_int redetect_every;        /* pit_context_set_redetect_interval; 0: default */
+    struct pit_mem_source *mem_sources; /* memory.c; guarded by lock */
+    _Atomic(const struct pit_mem_source *) mem_source; /* NULL: the backend's */
 };
 
+static inline void pit_live_count(pit_context *ctx, pit_live_kind kind, int delta)
+{
+    atomic_fetch_add(&ctx->live[kind], delta);
+}
+
+struct DLManagedTensor;
 struct pit_tensor {
     pit_context *ctx;
     pit_tdesc d;
     int owned;
     size_t alloc_bytes;
+    const struct pit_mem_source *mem_source; /* where an owned tensor's memory came from */
     void *dl_import;  /* the producer's managed tensor, deleted on destroy */
     int dl_versioned; /* dl_import is a DLManagedTensorVersioned (DLPack 1.0) */
     int read_only;    /* imported with DLPack's read-only flag: pit never writes it */
 };
+
+/* ---- device memory (memory.c) -------------------------------------------- *
+ * A block comes from a source: the allocator of pit_context_set_allocator in
+ * force when it was taken, or NULL for the backend's mem_alloc. Whoever keeps
+ * a block across calls keeps its source too, and frees it with that one. */
+typedef struct pit_mem_source pit_mem_source;
+/* The source in force now. */
+const pit_mem_source *pit_mem_source_of(pit_context *ctx);
+/* bytes (0 taken as 4: every handle is valid) from `from`. */
+pit_status pit_mem_alloc(pit_context *ctx, const pit_mem_source *from, size_t bytes, void **mem);
+void pit_mem_free(pit_context *ctx, const pit_mem_source *from, void *mem);
+/* Before blocks of a framework's allocator used on backend stream bs go back:
+ * waits for bs (nothing to do for the backend's own blocks). */
+void pit_mem_wait(pit_context *ctx, const pit_mem_source *from, void *bs);
+/* Frees the records of every allocator set (context destruction). */
+void pit_mem_sources_release(pit_context *ctx);
 
 /* The stream to use for a public call's stream argument. */
 pit_stream *pit_stream_or_default(pit_context *ctx, pit_stream *s);
@@ -140,8 +184,11 @@ void pit_plan_release(pit_context *ctx, pit_plan *p);
 void pit_plans_release(pit_context *ctx);
 /* Releases the plans of one stream (before the stream is destroyed). */
 void pit_plans_release_stream(pit_context *ctx, void *stream);
-/* Frees the operators' cached device buffers (op_util.c). */
+/* Frees the operators' cached device buffers (op_util.c): all of them, or
+ * those of one stream (before the stream is destroyed: a later stream may
+ * get the same backend handle). */
 void pit_workspaces_release(pit_context *ctx);
+void pit_workspaces_release_stream(pit_context *ctx, void *stream);
 
 /* Host wall clock, for the report's selection time and pit tune (log.c). */
 double pit_now_us(void);

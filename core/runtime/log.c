@@ -1,4 +1,5 @@
-/* core/runtime/log.c - PIT_LOG=debug tracing, the cache folder, fault injection. */
+/* core/runtime/log.c - the cache folder, fault injection, the wall clock (the log
+ * itself: logging.c). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -14,7 +15,6 @@
 #include "pit_testing.h"
 
 static pthread_once_t pit_env_once = PTHREAD_ONCE_INIT;
-static int pit_log_on;
 static char pit_cache_path[1024];
 static atomic_long pit_alloc_countdown; /* <= 0: no injection armed */
 static atomic_long pit_alloc_attempts;  /* every device allocation, for tests */
@@ -34,8 +34,6 @@ static int make_dirs(char *path)
 
 static void read_environment(void)
 {
-    const char *log = getenv("PIT_LOG");
-    pit_log_on = log && (strcmp(log, "debug") == 0 || strcmp(log, "1") == 0);
     const char *fault = getenv("PIT_FAULT_ALLOC");
     atomic_store(&pit_alloc_countdown, fault ? strtol(fault, NULL, 10) : 0);
 
@@ -47,27 +45,6 @@ static void read_environment(void)
         snprintf(pit_cache_path, sizeof pit_cache_path, "%s/.cache/pit", home);
     if (pit_cache_path[0] && make_dirs(pit_cache_path) != 0)
         pit_cache_path[0] = '\0';
-}
-
-int pit_log_enabled(void)
-{
-    pthread_once(&pit_env_once, read_environment);
-    return pit_log_on;
-}
-
-void pit_log_debug(const char *fmt, ...)
-{
-    if (!pit_log_enabled())
-        return;
-    /* The one place the library writes to a stream, and only when asked. */
-    va_list ap;
-    va_start(ap, fmt);
-    flockfile(stderr);
-    fputs("pit: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    funlockfile(stderr);
-    va_end(ap);
 }
 
 const char *pit_cache_dir(void)

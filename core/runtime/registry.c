@@ -42,14 +42,10 @@ static pit_status host_error(pit_status status, const char *fmt, ...)
 
 static void host_log(const char *fmt, ...)
 {
-    if (!pit_log_enabled())
-        return;
-    char line[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    pit_vlog(PIT_LOG_DEBUG, fmt, ap);
     va_end(ap);
-    pit_log_debug("%s", line);
 }
 
 const pit_host pit_host_api = {
@@ -211,7 +207,7 @@ static void load_plugin(const char *name, plugin_slot *slot)
         return; /* keep the library loaded: its message strings stay valid */
     }
     slot->be = be;
-    pit_log_debug("backend %s ready (%s)", name, path);
+    pit_log_info("backend %s ready (%s)", name, path);
 }
 
 /* Records a load's outcome in its slot, so later calls replay its message. */

@@ -33,6 +33,7 @@ static pit_status new_stream(pit_context *ctx, void *native, pit_stream **out)
         free(s);
         return st;
     }
+    pit_live_count(ctx, PIT_LIVE_STREAM, 1);
     *out = s;
     return PIT_SUCCESS;
 }
@@ -59,7 +60,9 @@ PIT_API pit_status pit_stream_destroy(pit_stream *stream)
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "pit_stream_destroy: the default stream belongs "
                                                    "to its context");
     pit_plans_release_stream(stream->ctx, stream->bs);
+    pit_workspaces_release_stream(stream->ctx, stream->bs);
     stream->ctx->be->stream_destroy(stream->ctx->bctx, stream->bs);
+    pit_live_count(stream->ctx, PIT_LIVE_STREAM, -1);
     free(stream);
     return PIT_SUCCESS;
 }

@@ -170,7 +170,8 @@ PIT_API pit_status pit_tensor_create(pit_context *ctx, pit_dtype dtype, int rank
     if (!t)
         return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tensor_create: out of host memory");
     /* Zero-element tensors still get a small buffer so every handle is valid. */
-    pit_status s = ctx->be->mem_alloc(ctx->bctx, bytes ? bytes : 4, &d.mem);
+    t->mem_source = pit_mem_source_of(ctx);
+    pit_status s = pit_mem_alloc(ctx, t->mem_source, bytes, &d.mem);
     if (s != PIT_SUCCESS) {
         free(t);
         return s;
@@ -179,6 +180,7 @@ PIT_API pit_status pit_tensor_create(pit_context *ctx, pit_dtype dtype, int rank
     t->d = d;
     t->owned = 1;
     t->alloc_bytes = bytes;
+    pit_live_count(ctx, PIT_LIVE_TENSOR, 1);
     *out = t;
     return PIT_SUCCESS;
 }
@@ -226,6 +228,7 @@ PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
         return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tensor_wrap: out of host memory");
     t->ctx = ctx;
     t->d = d;
+    pit_live_count(ctx, PIT_LIVE_TENSOR, 1);
     *out = t;
     return PIT_SUCCESS;
 }
@@ -236,8 +239,9 @@ PIT_API pit_status pit_tensor_destroy(pit_tensor *t)
     if (!t)
         return PIT_SUCCESS;
     if (t->owned)
-        t->ctx->be->mem_free(t->ctx->bctx, t->d.mem);
+        pit_mem_free(t->ctx, t->mem_source, t->d.mem);
     pit_dlpack_release(t);
+    pit_live_count(t->ctx, PIT_LIVE_TENSOR, -1);
     free(t);
     return PIT_SUCCESS;
 }

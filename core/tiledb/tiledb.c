@@ -90,7 +90,7 @@ static void warn(pit_tiledb *db, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    pit_log_debug("tile database: %s", msg);
+    pit_log_warn("tile database: %s", msg);
     size_t room = sizeof db->warnings - db->warn_len;
     if (room <= 1)
         return;

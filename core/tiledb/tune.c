@@ -51,11 +51,8 @@ static int dtype_on_device(pit_dtype dt, const pit_device_info *d)
 
 static void free_problem(tune_problem *p)
 {
-    pit_context *ctx = p->ctx;
     void *bufs[] = {p->A.mem, p->B.mem, p->C.mem, p->idx.counts, p->idx.entries, p->idx.total};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        if (bufs[i])
-            ctx->be->mem_free(ctx->bctx, bufs[i]);
+    tune_free_buffers(p->ctx, p->bs, bufs, sizeof bufs / sizeof bufs[0]);
     memset(p, 0, sizeof *p);
 }
 

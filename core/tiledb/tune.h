@@ -19,6 +19,8 @@ pit_status tune_matrix(pit_context *ctx, void *bs, pit_dtype dt, int64_t r, int6
 
 /* Device buffers of an index whose groups and capacity are set. */
 pit_status tune_index(pit_context *ctx, pit_index *x);
+/* Gives back the n device buffers (NULL ones skipped) once the work on bs is done. */
+void tune_free_buffers(pit_context *ctx, void *bs, void *const *bufs, size_t n);
 
 /* Measures a "moe" or "rows" entry in place through the backend's real
  * gathered GEMM (moe_matmul, matmul_rows) with every row listed: a routed MoE

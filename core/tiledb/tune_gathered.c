@@ -38,12 +38,9 @@ static int64_t cdiv(int64_t n, int32_t m)
 
 static void free_gathered(gathered_problem *p)
 {
-    pit_context *ctx = p->ctx;
     void *bufs[] = {p->X.mem, p->W.mem, p->Y.mem, p->gates.mem, p->ids.mem,
                     p->idx.counts, p->idx.entries, p->idx.total};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        if (bufs[i])
-            ctx->be->mem_free(ctx->bctx, bufs[i]);
+    tune_free_buffers(p->ctx, p->bs, bufs, sizeof bufs / sizeof bufs[0]);
 }
 
 static pit_status alloc_index(gathered_problem *p, pit_microtile tile, int32_t groups,
@@ -69,7 +66,7 @@ static pit_status route_all(gathered_problem *p, int64_t t, int32_t k)
     p->ids.strides[0] = k;
     p->ids.strides[1] = 1;
     size_t bytes = (size_t)(t * k) * 4;
-    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, bytes, &p->ids.mem));
+    PIT_TRY(pit_mem_alloc(ctx, pit_mem_source_of(ctx), bytes, &p->ids.mem));
     int32_t *ids = malloc(bytes);
     if (!ids)
         return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tune: host memory");

@@ -20,7 +20,7 @@ pit_status tune_tensor(pit_context *ctx, void *bs, pit_dtype dt, int rank, const
         numel *= shape[i];
     }
     size_t n = (size_t)numel, es = pit_dtype_size(dt);
-    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, n * es, &d->mem));
+    PIT_TRY(pit_mem_alloc(ctx, pit_mem_source_of(ctx), n * es, &d->mem));
     double *x = malloc(n * sizeof(double));
     void *buf = malloc(n * es);
     pit_status s = x && buf ? PIT_SUCCESS : pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tune: host memory");
@@ -41,10 +41,18 @@ pit_status tune_matrix(pit_context *ctx, void *bs, pit_dtype dt, int64_t r, int6
     return tune_tensor(ctx, bs, dt, 2, shape, rng, d);
 }
 
+void tune_free_buffers(pit_context *ctx, void *bs, void *const *bufs, size_t n)
+{
+    const pit_mem_source *from = pit_mem_source_of(ctx);
+    pit_mem_wait(ctx, from, bs);
+    for (size_t i = 0; i < n; i++)
+        pit_mem_free(ctx, from, bufs[i]);
+}
+
 pit_status tune_index(pit_context *ctx, pit_index *x)
 {
-    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * 4, &x->counts));
-    PIT_TRY(ctx->be->mem_alloc(ctx->bctx, (size_t)x->groups * (size_t)x->capacity * 4,
-                               &x->entries));
-    return ctx->be->mem_alloc(ctx->bctx, 4, &x->total);
+    const pit_mem_source *from = pit_mem_source_of(ctx);
+    PIT_TRY(pit_mem_alloc(ctx, from, (size_t)x->groups * 4, &x->counts));
+    PIT_TRY(pit_mem_alloc(ctx, from, (size_t)x->groups * (size_t)x->capacity * 4, &x->entries));
+    return pit_mem_alloc(ctx, from, 4, &x->total);
 }

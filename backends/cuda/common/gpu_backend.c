@@ -197,6 +197,14 @@ static void gpu_mem_free(void *bctx, void *mem)
     pit_cuda_pop();
 }
 
+static pit_status gpu_set_scratch_allocator(void *bctx, const pit_scratch_allocator *a)
+{
+    pit_cuda_ctx *c = bctx;
+    static const pit_scratch_allocator own;
+    c->scratch = a ? *a : own; /* scratch lives within one call: nothing cached to hand back */
+    return PIT_SUCCESS;
+}
+
 static CUdeviceptr dptr(const void *mem, size_t offset)
 {
     return (CUdeviceptr)(uintptr_t)mem + offset;
@@ -403,6 +411,7 @@ static pit_backend gpu_backend = {
     .vendor_sparse_matmul = pit_cuda_vendor_sparse_matmul,
     .vendor_convert = pit_cuda_vendor_convert,
     .vendor_sparse_name = pit_cuda_vendor_sparse_name,
+    .set_scratch_allocator = gpu_set_scratch_allocator,
 };
 
 PIT_API const pit_backend *pit_backend_register(const pit_host *host)

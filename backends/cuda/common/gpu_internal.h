@@ -129,6 +129,7 @@ typedef struct pit_cuda_ctx {
     void *blas;   /* cuBLAS / rocBLAS handle, created on first dense call */
     void *sparse; /* cuSPARSE / rocSPARSE handle, created on first baseline call */
     pit_vendor_ctx vendor;
+    pit_scratch_allocator scratch; /* alloc NULL: the device's stream-ordered pool */
 } pit_cuda_ctx;
 
 typedef struct pit_cuda_stream {

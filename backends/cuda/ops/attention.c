@@ -62,7 +62,8 @@ static pit_status attention_fused(pit_cuda_ctx *c, CUstream s, const pit_index *
     int64_t ctas = nqb * q->batch;
     CUdeviceptr order = 0;
     if (idx->capacity < 1024 && ctas > 2 * (int64_t)c->sm_count) {
-        CU_CHECK(pit_cu.MemAllocAsync(&order, (size_t)groups * 4, s), PIT_CALL(MemAllocAsync) "(attention order)");
+        st = pit_cuda_scratch(c, s, (size_t)groups * 4, PIT_CALL(MemAllocAsync) "(attention order)", &order);
+        if (st != PIT_SUCCESS) return st;
         pit_plan_args pl = {a.ix.counts, order, (int32_t)groups, 1, idx->capacity, 1};
         st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
         a.order = order;
@@ -70,7 +71,7 @@ static pit_status attention_fused(pit_cuda_ctx *c, CUstream s, const pit_index *
     if (st == PIT_SUCCESS)
         st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_ATTENTION, q->dt, param, (unsigned)nqb, q->batch, 1,
                                   (unsigned)(block / 16 * 32), &a);
-    return pit_cuda_free_scratch(s, order, st);
+    return pit_cuda_free_scratch(c, s, order, st);
 }
 
 /* Q, K, V, mask and O as views (core checked dtypes and shapes); *none:
@@ -153,13 +154,13 @@ static pit_status attention_detect_fused(pit_cuda_ctx *c, CUstream s, const pit_
     a.total = (uint64_t)(uintptr_t)idx->total;
     CUdeviceptr det = 0;
     if ((st = pit_cuda_zero_index(s, idx)) != PIT_SUCCESS ||
-        (st = pit_cuda_scratch_words(s, (size_t)groups + 1, &det)) != PIT_SUCCESS)
+        (st = pit_cuda_scratch_words(c, s, (size_t)groups + 1, &det)) != PIT_SUCCESS)
         return st; /* det[0]: the next work item; det[1 + g]: group g's finished parts */
     a.det = det;
     int param[5] = {block, (int)q->cols, (int)v->cols, (int)m->dt, 1};
     st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_ATTENTION, q->dt, param, items, 1, 1, (unsigned)(block / 16 * 32),
                               &a);
-    return pit_cuda_free_scratch(s, det, st);
+    return pit_cuda_free_scratch(c, s, det, st);
 }
 
 static pit_status cuda_attention_detect(void *bctx, void *stream, const pit_tdesc *detect_view, pit_index *idx,

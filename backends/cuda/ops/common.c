@@ -161,21 +161,44 @@ pit_status pit_cuda_convert_into(pit_cuda_ctx *c, CUstream s, CUdeviceptr f32, c
 }
 
 /* ---- scratch ----------------------------------------------------------------- */
-pit_status pit_cuda_scratch_words(CUstream s, size_t n, CUdeviceptr *p)
+pit_status pit_cuda_scratch(pit_cuda_ctx *c, CUstream s, size_t bytes, const char *what, CUdeviceptr *p)
 {
-    CU_CHECK(pit_cu.MemAllocAsync(p, (n ? n : 1) * 4, s), PIT_CALL(MemAllocAsync) "(scratch)");
+    *p = 0;
+    bytes = bytes ? bytes : 4;
+    if (c->scratch.alloc) {
+        void *mem = NULL;
+        pit_status st = c->scratch.alloc(c->scratch.owner, bytes, (void *)s, &mem);
+        *p = (CUdeviceptr)(uintptr_t)mem;
+        return st;
+    }
+    CUresult r = pit_cu.MemAllocAsync(p, bytes, s);
+    if (r != CUDA_SUCCESS) {
+        *p = 0;
+        return pit_cu_fail(r, what, __FILE__, __LINE__);
+    }
+    return PIT_SUCCESS;
+}
+
+pit_status pit_cuda_scratch_words(pit_cuda_ctx *c, CUstream s, size_t n, CUdeviceptr *p)
+{
+    pit_status st = pit_cuda_scratch(c, s, n * 4, PIT_CALL(MemAllocAsync) "(scratch)", p);
+    if (st != PIT_SUCCESS) return st;
     CUresult r = n ? pit_cu.MemsetD32Async(*p, 0, n, s) : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS) {
-        pit_cu.MemFreeAsync(*p, s);
+        pit_cuda_free_scratch(c, s, *p, PIT_SUCCESS);
         *p = 0;
         return pit_cu_fail(r, PIT_CALL(MemsetD32Async) "(scratch)", __FILE__, __LINE__);
     }
     return PIT_SUCCESS;
 }
 
-pit_status pit_cuda_free_scratch(CUstream s, CUdeviceptr p, pit_status st)
+pit_status pit_cuda_free_scratch(pit_cuda_ctx *c, CUstream s, CUdeviceptr p, pit_status st)
 {
     if (!p) return st;
+    if (c->scratch.free) {
+        c->scratch.free(c->scratch.owner, (void *)(uintptr_t)p, (void *)s);
+        return st;
+    }
     CUresult r = pit_cu.MemFreeAsync(p, s);
     if (st == PIT_SUCCESS && r != CUDA_SUCCESS)
         return pit_cu_fail(r, PIT_CALL(MemFreeAsync) "(scratch)", __FILE__, __LINE__);

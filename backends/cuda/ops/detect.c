@@ -84,8 +84,8 @@ static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X,
     total_words += full_words;
     CUdeviceptr dedup = 0;
     if (total_words) {
-        CU_CHECK(pit_cu.MemAllocAsync(&dedup, total_words * 4, s), PIT_CALL(MemAllocAsync) "(detect dedup)");
-        CU_CHECK(pit_cu.MemsetD32Async(dedup, 0, total_words, s), PIT_CALL(MemsetD32Async) "(detect dedup)");
+        pit_status zs = pit_cuda_scratch_words(c, s, total_words, &dedup);
+        if (zs != PIT_SUCCESS) return zs;
     }
     size_t at = 0;
     for (int i = 0; i < n; ++i) {
@@ -118,12 +118,7 @@ static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X,
         st = pit_cuda_launch(k, s, (unsigned)pit_cuda_cdiv(x->cols, PIT_CUDA_DETECT_TW * vec),
                              (unsigned)pit_cuda_cdiv(x->rows, PIT_CUDA_DETECT_H), (unsigned)x->batch,
                              PIT_CUDA_DETECT_THREADS, &a, PIT_CALL(LaunchKernel) "(pit_detect)");
-    if (dedup) {
-        CUresult r = pit_cu.MemFreeAsync(dedup, s);
-        if (st == PIT_SUCCESS && r != CUDA_SUCCESS)
-            st = pit_cu_fail(r, PIT_CALL(MemFreeAsync) "(detect dedup)", __FILE__, __LINE__);
-    }
-    return st;
+    return pit_cuda_free_scratch(c, s, dedup, st);
 }
 
 pit_status pit_cuda_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *idx, int n)

@@ -66,14 +66,15 @@ static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job 
     const int64_t ctas = per_sm * (int64_t)c->sm_count;
     int64_t bound = j->listed_max / t.bm + j->groups + 1; /* items along M, at most */
     CUdeviceptr list = 0;
-    CU_CHECK(pit_cu.MemAllocAsync(&list, (size_t)(1 + 3 * bound) * 4, s), PIT_CALL(MemAllocAsync) "(gmm work list)");
+    pit_status st = pit_cuda_scratch(c, s, (size_t)(1 + 3 * bound) * 4, PIT_CALL(MemAllocAsync) "(gmm work list)", &list);
+    if (st != PIT_SUCCESS) return st;
     pit_plan_args pl = {j->a.counts, list, (int32_t)j->groups, t.bm, j->a.capacity, 2}; /* mixed order */
-    pit_status st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
+    st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
     j->a.list = list;
     j->a.ntn = (int32_t)pit_cuda_cdiv(j->a.N, t.bn);
     const int64_t work = bound * j->a.ntn, grid = work < ctas ? work : ctas;
     if (st == PIT_SUCCESS) st = pit_cuda_launch_variant(c, s, &v, grid, 1, 1, threads, &j->a);
-    return pit_cuda_free_scratch(s, list, st);
+    return pit_cuda_free_scratch(c, s, list, st);
 }
 
 /* The CUDA-core tile (pit_cuda_gmm_tile_cuda_core): 64 x 64 outputs a CTA */
@@ -92,8 +93,8 @@ static pit_status zero_unlisted(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_
 {
     size_t n = (size_t)(out->rows * out->batch);
     CUdeviceptr mark = 0;
-    CU_CHECK(pit_cu.MemAllocAsync(&mark, (n ? n : 1) * 4, s), PIT_CALL(MemAllocAsync) "(row mark)");
-    pit_status st = PIT_SUCCESS;
+    pit_status st = pit_cuda_scratch(c, s, n * 4, PIT_CALL(MemAllocAsync) "(row mark)", &mark);
+    if (st != PIT_SUCCESS) return st;
     if (n) {
         CUresult r = pit_cu.MemsetD32Async(mark, 0xffffffffu, n, s);
         if (r != CUDA_SUCCESS) st = pit_cu_fail(r, PIT_CALL(MemsetD32Async) "(row mark)", __FILE__, __LINE__);
@@ -105,7 +106,7 @@ static pit_status zero_unlisted(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_
     pit_ew_args z = {0, out->ptr, mark, 0, 0, out->ld, out->bs, 1, out->rows, (int32_t)out->rows, (int32_t)out->cols,
                      1, 0};
     if (st == PIT_SUCCESS) st = pit_cuda_launch_zero(c, s, out->dt, &z, out->batch);
-    return pit_cuda_free_scratch(s, mark, st);
+    return pit_cuda_free_scratch(c, s, mark, st);
 }
 
 pit_status pit_cuda_gmm_scatter(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j, const pit_cuda_view *out,
@@ -121,7 +122,7 @@ pit_status pit_cuda_gmm_scatter(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j
         j->a.ldacc = out->ld;
         j->a.sacc = j->a.sc;
     } else {
-        st = pit_cuda_scratch_words(s, (size_t)(out->rows * out->cols * out->batch), &scratch);
+        st = pit_cuda_scratch_words(c, s, (size_t)(out->rows * out->cols * out->batch), &scratch);
         j->a.acc = scratch;
         j->a.ldacc = out->cols;
         j->a.sacc = j->a.sc ? out->rows * out->cols : 0;
@@ -130,5 +131,5 @@ pit_status pit_cuda_gmm_scatter(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j
     if (st == PIT_SUCCESS && (tensor_core || j->max_rows > 0))
         st = tensor_core ? gmm_tensor_core(c, s, j) : pit_cuda_gmm_cuda_core(c, s, j);
     if (st == PIT_SUCCESS && scratch) st = pit_cuda_convert_into(c, s, scratch, out);
-    return pit_cuda_free_scratch(s, scratch, st);
+    return pit_cuda_free_scratch(c, s, scratch, st);
 }

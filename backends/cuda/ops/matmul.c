@@ -137,7 +137,8 @@ static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
     if (v->a_comp) {
         int64_t ldo = pit_cuda_cdiv((int64_t)idx->capacity * idx->tile.cols, 8) * 8; /* pit_compact pads to 8 */
         size_t bytes = (size_t)(row_blocks * idx->tile.rows * ldo * p->batch) * pit_cuda_el_bytes(p->dt);
-        CU_CHECK(pit_cu.MemAllocAsync(&scratch, bytes ? bytes : 16, s), PIT_CALL(MemAllocAsync) "(axis K compact)");
+        st = pit_cuda_scratch(c, s, bytes ? bytes : 16, PIT_CALL(MemAllocAsync) "(axis K compact)", &scratch);
+        if (st != PIT_SUCCESS) return st;
         st = compact_a(c, s, p, idx, row_blocks, scratch, ldo);
         a.a = (uint64_t)scratch;
         a.lda = ldo;
@@ -148,12 +149,7 @@ static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
     if (st == PIT_SUCCESS)
         st = pit_cuda_launch(k, s, (unsigned)row_blocks, (unsigned)pit_cuda_cdiv(p->N, v->tile.bn), (unsigned)p->batch,
                              (unsigned)v->tile.threads, &a, PIT_CALL(LaunchKernel) "(pit_matmul axis K)");
-    if (scratch) {
-        CUresult r = pit_cu.MemFreeAsync(scratch, s);
-        if (st == PIT_SUCCESS && r != CUDA_SUCCESS)
-            st = pit_cu_fail(r, PIT_CALL(MemFreeAsync) "(axis K compact)", __FILE__, __LINE__);
-    }
-    return st;
+    return pit_cuda_free_scratch(c, s, scratch, st);
 }
 
 static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v, const mm_problem *p,
@@ -179,10 +175,8 @@ static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
         u.s32 = p->c.bs;
         st = launch_util(c, s, PIT_CUDA_ZERO, p->dt, &u, p->batch);
     } else {
-        size_t words = (size_t)(p->M * p->N * p->batch);
-        CU_CHECK(pit_cu.MemAllocAsync(&scratch, (words ? words : 1) * 4, s),
-                 PIT_CALL(MemAllocAsync) "(axis M scratch)");
-        if (words) CU_CHECK(pit_cu.MemsetD32Async(scratch, 0, words, s), PIT_CALL(MemsetD32Async) "(axis M scratch)");
+        st = pit_cuda_scratch_words(c, s, (size_t)(p->M * p->N * p->batch), &scratch);
+        if (st != PIT_SUCCESS) return st;
         a.acc = scratch;
         a.ldacc = p->N;
         a.sacc = p->M * p->N;
@@ -203,11 +197,8 @@ static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
             u.so = p->c.bs;
             st = launch_util(c, s, PIT_CUDA_CONVERT, p->dt, &u, p->batch);
         }
-        CUresult r = pit_cu.MemFreeAsync(scratch, s);
-        if (st == PIT_SUCCESS && r != CUDA_SUCCESS)
-            st = pit_cu_fail(r, PIT_CALL(MemFreeAsync) "(axis M scratch)", __FILE__, __LINE__);
     }
-    return st;
+    return pit_cuda_free_scratch(c, s, scratch, st);
 }
 
 pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile, const pit_index *idx,

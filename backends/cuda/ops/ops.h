@@ -75,12 +75,16 @@ pit_status pit_cuda_convert_into(pit_cuda_ctx *c, CUstream s, CUdeviceptr f32, c
     } while (0)
 
 /* ---- scratch ----------------------------------------------------------------- */
+/* bytes (0 taken as 4) of scratch ordered on s: from the context's allocator
+ * when one is set (pit_context_set_allocator), else the device's stream-
+ * ordered pool; what names it in errors. *p is 0 on failure. */
+pit_status pit_cuda_scratch(pit_cuda_ctx *c, CUstream s, size_t bytes, const char *what, CUdeviceptr *p);
 /* Scratch of n 4-byte words (f32 sums, int counters), zeroed, ordered on
  * s; nothing left allocated on failure */
-pit_status pit_cuda_scratch_words(CUstream s, size_t n, CUdeviceptr *p);
+pit_status pit_cuda_scratch_words(pit_cuda_ctx *c, CUstream s, size_t n, CUdeviceptr *p);
 /* Frees p (when set) on s; returns st, or the free's failure when st is
  * PIT_SUCCESS. */
-pit_status pit_cuda_free_scratch(CUstream s, CUdeviceptr p, pit_status st);
+pit_status pit_cuda_free_scratch(pit_cuda_ctx *c, CUstream s, CUdeviceptr p, pit_status st);
 
 /* Zeroes one index's counts and total (what detect does first; detect.c). */
 pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx);

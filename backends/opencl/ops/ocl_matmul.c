@@ -207,19 +207,10 @@ static pit_status launch_elementwise(ocl_ctx *c, cl_program prog, cl_command_que
 /* The per-stream f32 buffer where f16/bf16 axis-M results accumulate. */
 static pit_status ensure_scratch(ocl_ctx *c, ocl_stream *s, size_t bytes)
 {
-    if (s->scratch && s->scratch_bytes >= bytes)
+    if (s->scratch.mem && s->scratch.bytes >= bytes)
         return PIT_SUCCESS;
-    if (s->scratch) {
-        /* Released only once the queued kernels using it have finished. */
-        clReleaseMemObject(s->scratch);
-        s->scratch = NULL;
-        s->scratch_bytes = 0;
-    }
-    cl_int err = CL_SUCCESS;
-    s->scratch = clCreateBuffer(c->context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
-    OCL_TRY(OCL_CHECK("clCreateBuffer(axis-M scratch)", err));
-    s->scratch_bytes = bytes;
-    return PIT_SUCCESS;
+    ocl_block_release(&s->scratch); /* the queued kernels using it finish first */
+    return ocl_block_new(c, s->queue, bytes, "clCreateBuffer(axis-M scratch)", &s->scratch);
 }
 
 /* ---- sparse A --------------------------------------------------------------------- */
@@ -270,11 +261,11 @@ static pit_status matmul_axis_m(ocl_ctx *c, ocl_stream *s, const pit_tile *tile,
     } else {
         size_t bytes = (size_t)(p->batch * p->M * p->N) * 4;
         OCL_TRY(ensure_scratch(c, s, bytes));
-        acc.mem = s->scratch;
+        acc.mem = s->scratch.mem;
         acc.off = 0;
         acc.ld = p->N;
         acc.bs = p->M * p->N;
-        OCL_TRY(ocl_fill32(s->queue, s->scratch, 0, 0u, bytes));
+        OCL_TRY(ocl_fill32(s->queue, s->scratch.mem, 0, 0u, bytes));
     }
     int64_t entries = worst_case ? idx->capacity : max_entries;
     if (entries > idx->capacity)

@@ -70,18 +70,14 @@ static pit_status moe_combine(ocl_ctx *c, cl_command_queue q, cl_mem ys, int top
 }
 
 /* The f32 slot rows of a k > 1 product, zeroed: slots with a skipped id stay
- * 0 and add nothing when combined. Released by OpenCL only once the queued
- * kernels using it are done, so the caller releases it right after enqueuing. */
-static pit_status slot_buffer(ocl_ctx *c, cl_command_queue q, size_t bytes, cl_mem *out)
+ * 0 and add nothing when combined. Given back only once the queued kernels
+ * using it are done, so the caller releases it right after enqueuing. */
+static pit_status slot_buffer(ocl_ctx *c, cl_command_queue q, size_t bytes, ocl_block *out)
 {
-    cl_int err = CL_SUCCESS;
-    *out = clCreateBuffer(c->context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
-    OCL_TRY(OCL_CHECK("clCreateBuffer(moe slot results)", err));
-    pit_status st = ocl_fill32(q, *out, 0, 0u, bytes);
-    if (st != PIT_SUCCESS) {
-        clReleaseMemObject(*out);
-        *out = NULL;
-    }
+    OCL_TRY(ocl_block_new(c, q, bytes, "clCreateBuffer(moe slot results)", out));
+    pit_status st = ocl_fill32(q, out->mem, 0, 0u, bytes);
+    if (st != PIT_SUCCESS)
+        ocl_block_release(out);
     return st;
 }
 
@@ -92,11 +88,12 @@ static pit_status moe_rows_product(ocl_ctx *c, ocl_stream *s, int mode, const oc
                                    const pit_tdesc *gates, const pit_tdesc *Out, int topk)
 {
     const int64_t ND = Out->shape[1], KD = R->shape[1];
-    cl_mem ys = NULL;
+    ocl_block slots = {0};
     if (topk == 1)
         OCL_TRY(ocl_zero_tensor(c, s->queue, Out)); /* rows of unrouted tokens */
     else
-        OCL_TRY(slot_buffer(c, s->queue, (size_t)(idx->capacity * ND) * 4, &ys));
+        OCL_TRY(slot_buffer(c, s->queue, (size_t)(idx->capacity * ND) * 4, &slots));
+    const cl_mem ys = slots.mem; /* NULL when k == 1 */
     cl_int nchunks = ocl_op_chunks(max_entries, idx, k->bm);
     cl_kernel kern;
     pit_status st = ocl_op_kernel(c, "pit_moe", k, "pit_moe_gemm", k->wg, &kern);
@@ -121,8 +118,7 @@ static pit_status moe_rows_product(ocl_ctx *c, ocl_stream *s, int mode, const oc
     }
     if (st == PIT_SUCCESS && ys)
         st = moe_combine(c, s->queue, ys, topk, Out);
-    if (ys)
-        clReleaseMemObject(ys);
+    ocl_block_release(&slots);
     return st;
 }
 
