@@ -218,7 +218,10 @@ typedef struct pit_backend {
 
     /* ---- PIT ------------------------------------------------------------ */
     /* One pass over the sparse operand X (rank 2 or 3) that fills every index
-     * of idx[0..n-1] (different micro-tile candidates) at once. */
+     * of idx[0..n-1] (different micro-tile candidates) at once. X is an
+     * operand (f32, f16, bf16) or a mask as the user passed it (also i32 or
+     * u8); an element is non-zero as pit.h says: a float's bits but the
+     * sign, an integer's every bit (an i32 INT_MIN is non-zero). */
     pit_status (*detect)(void *bctx, void *stream, const pit_tdesc *X,
                          pit_index *idx, int n);
 

@@ -443,7 +443,8 @@ PIT_API pit_status pit_matmul_dense(pit_context *ctx, pit_stream *stream,
 /* Operators of dynamic-sparse models                                       */
 /* ------------------------------------------------------------------------ */
 /* Pattern tensors ("mask") may be f32, f16, bf16, i32 or u8: an element is in
- * the pattern when it is non-zero (NaN counts as non-zero), so either a 0/1 mask
+ * the pattern when it is non-zero (NaN counts as non-zero, -0.0 as zero; every
+ * non-zero i32, INT_MIN included), so either a 0/1 mask
  * or the values whose zeros define the pattern can be passed. A u8 mask (a
  * bool tensor through DLPack) is the cheapest to detect: half the bytes of a
  * 16-bit one. A mask of rank 2
@@ -459,6 +460,9 @@ PIT_API pit_status pit_sddmm(pit_context *ctx, pit_stream *stream, const pit_ten
 
 /* Sparse softmax along rows: Y = softmax(scale * X) over the entries where
  * mask is non-zero; masked entries and fully masked rows give 0 (never NaN).
+ * Each scaled logit is rounded to f32 once, and that value serves both the
+ * row's max and the exponent, so logits finite in f32 are right however large
+ * (to that rounding); a -inf weighs 0, and a row of -inf alone gives 0 too.
  * X, Y [b,M,N] or [M,N], f32/f16/bf16 (f32 arithmetic). */
 PIT_API pit_status pit_sparse_softmax(pit_context *ctx, pit_stream *stream, const pit_tensor *X,
                                       const pit_tensor *mask, pit_tensor *Y, float scale,
@@ -474,7 +478,10 @@ PIT_API pit_status pit_sparse_softmax_backward(pit_context *ctx, pit_stream *str
  * block index of the mask (built on the device each call) reused by the
  * SDDMM, the softmax and the sparse x dense product. Q, K [BH,L,D], V, O
  * [BH,L,Dv], mask [L,L] or [BH,L,L]; block = micro-tile side (0 = 64).
- * Rows with no allowed key give 0. Where the backend fuses the three steps
+ * Rows with no allowed key give 0; large scaled scores as in
+ * pit_sparse_softmax (where the steps are not fused, Q K^T is stored in
+ * the data's dtype before it is scaled, so it must fit that dtype).
+ * Where the backend fuses the three steps
  * (CUDA), nothing is read back between detection and the kernel, so the
  * call does not wait for the device; with a report, it reads the count of
  * allowed blocks after queuing the kernel, and so waits for it

@@ -252,6 +252,7 @@ static void sddmm_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_
     int64_t mb = mm.per_batch ? s->b : 1;
     if (st == PIT_SUCCESS && ref) {
         make_pattern(rng, pk, mb, s->m, s->n, M.h);
+        pit_ref_encode_mask(mm.dtype, M.h, M.n);
         st = dbuf_random(&A, rng);
         if (st == PIT_SUCCESS)
             st = dbuf_random(&B, rng);
@@ -305,11 +306,79 @@ static const pattern_kind softmax_patterns[] = {PAT_DENSE, PAT_EMPTY, PAT_BLOCKS
 #define NSOFTMAX_SHAPES (int)(sizeof softmax_shapes / sizeof softmax_shapes[0])
 #define NSOFTMAX_PATTERNS (int)(sizeof softmax_patterns / sizeof softmax_patterns[0])
 
+/* The scale of the backward: its Y comes from the forward, whatever that one's scale. */
+#define SOFTMAX_BACKWARD_SCALE 0.7f
+/* The huge scales: scale * x reaches about 1e10 and 1e30, finite in f32 (x in [-1, 1]). */
+static const float huge_scales[] = {1e10f, 1e30f};
+#define NHUGE_SCALES (int)(sizeof huge_scales / sizeof huge_scales[0])
+
+/* The first on-column of a mask row at or after column j (cyclically); -1
+ * when the row is fully masked. */
+static int64_t on_column_from(const double *mrow, int64_t n, int64_t j)
+{
+    for (int64_t d = 0; d < n; d++)
+        if (pit_ref_mask_on(mrow[(j + d) % n]))
+            return (j + d) % n;
+    return -1;
+}
+
+/* Logits for a huge scale, the rows taking turns: random of mixed signs; one
+ * value (1) far above the rest (|x| <= 1e-6); two equal maxima (1) over
+ * values below 0.5; all negative. Scaled, neighbours differ by far more than
+ * an f32 rounding of scale * x, so the result is (nearly) one-hot, exactly
+ * what the reference gives unless a kernel's max and exp disagree. */
+static void huge_logit_rows(pit_rng *rng, double *x, const double *mask, int64_t rows, int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        double *xr = x + r * n;
+        int kind = (int)(r % 4);
+        for (int64_t j = 0; j < n; j++) {
+            double u = pit_rng_uniform(rng);
+            xr[j] = kind == 1 ? u * 1e-6 : kind == 2 ? u * 0.5 : kind == 3 ? -fabs(u) : u;
+        }
+        if (kind != 1 && kind != 2)
+            continue;
+        const double *mr = mask + r * n;
+        int64_t a = on_column_from(mr, n, (int64_t)(pit_rng_next(rng) % (uint64_t)n));
+        if (a < 0)
+            continue;
+        xr[a] = 1.0;
+        if (kind == 2)
+            xr[on_column_from(mr, n, a + 1)] = 1.0; /* a alone in its row: a again */
+    }
+}
+
+/* Random logits where every 5th row is all -inf and every 7th element
+ * elsewhere is -inf: -inf weighs 0, and a row of -inf alone gives 0. */
+static void neg_inf_logits(pit_rng *rng, double *x, int64_t rows, int64_t n)
+{
+    pit_ref_fill_random(rng, x, (size_t)(rows * n));
+    for (int64_t i = 0; i < rows * n; i++)
+        if ((i / n) % 5 == 1 || i % 7 == 3)
+            x[i] = -INFINITY;
+}
+
+/* The logits of a softmax case. */
+typedef enum logit_kind { LOGITS_RANDOM, LOGITS_NEG_INF, LOGITS_HUGE } logit_kind;
+static const char *const logit_names[] = {"", " -inf logits", " huge logits"};
+
+static pit_status softmax_logits(pit_rng *rng, logit_kind lk, dbuf *X, const double *mask,
+                                 int64_t rows, int64_t n)
+{
+    if (lk == LOGITS_RANDOM)
+        return dbuf_random(X, rng);
+    if (lk == LOGITS_NEG_INF)
+        neg_inf_logits(rng, X->h, rows, n);
+    else
+        huge_logit_rows(rng, X->h, mask, rows, n);
+    return dbuf_upload(X);
+}
+
 /* Forward (out of place, then in place) and backward of one pattern. */
 static void softmax_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
-                         const shape4 *s, pattern_kind pk, pit_dtype mask_dt, pit_rng *rng)
+                         const shape4 *s, pattern_kind pk, pit_dtype mask_dt, float scale,
+                         logit_kind lk, pit_rng *rng)
 {
-    const float scale = 0.7f;
     int rank = s->b > 1 ? 3 : 2;
     int64_t sh[3] = {s->b, s->m, s->n};
     const int64_t *shape = sh + 3 - rank;
@@ -326,28 +395,30 @@ static void softmax_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pi
     size_t n = (size_t)(s->b * s->m * s->n);
     double *ref = ref_alloc(n), *dref = ref_alloc(n);
     char what[200];
-    snprintf(what, sizeof what, "softmax %s %lldx%lldx%lld %s mask %s", pit_dtype_name(dt),
-             (long long)s->b, (long long)s->m, (long long)s->n, pattern_names[pk],
-             pit_dtype_name(mask_dt));
+    snprintf(what, sizeof what, "softmax %s %lldx%lldx%lld %s mask %s scale %g%s",
+             pit_dtype_name(dt), (long long)s->b, (long long)s->m, (long long)s->n,
+             pattern_names[pk], pit_dtype_name(mask_dt), (double)scale, logit_names[lk]);
     if (st == PIT_SUCCESS && ref && dref) {
         make_pattern(rng, pk, s->b, s->m, s->n, M.h);
+        pit_ref_encode_mask(mask_dt, M.h, M.n);
         st = conf_upload(M.t, M.h, M.n);
         if (st == PIT_SUCCESS)
-            st = dbuf_random(&X, rng);
+            st = softmax_logits(rng, lk, &X, M.h, s->b * s->m, s->n);
         if (st == PIT_SUCCESS)
             st = dbuf_random(&dY, rng);
     }
     if (st == PIT_SUCCESS && ref && dref) {
+        const float bscale = SOFTMAX_BACKWARD_SCALE;
         pit_ref_softmax(s->b, s->m, s->n, X.h, M.h, 1, scale, ref);
         if (call_ok(t, what, conf_poison(Y.t, Y.n)) &&
             call_ok(t, what, pit_sparse_softmax(ctx, NULL, X.t, M.t, Y.t, scale, NULL)))
             compare(t, o, what, &Y, ref, dt);
         /* The backward from the device's Y, as training would use it. */
-        pit_ref_softmax_backward(s->b, s->m, s->n, Y.h, dY.h, M.h, 1, scale, dref);
+        pit_ref_softmax_backward(s->b, s->m, s->n, Y.h, dY.h, M.h, 1, bscale, dref);
         char w2[220];
         snprintf(w2, sizeof w2, "%s backward", what);
         if (call_ok(t, w2, conf_poison(dX.t, dX.n)) &&
-            call_ok(t, w2, pit_sparse_softmax_backward(ctx, NULL, Y.t, dY.t, M.t, dX.t, scale)))
+            call_ok(t, w2, pit_sparse_softmax_backward(ctx, NULL, Y.t, dY.t, M.t, dX.t, bscale)))
             compare(t, o, w2, &dX, dref, dt);
         snprintf(w2, sizeof w2, "%s in place", what);
         if (call_ok(t, w2, pit_sparse_softmax(ctx, NULL, X.t, M.t, X.t, scale, NULL)))
@@ -364,18 +435,36 @@ static void softmax_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pi
     dbuf_free(&dX);
 }
 
+/* f32, u8 (a bool mask) and i32 in turn */
+static pit_dtype mask_dtype_of(int i)
+{
+    return i % 3 == 0 ? PIT_F32 : i % 3 == 1 ? PIT_U8 : PIT_I32;
+}
+
+/* the patterns of the huge-scale cases: some rows fully masked, or half the elements */
+static const pattern_kind huge_patterns[] = {PAT_MASKED_ROWS, PAT_FINE};
+#define NHUGE_PATTERNS (int)(sizeof huge_patterns / sizeof huge_patterns[0])
+
 void conf_softmax(pit_context *ctx, const conf_opts *o, conf_tally *t)
 {
     pit_rng rng;
     pit_rng_seed(&rng, o->seed + 2);
+    const int ncases = NSOFTMAX_SHAPES * (NSOFTMAX_PATTERNS + 1 + NHUGE_SCALES * NHUGE_PATTERNS);
     for (int d = 0; d < 3; d++) {
-        if (!conf_dtype_supported(ctx, all_dtypes[d], t, NSOFTMAX_SHAPES * NSOFTMAX_PATTERNS * 3,
-                                  "pit_sparse_softmax", softmax_probe))
+        if (!conf_dtype_supported(ctx, all_dtypes[d], t, ncases * 3, "pit_sparse_softmax",
+                                  softmax_probe))
             continue;
-        for (int s = 0; s < NSOFTMAX_SHAPES; s++)
+        for (int s = 0; s < NSOFTMAX_SHAPES; s++) {
             for (int p = 0; p < NSOFTMAX_PATTERNS; p++)
                 softmax_case(ctx, o, t, all_dtypes[d], &softmax_shapes[s], softmax_patterns[p],
-                             (s + p) % 2 ? PIT_U8 : PIT_F32, &rng);
+                             mask_dtype_of(s + p), 0.7f, LOGITS_RANDOM, &rng);
+            softmax_case(ctx, o, t, all_dtypes[d], &softmax_shapes[s], PAT_BLOCKS_UNALIGNED,
+                         mask_dtype_of(s), 0.7f, LOGITS_NEG_INF, &rng);
+            for (int h = 0; h < NHUGE_SCALES; h++)
+                for (int p = 0; p < NHUGE_PATTERNS; p++)
+                    softmax_case(ctx, o, t, all_dtypes[d], &softmax_shapes[s], huge_patterns[p],
+                                 mask_dtype_of(s + h + p), huge_scales[h], LOGITS_HUGE, &rng);
+        }
     }
 }
 
@@ -392,11 +481,23 @@ static const int32_t attn_blocks[] = {0, 16, 32, 128};
 #define NATTN_PATTERNS (int)(sizeof attn_patterns / sizeof attn_patterns[0])
 #define NATTN_BLOCKS (int)(sizeof attn_blocks / sizeof attn_blocks[0])
 
+/* Entries of -1 and 1 at random: with these Q and K the scores are small
+ * integers, exact in every dtype, so a huge scale keeps ties tied and puts
+ * others far apart, on the device as in the reference. */
+static pit_status dbuf_random_signs(dbuf *b, pit_rng *rng)
+{
+    for (size_t i = 0; i < b->n; i++)
+        b->h[i] = pit_rng_uniform(rng) < 0.0 ? -1.0 : 1.0;
+    return dbuf_upload(b);
+}
+
+/* scale 0: 1 / sqrt(d) on random Q and K; otherwise that (huge) scale on
+ * Q and K of dbuf_random_signs */
 static void attention_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
                            const attn_shape *s, pattern_kind pk, int per_head, pit_dtype mask_dt,
-                           pit_rng *rng)
+                           float huge_scale, pit_rng *rng)
 {
-    const float scale = 1.0f / sqrtf((float)s->d);
+    const float scale = huge_scale != 0.0f ? huge_scale : 1.0f / sqrtf((float)s->d);
     int64_t qs[3] = {s->bh, s->l, s->d}, vs[3] = {s->bh, s->l, s->dv}, ms[3] = {s->bh, s->l, s->l};
     dbuf Q, K, V, M, O;
     pit_status st = dbuf_make(ctx, dt, 3, qs, &Q);
@@ -409,23 +510,26 @@ static void attention_case(pit_context *ctx, const conf_opts *o, conf_tally *t, 
     if (st == PIT_SUCCESS)
         st = dbuf_make(ctx, mask_dt, per_head ? 3 : 2, per_head ? ms : ms + 1, &M);
     double *ref = ref_alloc((size_t)(s->bh * s->l * s->dv));
+    pit_status (*fill_qk)(dbuf *, pit_rng *) = huge_scale != 0.0f ? dbuf_random_signs : dbuf_random;
     if (st == PIT_SUCCESS && ref) {
         make_pattern(rng, pk, per_head ? s->bh : 1, s->l, s->l, M.h);
+        pit_ref_encode_mask(mask_dt, M.h, M.n);
         st = conf_upload(M.t, M.h, M.n);
         if (st == PIT_SUCCESS)
-            st = dbuf_random(&Q, rng);
+            st = fill_qk(&Q, rng);
         if (st == PIT_SUCCESS)
-            st = dbuf_random(&K, rng);
+            st = fill_qk(&K, rng);
         if (st == PIT_SUCCESS)
             st = dbuf_random(&V, rng);
         pit_ref_attention(s->bh, s->l, s->d, s->dv, Q.h, K.h, V.h, M.h, per_head, scale, ref);
     }
     for (int b = 0; b < NATTN_BLOCKS && st == PIT_SUCCESS && ref; b++) {
         char what[200];
-        snprintf(what, sizeof what, "attention %s %lldx%lldx%lldx%lld %s%s mask %s block %d",
+        snprintf(what, sizeof what,
+                 "attention %s %lldx%lldx%lldx%lld %s%s mask %s block %d scale %g",
                  pit_dtype_name(dt), (long long)s->bh, (long long)s->l, (long long)s->d,
                  (long long)s->dv, pattern_names[pk], per_head ? " per-head" : "",
-                 pit_dtype_name(mask_dt), attn_blocks[b]);
+                 pit_dtype_name(mask_dt), attn_blocks[b], (double)scale);
         if (call_ok(t, what, conf_poison(O.t, O.n)) &&
             call_ok(t, what, pit_sparse_attention(ctx, NULL, Q.t, K.t, V.t, M.t, O.t, scale,
                                                   attn_blocks[b], NULL)))
@@ -441,25 +545,31 @@ static void attention_case(pit_context *ctx, const conf_opts *o, conf_tally *t, 
     dbuf_free(&O);
 }
 
-/* f32, u8 (a bool mask) and the data's own dtype in turn */
+/* f32, u8 (a bool mask), the data's own dtype and i32 in turn */
 static pit_dtype attn_mask_dtype(pit_dtype dt, int i)
 {
-    return i % 3 == 0 ? PIT_F32 : i % 3 == 1 ? PIT_U8 : dt;
+    return i % 4 == 0 ? PIT_F32 : i % 4 == 1 ? PIT_U8 : i % 4 == 2 ? dt : PIT_I32;
 }
 
 void conf_attention(pit_context *ctx, const conf_opts *o, conf_tally *t)
 {
     pit_rng rng;
     pit_rng_seed(&rng, o->seed + 3);
+    const int ncases = NATTN_SHAPES * (NATTN_PATTERNS + NHUGE_SCALES) * NATTN_BLOCKS;
     for (int d = 0; d < 3; d++) {
-        if (!conf_dtype_supported(ctx, all_dtypes[d], t,
-                                  NATTN_SHAPES * NATTN_PATTERNS * NATTN_BLOCKS,
-                                  "pit_sparse_attention", attention_probe))
+        if (!conf_dtype_supported(ctx, all_dtypes[d], t, ncases, "pit_sparse_attention",
+                                  attention_probe))
             continue;
-        for (int s = 0; s < NATTN_SHAPES; s++)
+        for (int s = 0; s < NATTN_SHAPES; s++) {
             for (int p = 0; p < NATTN_PATTERNS; p++)
                 attention_case(ctx, o, t, all_dtypes[d], &attn_shapes[s], attn_patterns[p],
-                               p == 1, attn_mask_dtype(all_dtypes[d], s + p), &rng);
+                               p == 1, attn_mask_dtype(all_dtypes[d], s + p), 0.0f, &rng);
+            /* huge scales: rows fully masked, or a window and global tokens */
+            for (int h = 0; h < NHUGE_SCALES; h++)
+                attention_case(ctx, o, t, all_dtypes[d], &attn_shapes[s],
+                               h ? PAT_WINDOW_GLOBAL : PAT_MASKED_ROWS, 0,
+                               attn_mask_dtype(all_dtypes[d], s + h + 1), huge_scales[h], &rng);
+        }
     }
 }
 

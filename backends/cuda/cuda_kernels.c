@@ -296,13 +296,16 @@ int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
         n += 4;
         n += emit_dtype(dtypes[d], arch, fn, user);
     }
-    pit_cuda_variant u; /* detection of u8 (bool) masks: 8-byte and 1-byte loads */
-    memset(&u, 0, sizeof u);
-    u.kind = PIT_CUDA_DETECT;
-    u.dtype = PIT_U8;
-    static const int u8_vecs[] = {1, 8};
-    for (int i = 0; i < COUNT(u8_vecs); ++i, ++n) {
-        u.vec = u8_vecs[i];
+    /* detection of the masks that are no operand dtype: u8 (bool) with
+     * 8-byte and 1-byte loads, i32 with 16-byte and 4-byte loads */
+    static const struct { pit_dtype dtype; int vec; } masks[] = {
+        {PIT_U8, 1}, {PIT_U8, 8}, {PIT_I32, 1}, {PIT_I32, 4}};
+    for (int i = 0; i < COUNT(masks); ++i, ++n) {
+        pit_cuda_variant u;
+        memset(&u, 0, sizeof u);
+        u.kind = PIT_CUDA_DETECT;
+        u.dtype = masks[i].dtype;
+        u.vec = masks[i].vec;
         fn(&u, user);
     }
     pit_cuda_variant z;

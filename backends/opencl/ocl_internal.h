@@ -186,19 +186,19 @@ static inline int64_t ocl_batch_of(const pit_tdesc *t)
     return t->rank == 3 ? t->shape[0] : 1;
 }
 
-/* The -DMW code of a pattern (a mask, or an operand detection scans): bytes
- * of one element as mask_on() in pit_common.cl reads it. A dtype that cannot
- * be a pattern is refused (PIT_ERR_UNSUPPORTED_DTYPE, "opencl <what> dtype
- * ..." naming the allowed ones), so no kernel reads it wrongly. */
-pit_status ocl_pattern_word(const pit_tdesc *t, const char *what, int *mw);
+/* The -DMDT code of a pattern (a mask, or an operand detection scans): how
+ * mask_on() in pit_common.cl reads one element. A dtype that cannot be a
+ * pattern is refused (PIT_ERR_UNSUPPORTED_DTYPE, "opencl <what> dtype ..."
+ * naming the allowed ones), so no kernel reads it wrongly. */
+pit_status ocl_pattern_code(const pit_tdesc *t, const char *what, int *mdt);
 
 /* ---- the operator kernels (ocl_op_kernel.c) ----------------------------------
  * The kernels of sddmm, softmax, moe, rows and elementwise share one set of
- * -D defines: storage dtype, mask word, dense tile (pit_tile.cl) and
+ * -D defines: storage dtype, mask code, dense tile (pit_tile.cl) and
  * work-group size. One program of a family's source per set. */
 typedef struct ocl_op_config {
     pit_dtype dtype;
-    int mask_word; /* bytes of a mask element: 4, 2 or 1 (-DMW) */
+    int mask_code; /* how a mask element is read (-DMDT, ocl_pattern_code) */
     int bm, bn, bk;
     size_t wg;
 } ocl_op_config;

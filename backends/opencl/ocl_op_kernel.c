@@ -11,7 +11,7 @@
 
 ocl_op_config ocl_op_elementwise(pit_dtype dtype)
 {
-    ocl_op_config k = {dtype, 4, 1, 1, 1, OP_ELEMENTWISE_WG};
+    ocl_op_config k = {dtype, PIT_F32, 1, 1, 1, OP_ELEMENTWISE_WG};
     return k;
 }
 
@@ -27,7 +27,7 @@ ocl_op_config ocl_op_tile(const ocl_ctx *c, pit_dtype dtype, const pit_tile *til
     static const pit_tile own = {32, 64, OCL_OP_BK, 128, 1, 0}; /* when core passes none */
     if (!tile)
         tile = &own;
-    ocl_op_config k = {dtype, 4, tile->bm, tile->bn, tile->bk, (size_t)tile->threads};
+    ocl_op_config k = {dtype, PIT_F32, tile->bm, tile->bn, tile->bk, (size_t)tile->threads};
     if (k.bm < 1 || k.bm > 128)
         k.bm = 32;
     if (k.bn < 1 || k.bn > 128)
@@ -70,8 +70,8 @@ pit_status ocl_op_kernel(ocl_ctx *c, const char *source, const ocl_op_config *k,
                                "device has %zu B", kname, k->bm, k->bn, k->bk, local,
                                c->local_mem);
     char defines[160];
-    snprintf(defines, sizeof defines, "-DDT=%d -DMW=%d -DBM=%d -DBN=%d -DBK=%d -DWG=%zu",
-             ocl_dtype_code(k->dtype), k->mask_word, k->bm, k->bn, k->bk, k->wg);
+    snprintf(defines, sizeof defines, "-DDT=%d -DMDT=%d -DBM=%d -DBN=%d -DBK=%d -DWG=%zu",
+             ocl_dtype_code(k->dtype), k->mask_code, k->bm, k->bn, k->bk, k->wg);
     cl_program prog;
     OCL_TRY(ocl_program_get(c, source, defines, &prog));
     return ocl_kernel_create(c, prog, kname, wg, out);

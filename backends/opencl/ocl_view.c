@@ -46,25 +46,15 @@ void ocl_arg_index(ocl_args *a, const pit_index *idx)
     ocl_arg_int(a, idx->capacity);
 }
 
-/* An i32 mask is read as f32 words, as core does. */
-static int pattern_bytes(pit_dtype t)
+pit_status ocl_pattern_code(const pit_tdesc *t, const char *what, int *mdt)
 {
-    switch (t) {
+    switch (t->dtype) {
     case PIT_F32:
-    case PIT_I32: return 4;
     case PIT_F16:
-    case PIT_BF16: return 2;
-    case PIT_U8: return 1;
-    default: return 0;
+    case PIT_I32:
+    case PIT_U8: *mdt = (int)t->dtype; return PIT_SUCCESS;
+    case PIT_BF16: *mdt = (int)PIT_F16; return PIT_SUCCESS; /* f16's test: any bit but the sign */
     }
-}
-
-pit_status ocl_pattern_word(const pit_tdesc *t, const char *what, int *mw)
-{
-    *mw = pattern_bytes(t->dtype);
-    if (*mw == 0)
-        return ocl_host->error(PIT_ERR_UNSUPPORTED_DTYPE,
-                               "opencl %s dtype %d (" OCL_PATTERN_DTYPES ")", what,
-                               (int)t->dtype);
-    return PIT_SUCCESS;
+    return ocl_host->error(PIT_ERR_UNSUPPORTED_DTYPE, "opencl %s dtype %d (" OCL_PATTERN_DTYPES ")",
+                           what, (int)t->dtype);
 }

@@ -54,11 +54,7 @@ pit_status pit_index_prepare(pit_context *ctx, void *bs, const char *key, const 
     PIT_TRY(pit_index_alloc(ctx, bs, key, tile, ibatch, blocks_of(rows, tile.rows),
                             blocks_of(cols, tile.cols), idx));
     idx->flag_full = flag_full ? 1 : 0;
-    /* Detection reads raw bits: an i32 mask is scanned as f32 words, which
-     * differ only for INT_MIN (its bits are those of -0.0f). */
     *view = ops_view3(mask, ibatch);
-    if (view->dtype == PIT_I32)
-        view->dtype = PIT_F32;
     return PIT_SUCCESS;
 }
 

@@ -1,4 +1,5 @@
 /* core/reference/reference.c - CPU references (double accumulation) and conversions. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +196,27 @@ int pit_ref_mask_on(double v)
     return v != 0.0 || isnan(v);
 }
 
+/* The smallest positive subnormal of a float dtype (only its lowest bit set). */
+static double smallest_subnormal(pit_dtype dt)
+{
+    return dt == PIT_F16 ? 0x1p-24 : dt == PIT_BF16 ? 0x1p-133 : 0x1p-149;
+}
+
+void pit_ref_encode_mask(pit_dtype dt, double *x, size_t n)
+{
+    if (dt == PIT_U8)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        int k = (int)(i % 4);
+        if (x[i] == 0.0)
+            x[i] = dt != PIT_I32 && k % 2 ? -0.0 : 0.0;
+        else if (dt == PIT_I32)
+            x[i] = k == 0 ? (double)INT32_MIN : k == 1 ? -1.0 : k == 2 ? 1.0 : (double)INT32_MAX;
+        else
+            x[i] = k == 0 ? NAN : k == 1 ? -INFINITY : k == 2 ? 1.0 : -smallest_subnormal(dt);
+    }
+}
+
 static const double *mask_of(const double *mask, int mask_batched, int64_t b, int64_t m, int64_t n)
 {
     return mask + (mask_batched ? b * m * n : 0);
@@ -221,10 +243,12 @@ void pit_ref_sddmm(int64_t batch, int64_t m, int64_t n, int64_t k, const double 
     }
 }
 
-/* Softmax of one row over the mask (0 off the mask, all 0 when none is on). */
+/* Softmax of one row over the mask (0 off the mask, all 0 when none is on).
+ * A -inf logit weighs 0, and a row of -inf alone is all 0: the max starts
+ * at the lowest finite value, so exp never sees -inf - (-inf). */
 static void softmax_row(const double *x, const double *mk, int64_t n, double scale, double *y)
 {
-    double mx = -INFINITY, sum = 0.0;
+    double mx = -DBL_MAX, sum = 0.0;
     for (int64_t j = 0; j < n; j++)
         if (pit_ref_mask_on(mk[j]) && scale * x[j] > mx)
             mx = scale * x[j];

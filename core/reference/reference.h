@@ -54,12 +54,19 @@ double pit_ref_sparsify_tiles(pit_rng *r, double *x, int64_t batch, int64_t rows
  * are [m, n], shared by every batch, or [batch, m, n] when mask_batched. */
 int pit_ref_mask_on(double v);
 
+/* Rewrites a 0/1 pattern of n elements in the encodings pit.h allows a mask
+ * of dtype dt, by turns: "on" as any non-zero value (i32: INT_MIN, -1, 1,
+ * INT_MAX; floats: NaN, -inf, 1, minus the smallest subnormal), "off" as 0
+ * or, for floats, -0.0. A u8 (bool) mask stays 0/1. Tests upload the result,
+ * so every kernel's "non-zero" is held to pit_ref_mask_on's. */
+void pit_ref_encode_mask(pit_dtype dt, double *x, size_t n);
+
 /* C[b] = (A[b] [m,k] . B[b]^T, B[b] [n,k]) where the mask is on, else 0. */
 void pit_ref_sddmm(int64_t batch, int64_t m, int64_t n, int64_t k, const double *A,
                    const double *B, const double *mask, int mask_batched, double *C);
 
 /* Y = softmax(scale * X) along rows over the mask; 0 off the mask and for
- * fully masked rows. */
+ * fully masked rows; a -inf logit weighs 0, a row of -inf alone gives 0. */
 void pit_ref_softmax(int64_t batch, int64_t m, int64_t n, const double *X, const double *mask,
                      int mask_batched, double scale, double *Y);
 /* dX = scale * Y * (dY - rowsum(dY * Y)) on the mask, 0 elsewhere. */

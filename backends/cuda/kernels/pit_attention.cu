@@ -34,6 +34,9 @@
 #define ATT_WGMMA 0
 #endif
 constexpr int BQ = BLOCK, KC = 64, WARPS = BQ / 16, THREADS = WARPS * 32;
+/* the largest |max| (scaled, base 2) the exponent's FFMA may fold the scale
+ * for: half its ulp is 2^-5 (attend below) */
+constexpr float ATT_FOLD_MAX = 1048576.f; /* 2^20 */
 constexpr int QS = HD + 8; /* padded: ldmatrix without conflicts */
 #if ATT_WGMMA
 constexpr int KS = HD, VS = HDV, ALIGN = 1024; /* swizzle atoms start 1024-byte aligned */
@@ -238,7 +241,13 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
          * With a positive scale (uniform) the scores stay unscaled: the max of
          * the raw scores times the scale is the max of the scaled ones, and
          * the scale joins the exponent's FFMA (one FMUL an element fewer).
-         * Max and sum run as two chains (e = 0, 1): half the dependent steps. */
+         * That FFMA subtracts the rounded max from an exact product, so the
+         * largest score's exponent is off by up to half an ulp of the max:
+         * nothing below 2^20, but for larger logits enough to overflow 2^x
+         * or to zero the row. There (a compare a row and chunk) the scores
+         * are scaled first, rounded as the max was (pit_mul_rn), and the
+         * largest gives exactly 2^0. Max and sum run as two chains (e = 0,
+         * 1): half the dependent steps. */
         const bool fold = a.scale_log2 > 0.f;
         const float post = fold ? a.scale_log2 : 1.f;
 #pragma unroll
@@ -247,7 +256,7 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
 #pragma unroll
                 for (int j = 0; j < 8; ++j)
 #pragma unroll
-                    for (int e = 0; e < 2; ++e) s[j][2 * h + e] *= a.scale_log2;
+                    for (int e = 0; e < 2; ++e) s[j][2 * h + e] = pit_mul_rn(s[j][2 * h + e], a.scale_log2);
             }
             float mx2[2] = {PIT_NEG_INF, PIT_NEG_INF};
             if (on != ~0u) { /* masked scores to -inf (the common case, all allowed, skips it) */
@@ -264,17 +273,25 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
             float mx = fmaxf(mx2[0], mx2[1]);
             mx = fmaxf(mx, shfl_xor_f(mx, 1));
             mx = fmaxf(mx, shfl_xor_f(mx, 2));
-            mx *= post; /* -inf stays -inf: post > 0 */
+            mx = pit_mul_rn(mx, post); /* -inf stays -inf: post > 0 */
             const float m_new = fmaxf(m_run[h], mx);
             const float m_use = m_new == PIT_NEG_INF ? 0.f : m_new; /* nothing allowed yet */
             const float alpha = pit_exp2_ftz(m_run[h] - m_use);
             m_run[h] = m_new;
+            float mul = post;
+            if (fold && !(fabsf(m_use) < ATT_FOLD_MAX)) {
+#pragma unroll
+                for (int j = 0; j < 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) s[j][2 * h + e] = pit_mul_rn(s[j][2 * h + e], post);
+                mul = 1.f;
+            }
             float rs2[2] = {0.f, 0.f};
 #pragma unroll
             for (int j = 0; j < 8; ++j)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    float p = pit_exp2_ftz(fmaf(s[j][2 * h + e], post, -m_use));
+                    float p = pit_exp2_ftz(fmaf(s[j][2 * h + e], mul, -m_use));
                     s[j][2 * h + e] = p;
                     rs2[e] += p;
                 }

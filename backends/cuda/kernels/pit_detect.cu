@@ -28,8 +28,8 @@
  * cannot count, each piece publishes its bits in the dedup / zero bitmaps
  * with atomics and fences before it counts itself in arrive[tile].)
  *
- * Defines: PIT_DTYPE (a pit_dtype code: f32, f16, bf16, or 4 = u8 for bool
- * masks), VEC (elements per load: 16/elem_size, 8 for u8, or 1 when rows
+ * Defines: PIT_DTYPE (a pit_dtype code: f32, f16, bf16, i32 for int masks,
+ * or 4 = u8 for bool masks), VEC (elements per load: 16/elem_size, 8 for u8, or 1 when rows
  * are not aligned to the load), DETECT_H, DETECT_TW.
  */
 #include "common/port.cuh"
@@ -60,7 +60,7 @@
 #error "pit_detect: DETECT_TW must be a multiple of the warp, DETECT_H <= 8 * (256 / DETECT_TW), VEC <= 8"
 #endif
 
-#if PIT_DTYPE == PIT_DT_F32
+#if PIT_DTYPE == PIT_DT_F32 || PIT_DTYPE == PIT_DT_I32
 #define ELEM_BYTES 4
 #elif PIT_DTYPE == PIT_DT_U8
 #define ELEM_BYTES 1
@@ -92,6 +92,17 @@ typedef pit_u32 vec_t;
 PIT_DEV vec_t load_vec(const pit_u8 *p) { return __ldg((const unsigned short *)p); }
 #endif
 
+/* A 32-bit element non-zero: an f32's bits but the sign (-0.0 zero, NaN
+ * not); an i32 has no -0, so INT_MIN (the bits of -0.0f) is non-zero. */
+PIT_DEV bool word_nonzero(pit_u32 w)
+{
+#if PIT_DTYPE == PIT_DT_I32
+    return w != 0u;
+#else
+    return pit_bits_nonzero32(w);
+#endif
+}
+
 /* Non-zero bit per element of one loaded vector (or scalar). */
 PIT_DEV pit_u32 nonzero_mask(vec_t v)
 {
@@ -101,7 +112,7 @@ PIT_DEV pit_u32 nonzero_mask(vec_t v)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
 #if ELEM_BYTES == 4
-        m |= (pit_bits_nonzero32(w[i]) ? 1u : 0u) << i;
+        m |= (word_nonzero(w[i]) ? 1u : 0u) << i;
 #else
         m |= (pit_bits_nonzero16(w[i] & 0xffffu) ? 1u : 0u) << (2 * i);
         m |= (pit_bits_nonzero16(w[i] >> 16) ? 1u : 0u) << (2 * i + 1);
@@ -117,7 +128,7 @@ PIT_DEV pit_u32 nonzero_mask(vec_t v)
 #elif ELEM_BYTES == 1
     return v != 0 ? 1u : 0u;
 #elif ELEM_BYTES == 4
-    return pit_bits_nonzero32(v) ? 1u : 0u;
+    return word_nonzero(v) ? 1u : 0u;
 #else
     return pit_bits_nonzero16(v) ? 1u : 0u;
 #endif

@@ -33,6 +33,9 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_softmax(const pit_softmax_args p)
     const T *Y = (const T *)p.y + batch * p.sy;
 #endif
     const pit_u8 *mask = p.mask + (pit_i64)batch * p.ms * MASK_BYTES;
+#if !defined(PIT_KERNEL_OP_SOFTMAX_BWD)
+    const float scale_log2 = p.scale * 1.4426950408889634f;
+#endif
     T *O = (T *)p.out + batch * p.so;
     const int lane = pit_lane(), warp = threadIdx.x / 32;
     const int rend = min((int)blockIdx.x * p.br + p.br, p.M);
@@ -42,19 +45,23 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_softmax(const pit_softmax_args p)
         const T *yr = Y + (pit_i64)r * p.ldy;
 #endif
         const pit_i64 mr = (pit_i64)r * p.mld;
-        /* pass 1 over the listed blocks: fwd running (max, sum), bwd sum(dY*Y) */
-        float mx = PIT_NEG_INF, sum = 0.f;
+        /* pass 1 over the listed blocks: fwd running (max, sum), bwd sum(dY*Y).
+         * The forward works in base 2 on v = x * scale * log2(e), rounded the
+         * same way (pit_mul_rn) in both passes, so the largest v gives exactly
+         * exp2(0). The max starts at the lowest finite float: a -inf logit
+         * weighs 0, and a row of them (or none) sums to 0 and writes 0. */
+        float mx = PIT_LOWEST, sum = 0.f;
         for (int i = 0; i < count; ++i) {
             int c0 = pit_entry_index(__ldg(ent + i)) * p.bc, c1 = min(c0 + p.bc, p.N);
             for (int c = c0 + lane; c < c1; c += 32) {
                 if (!mask_on(mask, mr + c)) continue;
 #if !defined(PIT_KERNEL_OP_SOFTMAX_BWD)
-                float v = pit_to_float(xr[c]) * p.scale;
+                float v = pit_mul_rn(pit_to_float(xr[c]), scale_log2);
                 if (v > mx) {
-                    sum = sum * exp2f((mx - v) * 1.4426950408889634f) + 1.f;
+                    sum = sum * exp2f(mx - v) + 1.f;
                     mx = v;
                 } else {
-                    sum += exp2f((v - mx) * 1.4426950408889634f);
+                    sum += exp2f(v - mx);
                 }
 #else
                 sum += pit_to_float(xr[c]) * pit_to_float(yr[c]);
@@ -66,10 +73,8 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_softmax(const pit_softmax_args p)
 #if !defined(PIT_KERNEL_OP_SOFTMAX_BWD)
             float om = shfl_xor_f(mx, d), os = shfl_xor_f(sum, d);
             float nm = fmaxf(mx, om);
-            float a = mx == PIT_NEG_INF ? 0.f : sum * exp2f((mx - nm) * 1.4426950408889634f);
-            float b = om == PIT_NEG_INF ? 0.f : os * exp2f((om - nm) * 1.4426950408889634f);
+            sum = sum * exp2f(mx - nm) + os * exp2f(om - nm);
             mx = nm;
-            sum = a + b;
 #else
             sum += shfl_xor_f(sum, d);
 #endif
@@ -83,7 +88,7 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_softmax(const pit_softmax_args p)
             bool on = ((listed[blk / 32] >> (blk % 32)) & 1u) && mask_on(mask, mr + c);
             float v = 0.f;
 #if !defined(PIT_KERNEL_OP_SOFTMAX_BWD)
-            if (on) v = exp2f((pit_to_float(xr[c]) * p.scale - mx) * 1.4426950408889634f) * inv;
+            if (on) v = exp2f(pit_mul_rn(pit_to_float(xr[c]), scale_log2) - mx) * inv;
 #else
             if (on) v = p.scale * pit_to_float(xr[c]) * (pit_to_float(yr[c]) - sum);
 #endif

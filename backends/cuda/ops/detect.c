@@ -127,9 +127,9 @@ pit_status pit_cuda_detect(void *bctx, void *stream, const pit_tdesc *X, pit_ind
     pit_cuda_view x;
     pit_status st = pit_cuda_view_of(X, "detect", "X", 0, &x);
     if (st != PIT_SUCCESS) return st;
-    /* the kernel's element types: floats, or bytes of a bool mask */
-    if (x.dt != PIT_F32 && x.dt != PIT_F16 && x.dt != PIT_BF16 && x.dt != PIT_U8)
-        return pit_cuda_error(PIT_ERR_UNSUPPORTED_DTYPE, PIT_VENDOR_NAME " %s: %s dtype (f32, f16, bf16 or u8)",
+    /* the kernel's element types: floats, i32 masks, or bytes of a bool mask */
+    if (x.dt != PIT_F32 && x.dt != PIT_F16 && x.dt != PIT_BF16 && x.dt != PIT_I32 && x.dt != PIT_U8)
+        return pit_cuda_error(PIT_ERR_UNSUPPORTED_DTYPE, PIT_VENDOR_NAME " %s: %s dtype (f32, f16, bf16, i32 or u8)",
                               "detect", "X");
     if (n < 1 || n > PIT_CUDA_DETECT_MAX)
         return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " detect: %d indexes; 1..%d expected", n,

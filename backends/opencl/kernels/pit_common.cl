@@ -4,33 +4,37 @@
  * DT selects how tensors are stored: 0 f32, 1 f16, 2 bf16. Arithmetic is
  * always f32: f16 goes through vload_half/vstore_half (core OpenCL, so no
  * cl_khr_fp16 is needed) and bf16 is a ushort holding the top half of an f32.
- * MW selects how pattern elements are read (below); u8 is only a pattern.
+ * MDT selects how pattern elements are read (below); u8 is only a pattern.
  */
 #ifndef DT
 #error "DT (storage dtype) must be defined"
 #endif
 
 /* ---- pattern elements --------------------------------------------------------
- * MW is the bytes of one element of a pattern (a mask, or the operand that
- * detection scans): 4 (f32; an i32 mask is read as the same 32-bit words),
- * 2 (f16, bf16) or 1 (u8, a bool mask). A float element is "on" when any bit
- * but the sign is set, so -0.0 is off and NaN is on; a byte has no sign, so
- * it is on when it is not 0. Detection and the operators both read patterns
- * through mask_on(), so they always agree on which blocks matter. */
-#ifndef MW
-#define MW 4
+ * MDT is the pit_dtype code of the elements of a pattern (a mask, or the
+ * operand that detection scans): 0 f32, 1 f16 (bf16 too: the same test), 3
+ * i32 or 4 u8 (a bool mask). A float element is "on" when any bit but the
+ * sign is set, so -0.0 is off and NaN is on; an integer has no -0, so it is
+ * on when any bit is set (INT_MIN, whose bits are those of -0.0f, is on).
+ * Detection and the operators both read patterns through mask_on(), so they
+ * always agree on which blocks matter. */
+#ifndef MDT
+#define MDT 0
 #endif
-#if MW == 4
+#if MDT == 0
 typedef uint mword_t;
 #define MWORD_ON 0x7fffffffu
-#elif MW == 2
+#elif MDT == 1
 typedef ushort mword_t;
 #define MWORD_ON 0x7fffu
-#elif MW == 1
+#elif MDT == 3
+typedef uint mword_t;
+#define MWORD_ON 0xffffffffu
+#elif MDT == 4
 typedef uchar mword_t;
 #define MWORD_ON 0xffu
 #else
-#error "MW (bytes of a pattern element) must be 4, 2 or 1"
+#error "MDT (dtype code of a pattern element) must be 0 (f32), 1 (f16, bf16), 3 (i32) or 4 (u8)"
 #endif
 
 inline int mask_on(__global const mword_t *p, long i)

@@ -2,8 +2,8 @@
  * pit_detect.cl - online sparsity detection and out-of-order index building
  * for up to 8 micro-tile candidates in one pass over X.
  *
- * Defines: MW (bytes of one element of X: 4 f32, 2 f16/bf16, 1 u8; read
- * through mask_on() of pit_common.cl; DT is unused); NCAND (1..8); for each
+ * Defines: MDT (the dtype code of X's elements, read through mask_on() of
+ * pit_common.cl; DT is unused); NCAND (1..8); for each
  * candidate i < 8: TM_i, TK_i (micro-tile rows x cols), AX_i (1 K, 2 M, 3 N),
  * FOFF_i (offset of its flags in local memory); RR x CW, the region one
  * work-group scans (multiples of every TM_i and TK_i, so a micro-tile never
@@ -68,7 +68,7 @@ void pit_detect(__global const mword_t *X, long x_off, long ldx, long x_bs,
     barrier(CLK_LOCAL_MEM_FENCE);
 
     X += x_off + (long)b * x_bs;
-    /* One element per step whatever MW is, u8 included: each element marks
+    /* One element per step whatever MDT is, u8 included: each element marks
      * its own micro-tiles (sides as small as 1, and 3 or 5), rows may start
      * at any element, and neighbouring work-items already read neighbouring
      * elements, so wider loads would save no traffic, only add edge cases. */

@@ -2,7 +2,7 @@
  * pit_softmax.cl - softmax over the listed blocks of each row where the
  * mask is on, and its backward.
  *
- * Defines: DT and MW (pit_common.cl); WG, the work-items of the work-group
+ * Defines: DT and MDT (pit_common.cl); WG, the work-items of the work-group
  * that reduces one row (a power of two). The tile defines the program is
  * built with are unused.
  */
@@ -22,6 +22,17 @@ inline float wg_reduce(__local float *red, int lid, float v, int want_max)
     const float r = red[0];
     barrier(CLK_LOCAL_MEM_FENCE); /* red is reused by the next reduction */
     return r;
+}
+
+/* scale * x rounded to f32 by itself: OpenCL C may fuse a product into the
+ * subtraction that follows it (FP_CONTRACT), so exp(scale * x - max) would
+ * see the exact product while the max saw the rounded one, and for large
+ * logits the difference (half an ulp of the max) overflows exp or zeroes
+ * the whole row. Every pass reads a logit through this function. */
+inline float scaled_logit(__global const st_t *row, int n, float scale)
+{
+#pragma OPENCL FP_CONTRACT OFF
+    return scale * LOAD(row, n);
 }
 
 /* The listed (block, column) pairs of row m: pair i < count * tc is column
@@ -55,23 +66,25 @@ void pit_softmax(__global const st_t *X, long x_off, long ldx, long x_bs,
     __global const mword_t *mrow = Mk + m_off + (long)b * m_bs + (long)m * ldm;
     __global st_t *yrow = Y + y_off + (long)b * y_bs + (long)m * ldy;
 
-    float mx = -INFINITY;
+    /* -FLT_MAX, not -inf: a row whose logits are all -inf (or that has none)
+     * then gives exp(-inf) = 0 everywhere, never exp(-inf + inf) = NaN */
+    float mx = -FLT_MAX;
     for (int i = lid; i < pairs; i += WG) {
         const int n = listed_column(ent, i, tc, N, mrow);
         if (n >= 0)
-            mx = fmax(mx, scale * LOAD(xrow, n));
+            mx = fmax(mx, scaled_logit(xrow, n, scale));
     }
     mx = wg_reduce(red, lid, mx, 1);
     float sum = 0.0f;
     for (int i = lid; i < pairs; i += WG) {
         const int n = listed_column(ent, i, tc, N, mrow);
         if (n >= 0)
-            sum += exp(scale * LOAD(xrow, n) - mx);
+            sum += exp(scaled_logit(xrow, n, scale) - mx);
     }
     sum = wg_reduce(red, lid, sum, 0);
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
     for (int n = lid; n < N; n += WG) {
-        const float y = mask_on(mrow, n) ? exp(scale * LOAD(xrow, n) - mx) * inv : 0.0f;
+        const float y = mask_on(mrow, n) ? exp(scaled_logit(xrow, n, scale) - mx) * inv : 0.0f;
         STORE(yrow, n, y);
     }
 }

@@ -6,8 +6,8 @@
  *
  * Defines (one program per set):
  *   DT          storage dtype of the tensors (pit_common.cl)
- *   MW          bytes of one mask element: 4 (f32, i32), 2 (f16, bf16) or 1 (u8);
- *               the masks are read through mask_on() (pit_common.cl)
+ *   MDT         dtype code of the mask elements, read through mask_on()
+ *               (pit_common.cl)
  *   BM, BN, BK  dense computation tile: BM x BN outputs, BK-deep slabs
  *   WG          work-items per work-group
  * Work-item lid owns outputs o = lid + r * WG (r < RPT) of the BM x BN tile,

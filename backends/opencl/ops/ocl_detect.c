@@ -125,8 +125,8 @@ static pit_status plan_passes(const ocl_ctx *c, const pit_index *idx, int n,
     return PIT_SUCCESS;
 }
 
-/* Also gives the -DMW code of X's elements. */
-static pit_status check_detect_args(const pit_tdesc *X, const pit_index *idx, int n, int *mw)
+/* Also gives the -DMDT code of X's elements. */
+static pit_status check_detect_args(const pit_tdesc *X, const pit_index *idx, int n, int *mdt)
 {
     if (n < 1 || n > MAX_CANDS)
         return ocl_host->error(PIT_ERR_INVALID_ARGUMENT,
@@ -134,7 +134,7 @@ static pit_status check_detect_args(const pit_tdesc *X, const pit_index *idx, in
     if (X->rank != 2 && X->rank != 3)
         return ocl_host->error(PIT_ERR_INVALID_ARGUMENT,
                                "opencl detect: rank %d operand (2 or 3 allowed)", X->rank);
-    OCL_TRY(ocl_pattern_word(X, "detect:", mw));
+    OCL_TRY(ocl_pattern_code(X, "detect:", mdt));
     for (int i = 0; i < n; ++i) {
         const pit_microtile *t = &idx[i].tile;
         if (t->rows < 1 || t->cols < 1 || t->axis < PIT_AXIS_K || t->axis > PIT_AXIS_N)
@@ -155,20 +155,20 @@ static pit_status zero_counts(cl_command_queue q, const pit_index *idx, int n)
     return PIT_SUCCESS;
 }
 
-static pit_status run_pass(ocl_ctx *c, cl_command_queue q, const pit_tdesc *X, int esize,
+static pit_status run_pass(ocl_ctx *c, cl_command_queue q, const pit_tdesc *X, int mdt,
                            const pit_index *idx, const detect_pass *p)
 {
     const int64_t rows = ocl_rows_of(X), cols = ocl_cols_of(X);
     const int64_t batch = ocl_batch_of(X);
     const int dwg = (int)(c->max_wg < 256 ? c->max_wg : 256);
 
-    /* Detection only tests elements for zero: the program depends on their
-     * width (MW), not on the storage dtype, so f16 and bf16 share one and DT
-     * is a fixed placeholder that pit_common.cl requires. */
+    /* Detection only tests elements for zero: the program depends on how
+     * (MDT), not on the storage dtype, so f16 and bf16 share one and DT is a
+     * fixed placeholder that pit_common.cl requires. */
     char defines[1024];
     int len = snprintf(defines, sizeof defines,
-                       "-DDT=0 -DMW=%d -DNCAND=%d -DRR=%d -DCW=%d -DNFLAGS=%d -DDWG=%d",
-                       esize, p->n, p->rr, p->cw, p->nflags, dwg);
+                       "-DDT=0 -DMDT=%d -DNCAND=%d -DRR=%d -DCW=%d -DNFLAGS=%d -DDWG=%d",
+                       mdt, p->n, p->rr, p->cw, p->nflags, dwg);
     for (int i = 0; i < MAX_CANDS; ++i) {
         const pit_microtile *t = &idx[p->cand[i < p->n ? i : 0]].tile;
         len += snprintf(defines + len, sizeof defines - (size_t)len,
@@ -214,8 +214,8 @@ pit_status ocl_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *i
 {
     ocl_ctx *c = bctx;
     ocl_stream *s = stream;
-    int esize = 0;
-    OCL_TRY(check_detect_args(X, idx, n, &esize));
+    int mdt = 0;
+    OCL_TRY(check_detect_args(X, idx, n, &mdt));
     OCL_TRY(zero_counts(s->queue, idx, n));
     const int r = X->rank;
     if (X->shape[r - 2] == 0 || X->shape[r - 1] == 0 || (r == 3 && X->shape[0] == 0))
@@ -236,6 +236,6 @@ pit_status ocl_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *i
     int npasses = 0;
     OCL_TRY(plan_passes(c, idx, n, passes, &npasses));
     for (int i = 0; i < npasses; ++i)
-        OCL_TRY(run_pass(c, s->queue, X, esize, idx, &passes[i]));
+        OCL_TRY(run_pass(c, s->queue, X, mdt, idx, &passes[i]));
     return PIT_SUCCESS;
 }

@@ -30,7 +30,7 @@ pit_status ocl_sddmm(void *bctx, void *stream, const pit_index *idx, const pit_t
     ocl_stream *s = stream;
     OCL_TRY(check_block(idx));
     ocl_op_config k = {A->dtype, 0, idx->tile.rows, idx->tile.cols, OCL_OP_BK, 0};
-    OCL_TRY(ocl_pattern_word(mask, "sddmm: mask", &k.mask_word));
+    OCL_TRY(ocl_pattern_code(mask, "sddmm: mask", &k.mask_code));
     /* Every work-item owns at least one output of the block. */
     size_t outputs = (size_t)k.bm * (size_t)k.bn;
     k.wg = ocl_op_fit_wg(c, pow2_at_most(outputs < 128 ? outputs : 128));

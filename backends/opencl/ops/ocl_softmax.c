@@ -23,7 +23,7 @@ static pit_status softmax_rows(ocl_ctx *c, ocl_stream *s, const char *kname, con
 {
     const pit_tdesc *X = tensors[0];
     ocl_op_config k = {X->dtype, 0, 1, 1, 1, ocl_op_fit_wg(c, ROW_WG)};
-    OCL_TRY(ocl_pattern_word(mask, what, &k.mask_word));
+    OCL_TRY(ocl_pattern_code(mask, what, &k.mask_code));
     cl_kernel kern;
     OCL_TRY(ocl_op_kernel(c, "pit_softmax", &k, kname, k.wg, &kern));
     ocl_args a;

@@ -60,6 +60,7 @@ static void test_sddmm(pit_dtype dt, int kind, int mask_rank, pit_dtype mdt)
     int64_t sm[3] = {mask_rank == 3 ? B : 1, M, N};
     double *a = randoms((size_t)(B * M * K)), *b = randoms((size_t)(B * N * K));
     double *mv = mask_values(sm[0], M, N, br, bc, 0.6, kind);
+    pit_ref_encode_mask(mdt, mv, (size_t)(sm[0] * M * N));
     dten A = make(dt, 3, sa, a), Bt = make(dt, 3, sb, b), C = make(dt, 3, sc, NULL);
     dten Mk = make(mdt, mask_rank, mask_rank == 3 ? sm : sm + 1, mv);
     dindex ix = build_index(&Mk, B, br, bc, PIT_AXIS_K);
@@ -80,6 +81,7 @@ static void test_softmax(pit_dtype dt, int kind, int br, int bc, int mask_rank)
     int64_t s[3] = {B, M, N}, sm[3] = {mask_rank == 3 ? B : 1, M, N};
     double *x = randoms((size_t)(B * M * N)), *dy = randoms((size_t)(B * M * N));
     double *mv = mask_values(sm[0], M, N, 4, 8, 0.5, kind);
+    pit_ref_encode_mask(PIT_F32, mv, (size_t)(sm[0] * M * N));
     dten X = make(dt, 3, s, x), dY = make(dt, 3, s, dy), Y = make(dt, 3, s, NULL), dX = make(dt, 3, s, NULL);
     dten Mk = make(PIT_F32, mask_rank, mask_rank == 3 ? sm : sm + 1, mv);
     dindex ix = build_index(&Mk, B, br, bc, PIT_AXIS_K);
@@ -135,6 +137,7 @@ static void test_attention(pit_dtype dt, int64_t BH, int64_t L, int64_t D, int b
     int64_t sq[3] = {BH, L, D}, sm[3] = {mask_rank == 3 ? BH : 1, L, L};
     double *q = randoms((size_t)(BH * L * D)), *k = randoms((size_t)(BH * L * D)), *v = randoms((size_t)(BH * L * D));
     double *mv = kind == 3 ? mixed_mask(sm[0], L, block) : mask_values(sm[0], L, L, block, block, 0.6, kind);
+    pit_ref_encode_mask(mdt, mv, (size_t)(sm[0] * L * L));
     dten Q = make(dt, 3, sq, q), K = make(dt, 3, sq, k), V = make(dt, 3, sq, v), O = make(dt, 3, sq, NULL);
     dten Mk = make(mdt, mask_rank, mask_rank == 3 ? sm : sm + 1, mv);
     /* a rank-2 mask is indexed once and shared by every head */

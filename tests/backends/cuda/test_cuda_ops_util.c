@@ -107,7 +107,7 @@ void poison_index(const dindex *r)
 }
 
 /* The mask as detect reads it: [batch, rows, cols], a rank-2 mask with
- * batch stride 0 (as core does), i32 scanned as f32 */
+ * batch stride 0 (as core does) */
 pit_tdesc detect_view(const dten *mask, int64_t batch)
 {
     int64_t rows = mask->d.shape[mask->d.rank - 2], cols = mask->d.shape[mask->d.rank - 1];
@@ -118,7 +118,6 @@ pit_tdesc detect_view(const dten *mask, int64_t batch)
         v.strides[0] = mask->d.rank == 3 ? mask->d.strides[0] : 0;
         v.strides[1] = cols, v.strides[2] = 1;
     }
-    if (v.dtype == PIT_I32) v.dtype = PIT_F32;
     return v;
 }
 
@@ -175,7 +174,7 @@ void check_marks(const dten *mask, int64_t mb, const dindex *r, int marks, const
                 int64_t nz = 0, n = 0;
                 for (int64_t y = i * br; y < (i + 1) * br && y < rows; ++y)
                     for (int64_t x = j * bc; x < (j + 1) * bc && x < cols; ++x, ++n)
-                        nz += mask->h[(b * rows + y) * cols + x] != 0.0;
+                        nz += pit_ref_mask_on(mask->h[(b * rows + y) * cols + x]);
                 int inside = (i + 1) * br <= rows && (j + 1) * bc <= cols;
                 seen[(b * tr + i) * tc + j] = nz == 0 ? 0 : nz == n && inside ? 2 : 1;
                 want += nz != 0;

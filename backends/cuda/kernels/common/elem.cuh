@@ -1,7 +1,7 @@
 /*
  * common/elem.cuh - the element type T of a kernel compiled for one dtype
  * (-DPIT_DTYPE), and the small value helpers of the operator kernels: -inf,
- * a float shuffle across the warp, two values packed as a 16-bit pair.
+ * the lowest finite float, a float shuffle across the warp, two values packed as a 16-bit pair.
  * Needs common/port.cuh first.
  */
 #ifndef PIT_ELEM_CUH
@@ -19,6 +19,8 @@ typedef pit_bf16 T;
 #endif
 
 #define PIT_NEG_INF (__uint_as_float(0xff800000u))
+/* -FLT_MAX: a running max that starts here never gives exp(-inf - (-inf)) */
+#define PIT_LOWEST (__uint_as_float(0xff7fffffu))
 
 PIT_DEV float shfl_xor_f(float v, int x)
 {

@@ -42,8 +42,7 @@ PIT_DEV bool mask_on(const pit_u8 *m, pit_i64 i)
 #endif
 }
 
-/* One 32-bit word of mask: bit 0 some element on, bit 1 some element off
- * (an i32 mask is read as f32 words, core/pit/index.c) */
+/* One 32-bit word of mask: bit 0 some element on, bit 1 some element off */
 PIT_DEV pit_u32 mask_word_flags(pit_u32 w)
 {
 #if MASK_BYTES == 2
@@ -53,7 +52,11 @@ PIT_DEV pit_u32 mask_word_flags(pit_u32 w)
     const pit_u32 on = pit_bytes_nonzero(w);
     return (pit_u32)(on != 0u) | (pit_u32)(on != 0x80808080u) << 1;
 #else
+#if MASK_DT == PIT_DT_I32
+    const bool nz = w != 0u; /* no -0 in an i32: INT_MIN is on */
+#else
     const bool nz = pit_bits_nonzero32(w);
+#endif
     return (pit_u32)nz | (pit_u32)!nz << 1;
 #endif
 }

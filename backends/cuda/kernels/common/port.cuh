@@ -113,6 +113,7 @@ PIT_BARE float4 make_float4(float x, float y, float z, float w) { return float4{
 /* f32 math as single instructions (llvm.maxnum, llvm.exp2: v_max, v_exp) */
 PIT_BARE float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
 PIT_BARE float fminf(float a, float b) { return __builtin_fminf(a, b); }
+PIT_BARE float fabsf(float x) { return __builtin_fabsf(x); }
 PIT_BARE float exp2f(float x) { return __builtin_exp2f(x); }
 /* read-only loads: plain loads (AMD has no separate texture path to ask for) */
 template <typename T> PIT_BARE T __ldg(const T *p) { return *p; }
@@ -311,6 +312,22 @@ PIT_DEV float pit_exp2_ftz(float x)
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
+#endif
+}
+
+/* a * b rounded to f32 by itself: never fused into an FMA with the add that
+ * follows (nvcc and clang both fuse by default). A softmax's max pass and
+ * its exp pass must see the same scaled logit: exp(scaled - max) with the
+ * exact product in one and the rounded one in the other is off by up to
+ * half an ulp of the max, which for large logits overflows or zeroes the
+ * whole row. */
+PIT_DEV float pit_mul_rn(float a, float b)
+{
+#if defined(PIT_AMD)
+#pragma clang fp contract(off)
+    return a * b;
+#else
+    return __fmul_rn(a, b);
 #endif
 }
 
