@@ -38,7 +38,7 @@ typedef enum pit_cuda_lib {
  * Returns 0 when loaded; otherwise nonzero with *why (a string that stays
  * valid) saying which files were looked for where, and why the one that
  * exists did not load ("libnvrtc.so.13, libnvrtc.so.12 not found (searched
- * PIT_CUDA_LIB_DIRS: /opt/none)"). */
+ * PIT_CUDA_LIB_DIRS: DIR)"). */
 int pit_cuda_lib_load(pit_cuda_lib lib, int max_cuda, const char **why);
 
 /* The file lib was loaded from; NULL until it is. */
