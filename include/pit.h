@@ -149,8 +149,9 @@ typedef struct pit_device_info {
 } pit_device_info;
 
 /* Number of devices a backend ("cuda", "hip", "opencl") has. Loads the plug-in.
- * Errors: PIT_ERR_BACKEND_NOT_FOUND (plug-in missing; the message names the
- * files looked for), PIT_ERR_NO_DEVICE (driver missing: *count is set to 0). */
+ * Errors: PIT_ERR_BACKEND_NOT_FOUND (plug-in, or a library it needs such as
+ * NVRTC, missing; the message names the files looked for and where),
+ * PIT_ERR_NO_DEVICE (driver missing: *count is set to 0). */
 PIT_API pit_status pit_device_count(const char *backend, int *count);
 
 /* Information on one device of a backend without creating a context. */

@@ -1,12 +1,18 @@
-# Fails when libpit has a DT_NEEDED entry on a vendor runtime.
+# Fails when LIB has a DT_NEEDED entry on one of BAD (comma-separated
+# library names; default: every vendor runtime, for libpit).
+if(NOT DEFINED BAD)
+  set(BAD libOpenCL,libcuda,libcudart,libamdhip64,libnvrtc,libcublas,libclblast,libhiprtc)
+endif()
+string(REPLACE "," ";" BAD "${BAD}")
 execute_process(COMMAND readelf -d ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "readelf -d ${LIB} failed (${rc})")
 endif()
 string(REGEX MATCHALL "NEEDED[^\n]*" needed "${out}")
-message(STATUS "libpit NEEDED: ${needed}")
-foreach(bad libOpenCL libcuda libcudart libamdhip64 libnvrtc libcublas libclblast libhiprtc)
-  if(out MATCHES "\\[${bad}")
-    message(FATAL_ERROR "libpit must not need ${bad}: ${needed}")
+get_filename_component(name ${LIB} NAME)
+message(STATUS "${name} NEEDED: ${needed}")
+foreach(bad IN LISTS BAD)
+  if(out MATCHES "\\[${bad}[.]")
+    message(FATAL_ERROR "${name} must not need ${bad}: ${needed}")
   endif()
 endforeach()

@@ -14,6 +14,10 @@
  *                         CSR, CSC, COO and Blocked-ELL only), and the legacy
  *                         csr2bsr route gave a wrong block count on the H100.
  *
+ * cuSPARSE is found at run time (cuda_libs.h) when a baseline first runs;
+ * without it each entry answers PIT_ERR_UNSUPPORTED naming the files looked
+ * for, and the name is "cuSPARSE (not found)".
+ *
  * Not compiled by the HIP plug-in: its rocSPARSE baseline is
  * backends/hip/hip_sparse.c. What does not depend on the library (operands
  * and their checks, locking, scratch, event timer) both take from
@@ -193,11 +197,18 @@ done:
     return st;
 }
 
+/* cuSPARSE is loaded when a baseline first runs: the plug-in works without it. */
+static pit_status require_cusparse(void)
+{
+    return pit_cuda_require(PIT_CUDA_CUSPARSE, PIT_ERR_UNSUPPORTED, "cuda cuSPARSE baseline: no cuSPARSE");
+}
+
 pit_status pit_cuda_vendor_sparse_matmul(void *bctx, void *stream, const pit_tdesc *A, const pit_tdesc *B,
                                          const pit_tdesc *C, double *convert_ms, double *compute_ms)
 {
     pit_baseline_job j;
     pit_status st = pit_baseline_matmul_job(&lib_cusparse, A, B, C, convert_ms, compute_ms, &j);
+    if (st == PIT_SUCCESS) st = require_cusparse();
     return st == PIT_SUCCESS ? pit_baseline_run(bctx, stream, spmm_run, &j) : st;
 }
 
@@ -223,6 +234,7 @@ pit_status pit_cuda_vendor_convert(void *bctx, void *stream, const pit_tdesc *A,
 {
     pit_baseline_job j;
     pit_status st = pit_baseline_convert_job(&lib_cusparse, A, block, ms, &j);
+    if (st == PIT_SUCCESS) st = require_cusparse();
     if (st != PIT_SUCCESS) return st;
     /* cuSPARSE has no generic dense -> BSR conversion, and its legacy
      * csr2bsr counted wrong blocks on the CSR the generic API wrote (the
@@ -237,5 +249,5 @@ pit_status pit_cuda_vendor_convert(void *bctx, void *stream, const pit_tdesc *A,
 const char *pit_cuda_vendor_sparse_name(void *bctx)
 {
     (void)bctx;
-    return "cuSPARSE CSR";
+    return pit_cuda_lib_missing(PIT_CUDA_CUSPARSE) ? "cuSPARSE (not found)" : "cuSPARSE CSR";
 }

@@ -1,6 +1,8 @@
 /*
  * cuda_compile.h - NVRTC compilation of one kernel variant to a cubin.
- * Needs no driver; shared by the plug-in's JIT and pit-nvrtc-check.
+ * Needs no driver; shared by the plug-in's JIT and pit-nvrtc-check. NVRTC
+ * is loaded at run time: call pit_cuda_lib_load(PIT_CUDA_NVRTC, ...)
+ * (cuda_libs.h) before anything here.
  */
 #ifndef PIT_CUDA_COMPILE_H
 #define PIT_CUDA_COMPILE_H

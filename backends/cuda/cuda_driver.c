@@ -1,6 +1,9 @@
 /*
  * cuda_driver.c - libcuda.so.1 loaded at init with dlopen: the plug-in links
  * no driver, so it loads (and reports "no CUDA driver") where none exists.
+ * Then NVRTC and cuBLAS, which every context needs (cuda_libs.h: found at
+ * run time, of a CUDA no newer than the driver's); cuSPARSE only when a
+ * baseline asks for it.
  */
 #include "cuda_internal.h"
 
@@ -11,6 +14,7 @@
 pit_cu_api pit_cu;
 const pit_host *pit_cuda_host;
 static void *driver_lib;
+static int driver_cuda; /* the driver's CUDA major version (13) */
 
 const char *pit_cuda_basename(const char *path)
 {
@@ -105,7 +109,31 @@ pit_status pit_vendor_load(void)
         pit_vendor_unload();
         return pit_cuda_host->error(PIT_ERR_NO_DEVICE, "no CUDA device (cuInit failed: %d %s)", (int)r, name);
     }
+    int version = 0;
+    driver_cuda = pit_cu.DriverGetVersion(&version) == CUDA_SUCCESS ? version / 1000 : 0;
+    pit_status st = PIT_SUCCESS;
+    if ((st = pit_cuda_require(PIT_CUDA_NVRTC, PIT_ERR_BACKEND_NOT_FOUND,
+                               "no NVRTC, which compiles the CUDA kernels")) != PIT_SUCCESS ||
+        (st = pit_cuda_require(PIT_CUDA_CUBLAS, PIT_ERR_BACKEND_NOT_FOUND,
+                               "no cuBLAS, the CUDA dense GEMM")) != PIT_SUCCESS) {
+        pit_vendor_unload();
+        return st;
+    }
+    pit_cuda_host->log_debug("cuda: driver CUDA %d, NVRTC %s, cuBLAS %s", driver_cuda,
+                             pit_cuda_lib_path(PIT_CUDA_NVRTC), pit_cuda_lib_path(PIT_CUDA_CUBLAS));
     return PIT_SUCCESS;
+}
+
+const char *pit_cuda_lib_missing(pit_cuda_lib lib)
+{
+    const char *why = NULL;
+    return pit_cuda_lib_load(lib, driver_cuda, &why) == 0 ? NULL : why;
+}
+
+pit_status pit_cuda_require(pit_cuda_lib lib, pit_status status, const char *what)
+{
+    const char *why = pit_cuda_lib_missing(lib);
+    return why ? pit_cuda_host->error(status, "%s: %s", what, why) : PIT_SUCCESS;
 }
 
 void pit_vendor_unload(void)

@@ -2,7 +2,8 @@
  * cuda_driver.h - the CUDA plug-in's vendor header: CUDA's names as
  * <cuda.h> gives them (types and constants only: libcuda.so.1 is loaded
  * with dlopen, cuda_driver.c, so the plug-in loads where no driver exists),
- * and what common/gpu_internal.h asks of a vendor. The HIP plug-in's
+ * the CUDA libraries found at run time (cuda_libs.h), and what
+ * common/gpu_internal.h asks of a vendor. The HIP plug-in's
  * counterpart is backends/hip/hip_shim.h.
  */
 #ifndef PIT_CUDA_DRIVER_H
@@ -11,6 +12,7 @@
 #include <cuda.h>
 
 #include "backend.h"
+#include "cuda_libs.h"
 
 #define PIT_VENDOR_NAME "cuda"
 /* pit_cu.X is the driver's cuX */
@@ -31,6 +33,12 @@
                                      const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,           \
                                      const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,        \
                                      CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+/* NULL once lib (cuda_libs.h) is loaded, of a CUDA no newer than the
+ * driver's (tried once); else why not: which files, searched where. */
+const char *pit_cuda_lib_missing(pit_cuda_lib lib);
+/* The same as a pit error: PIT_SUCCESS, or status with "what: why". */
+pit_status pit_cuda_require(pit_cuda_lib lib, pit_status status, const char *what);
 
 /* The CUDA part of a context. */
 typedef struct pit_vendor_ctx {

@@ -3,7 +3,8 @@
  * one variant table (cuda_kernels.c) with NVRTC for sm_70, sm_80 and sm_90,
  * on threads, and fails on any error and on any kernel whose wgmma's ptxas
  * serialised (correct but slow, so only a compile log shows it). Needs no
- * driver and no GPU (CI).
+ * driver and no GPU (CI). NVRTC is found as the plug-in finds it
+ * (cuda_libs.h): PIT_CUDA_LIB_DIRS picks the folder.
  *
  *   pit-nvrtc-check [-j N] [-a ARCH]... [-v]
  * sm_70 is dropped by NVRTC 13; then the oldest architecture it has below
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "cuda_compile.h"
+#include "cuda_libs.h"
 
 #define MAX_JOBS 64
 #define MAX_ARCHS 8
@@ -119,6 +121,12 @@ int main(int argc, char **argv)
     }
     if (njobs < 1) njobs = 1;
     if (njobs > MAX_JOBS) njobs = MAX_JOBS;
+    const char *why = NULL;
+    if (pit_cuda_lib_load(PIT_CUDA_NVRTC, 0, &why) != 0) {
+        fprintf(stderr, "pit-nvrtc-check: no NVRTC: %s\n", why);
+        return 1;
+    }
+    printf("NVRTC: %s\n", pit_cuda_lib_path(PIT_CUDA_NVRTC));
     if (narchs == 0) {
         int old = pre_tensor_core_arch();
         if (old != 70) printf("sm_70: not supported by this NVRTC; sm_%d stands in for it\n", old);

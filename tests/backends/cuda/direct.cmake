@@ -30,3 +30,25 @@ if(BUILD_TESTING)
   set_tests_properties(cuda_ops_direct PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
     ENVIRONMENT "PIT_CACHE_DIR=${CMAKE_BINARY_DIR}/pit-cache")
 endif()
+
+# ---- the CUDA libraries found at run time (no driver, no GPU: CI) ----------
+# The plug-in links no CUDA library (readelf -d), and the loader finds NVRTC,
+# cuBLAS and cuSPARSE, resolves every call, and names what is missing.
+add_executable(test_cuda_libs ${_pit_cuda_tests}/test_cuda_libs.c)
+target_link_libraries(test_cuda_libs PRIVATE pit-cuda-kernels)
+set(_pit_no_cuda_libs ${CMAKE_CURRENT_BINARY_DIR}/no-cuda-libs)
+file(MAKE_DIRECTORY ${_pit_no_cuda_libs})
+
+if(BUILD_TESTING)
+  add_test(NAME cuda_plugin_links_no_cuda_library
+    COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:pit-cuda>
+            -DBAD=libcuda,libcudart,libnvrtc,libcublas,libcublasLt,libcusparse
+            -P ${_pit_root}/tests/check_needed.cmake)
+  add_test(NAME cuda_libs_load COMMAND test_cuda_libs load)
+  add_test(NAME cuda_libs_missing COMMAND test_cuda_libs missing ${_pit_no_cuda_libs})
+  set_tests_properties(cuda_libs_missing PROPERTIES ENVIRONMENT "PIT_CUDA_LIB_DIRS=${_pit_no_cuda_libs}")
+  add_test(NAME cuda_libs_dirs COMMAND test_cuda_libs dirs ${CUDAToolkit_LIBRARY_DIR})
+  set_tests_properties(cuda_libs_dirs PROPERTIES
+    ENVIRONMENT "PIT_CUDA_LIB_DIRS=${_pit_no_cuda_libs}:${CUDAToolkit_LIBRARY_DIR}")
+  add_test(NAME cuda_libs_driver_limit COMMAND test_cuda_libs driver)
+endif()
