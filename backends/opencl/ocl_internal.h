@@ -59,6 +59,7 @@ typedef struct ocl_ctx {
     int has_fp16;        /* cl_khr_fp16 */
     size_t local_mem;    /* CL_DEVICE_LOCAL_MEM_SIZE */
     size_t max_wg;       /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    cl_ulong max_alloc;  /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
     char identity[512];  /* device + driver + platform, part of the disk cache key */
     pthread_mutex_t lock; /* guards programs */
     ocl_program *programs;
@@ -121,6 +122,13 @@ void ocl_arg_raw(ocl_args *a, size_t size, const void *value);
 /* Enqueues an NDRange (local may be NULL) and releases the kernel. */
 pit_status ocl_launch(ocl_args *a, cl_command_queue q, cl_uint dims,
                       const size_t *global, const size_t *local);
+
+/* A read-write buffer of `bytes` (what names it in a failure). Every buffer
+ * of the plug-in comes from here: a failure that means the memory is not
+ * there (allocation failure, out of resources, a size above the device's
+ * largest allocation) is PIT_ERR_OUT_OF_MEMORY, naming the size and the
+ * driver's error. */
+pit_status ocl_buffer_create(const ocl_ctx *c, size_t bytes, const char *what, cl_mem *out);
 
 /* Fills a buffer with a 32-bit pattern on a queue (clEnqueueFillBuffer). */
 pit_status ocl_fill32(cl_command_queue q, cl_mem mem, size_t offset, uint32_t pattern,

@@ -4,6 +4,7 @@
  * kernel variant, zeroing and converting views, scratch memory, and the
  * table filler of the operator entries.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "ops.h"
@@ -161,14 +162,28 @@ pit_status pit_cuda_convert_into(pit_cuda_ctx *c, CUstream s, CUdeviceptr f32, c
 }
 
 /* ---- scratch ----------------------------------------------------------------- */
-pit_status pit_cuda_scratch_words(CUstream s, size_t n, CUdeviceptr *p)
+pit_status pit_cuda_scratch_alloc(CUstream s, size_t bytes, const char *what, CUdeviceptr *p)
 {
-    CU_CHECK(pit_cu.MemAllocAsync(p, (n ? n : 1) * 4, s), PIT_CALL(MemAllocAsync) "(scratch)");
-    CUresult r = n ? pit_cu.MemsetD32Async(*p, 0, n, s) : CUDA_SUCCESS;
+    *p = 0;
+    CUresult r = pit_cu.MemAllocAsync(p, bytes ? bytes : 16, s);
+    if (r == CUDA_SUCCESS) return PIT_SUCCESS;
+    *p = 0;
+    char call[128];
+    snprintf(call, sizeof call, PIT_CALL(MemAllocAsync) "(%s, %zu bytes)", what, bytes);
+    return pit_cu_fail(r, call, __FILE__, __LINE__);
+}
+
+pit_status pit_cuda_scratch_fill(CUstream s, size_t n, uint32_t word, const char *what, CUdeviceptr *p)
+{
+    pit_status st = pit_cuda_scratch_alloc(s, n * 4, what, p);
+    if (st != PIT_SUCCESS) return st;
+    CUresult r = n ? pit_cu.MemsetD32Async(*p, word, n, s) : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS) {
         pit_cu.MemFreeAsync(*p, s);
         *p = 0;
-        return pit_cu_fail(r, PIT_CALL(MemsetD32Async) "(scratch)", __FILE__, __LINE__);
+        char call[128];
+        snprintf(call, sizeof call, PIT_CALL(MemsetD32Async) "(%s)", what);
+        return pit_cu_fail(r, call, __FILE__, __LINE__);
     }
     return PIT_SUCCESS;
 }

@@ -84,8 +84,8 @@ static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X,
     total_words += full_words;
     CUdeviceptr dedup = 0;
     if (total_words) {
-        CU_CHECK(pit_cu.MemAllocAsync(&dedup, total_words * 4, s), PIT_CALL(MemAllocAsync) "(detect dedup)");
-        CU_CHECK(pit_cu.MemsetD32Async(dedup, 0, total_words, s), PIT_CALL(MemsetD32Async) "(detect dedup)");
+        pit_status st = pit_cuda_scratch_fill(s, total_words, 0, "detect dedup", &dedup);
+        if (st != PIT_SUCCESS) return st;
     }
     size_t at = 0;
     for (int i = 0; i < n; ++i) {

@@ -137,7 +137,8 @@ static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
     if (v->a_comp) {
         int64_t ldo = pit_cuda_cdiv((int64_t)idx->capacity * idx->tile.cols, 8) * 8; /* pit_compact pads to 8 */
         size_t bytes = (size_t)(row_blocks * idx->tile.rows * ldo * p->batch) * pit_cuda_el_bytes(p->dt);
-        CU_CHECK(pit_cu.MemAllocAsync(&scratch, bytes ? bytes : 16, s), PIT_CALL(MemAllocAsync) "(axis K compact)");
+        st = pit_cuda_scratch_alloc(s, bytes, "axis K compact", &scratch);
+        if (st != PIT_SUCCESS) return st;
         st = compact_a(c, s, p, idx, row_blocks, scratch, ldo);
         a.a = (uint64_t)scratch;
         a.lda = ldo;
@@ -180,9 +181,8 @@ static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
         st = launch_util(c, s, PIT_CUDA_ZERO, p->dt, &u, p->batch);
     } else {
         size_t words = (size_t)(p->M * p->N * p->batch);
-        CU_CHECK(pit_cu.MemAllocAsync(&scratch, (words ? words : 1) * 4, s),
-                 PIT_CALL(MemAllocAsync) "(axis M scratch)");
-        if (words) CU_CHECK(pit_cu.MemsetD32Async(scratch, 0, words, s), PIT_CALL(MemsetD32Async) "(axis M scratch)");
+        st = pit_cuda_scratch_fill(s, words, 0, "axis M scratch", &scratch);
+        if (st != PIT_SUCCESS) return st;
         a.acc = scratch;
         a.ldacc = p->N;
         a.sacc = p->M * p->N;

@@ -215,9 +215,7 @@ static pit_status ensure_scratch(ocl_ctx *c, ocl_stream *s, size_t bytes)
         s->scratch = NULL;
         s->scratch_bytes = 0;
     }
-    cl_int err = CL_SUCCESS;
-    s->scratch = clCreateBuffer(c->context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
-    OCL_TRY(OCL_CHECK("clCreateBuffer(axis-M scratch)", err));
+    OCL_TRY(ocl_buffer_create(c, bytes, "axis-M scratch", &s->scratch));
     s->scratch_bytes = bytes;
     return PIT_SUCCESS;
 }

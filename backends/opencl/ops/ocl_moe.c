@@ -74,9 +74,7 @@ static pit_status moe_combine(ocl_ctx *c, cl_command_queue q, cl_mem ys, int top
  * kernels using it are done, so the caller releases it right after enqueuing. */
 static pit_status slot_buffer(ocl_ctx *c, cl_command_queue q, size_t bytes, cl_mem *out)
 {
-    cl_int err = CL_SUCCESS;
-    *out = clCreateBuffer(c->context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
-    OCL_TRY(OCL_CHECK("clCreateBuffer(moe slot results)", err));
+    OCL_TRY(ocl_buffer_create(c, bytes, "moe slot results", out));
     pit_status st = ocl_fill32(q, *out, 0, 0u, bytes);
     if (st != PIT_SUCCESS) {
         clReleaseMemObject(*out);
