@@ -396,7 +396,7 @@ static pit_status ocl_mem_alloc(void *bctx, size_t bytes, void **mem)
                                "failure (PIT_FAULT_ALLOC)",
                                bytes);
     cl_mem m;
-    OCL_TRY(ocl_buffer_create(c, bytes, "tensor", &m));
+    OCL_TRY(ocl_buffer_create(c, bytes, "buffer", &m));
     *mem = m;
     return PIT_SUCCESS;
 }
@@ -550,7 +550,7 @@ static const pit_backend ocl_backend = {
     .sddmm = ocl_sddmm,
     .softmax_sparse = ocl_softmax_sparse,
     .softmax_sparse_backward = ocl_softmax_sparse_backward,
-    .attention_sparse = NULL, /* core composes sddmm -> softmax -> matmul_sparse */
+    .attention_sparse = ocl_attention,
     .moe_route = ocl_moe_route,
     .moe_matmul = ocl_moe_matmul,
     .matmul_rows = ocl_matmul_rows,

@@ -181,9 +181,9 @@ static inline int64_t ocl_batch_of(const pit_tdesc *t)
 pit_status ocl_pattern_word(const pit_tdesc *t, const char *what, int *mw);
 
 /* ---- the operator kernels (ocl_op_kernel.c) ----------------------------------
- * The kernels of sddmm, softmax, moe, rows and elementwise share one set of
- * -D defines: storage dtype, mask word, dense tile (pit_tile.cl) and
- * work-group size. One program of a family's source per set. */
+ * The kernels of sddmm, softmax, attention, moe, rows and elementwise share
+ * one set of -D defines: storage dtype, mask word, dense tile (pit_tile.cl;
+ * attention reads BM, BN, BK as its own chunk sizes) and work-group size. One program of a family's source per set. */
 typedef struct ocl_op_config {
     pit_dtype dtype;
     int mask_word; /* bytes of a mask element: 4, 2 or 1 (-DMW) */
@@ -232,6 +232,10 @@ pit_status ocl_softmax_sparse_backward(void *bctx, void *stream, const pit_index
                                        const pit_tdesc *Y, const pit_tdesc *dY,
                                        const pit_tdesc *mask, const pit_tdesc *dX,
                                        float scale);
+/* fused sparse attention: an online softmax over the listed key blocks */
+pit_status ocl_attention(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *Q,
+                         const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask,
+                         const pit_tdesc *O, float scale);
 /* Mixture of Experts: routing and the grouped expert products */
 pit_status ocl_moe_route(void *bctx, void *stream, const pit_tdesc *ids, const pit_index *idx);
 pit_status ocl_moe_matmul(void *bctx, void *stream, int mode, pit_tile *tile,
