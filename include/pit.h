@@ -355,8 +355,12 @@ PIT_API pit_status pit_sparse_softmax_backward(pit_context *ctx, pit_stream *str
  * SDDMM, the softmax and the sparse x dense product. Q, K [BH,L,D], V, O
  * [BH,L,Dv], mask [L,L] or [BH,L,L]; block = micro-tile side (0 = 64).
  * Rows with no allowed key give 0. Where the backend fuses the three steps
- * (CUDA), nothing is read back between detection and the kernel, so the
- * call does not wait for the device; with a report, it reads the count of
+ * (OpenCL always; CUDA for the 16-bit shapes its fused kernel takes, see
+ * docs/architecture.md), no score matrix is stored: the device memory the
+ * call adds is the block index alone, however long L (the composed steps
+ * store [BH,L,L] scores). A fused call reads nothing back between detection
+ * and the kernel, so the call does not wait for the device; with a report,
+ * it reads the count of
  * allowed blocks after queuing the kernel, and so waits for it
  * (report->nonzero_tiles; skipped_compute is 1 when no block is allowed,
  * though the kernel still ran to write the zeros). Pass NULL for no wait. */
