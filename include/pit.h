@@ -360,10 +360,10 @@ PIT_API pit_status pit_sparse_softmax_backward(pit_context *ctx, pit_stream *str
  * call adds is the block index alone, however long L (the composed steps
  * store [BH,L,L] scores). A fused call reads nothing back between detection
  * and the kernel, so the call does not wait for the device; with a report,
- * it reads the count of
- * allowed blocks after queuing the kernel, and so waits for it
- * (report->nonzero_tiles; skipped_compute is 1 when no block is allowed,
- * though the kernel still ran to write the zeros). Pass NULL for no wait. */
+ * it reads the count of allowed blocks after queuing the kernel, and so
+ * waits for it (report->nonzero_tiles; skipped_compute is 1 when no block is
+ * allowed, though the kernel still ran to write the zeros). Pass NULL for no
+ * wait. */
 PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, const pit_tensor *Q,
                                         const pit_tensor *K, const pit_tensor *V,
                                         const pit_tensor *mask, pit_tensor *O, float scale,
