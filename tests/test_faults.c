@@ -163,12 +163,13 @@ static void real_tensor_failure(pit_context *ctx)
 {
     pit_device_info info;
     RT_CHECK(pit_context_get_info(ctx, &info) == PIT_SUCCESS, "device info");
-    int64_t shape[2] = {2, (int64_t)(info.global_mem_bytes / 4)};
+    /* rows of 4 KiB keep every extent below 2^31 on any device */
+    int64_t shape[3] = {2, (int64_t)(info.global_mem_bytes / 4096) + 1, 1024};
     char size_text[32];
     snprintf(size_text, sizeof size_text, "%llu bytes",
-             (unsigned long long)(shape[0] * shape[1] * 4));
+             (unsigned long long)(shape[0] * shape[1] * shape[2] * 4));
     pit_tensor *t = (pit_tensor *)(uintptr_t)1;
-    pit_status st = pit_tensor_create(ctx, PIT_F32, 2, shape, &t);
+    pit_status st = pit_tensor_create(ctx, PIT_F32, 3, shape, &t);
     RT_CHECK(st == PIT_ERR_OUT_OF_MEMORY && t == NULL && strstr(pit_last_error(), size_text),
              "tensor of twice the device's %llu bytes: %s",
              (unsigned long long)info.global_mem_bytes, pit_status_string(st));
