@@ -482,9 +482,12 @@ PIT_API pit_status pit_sparse_softmax_backward(pit_context *ctx, pit_stream *str
  * Rows with no allowed key give 0; large scaled scores as in
  * pit_sparse_softmax (where the steps are not fused, Q K^T is stored in
  * the data's dtype before it is scaled, so it must fit that dtype).
- * Where the backend fuses the three steps
- * (CUDA), nothing is read back between detection and the kernel, so the
- * call does not wait for the device; with a report, it reads the count of
+ * Where the backend fuses the three steps (OpenCL always; CUDA for the
+ * 16-bit shapes its fused kernel takes, see docs/architecture.md), no score
+ * matrix is stored: the device memory the call adds is the block index
+ * alone, however long L (the composed steps store [BH,L,L] scores). A fused
+ * call reads nothing back between detection and the kernel, so the call
+ * does not wait for the device; with a report, it reads the count of
  * allowed blocks after queuing the kernel, and so waits for it
  * (report->nonzero_tiles; skipped_compute is 1 when no block is allowed,
  * though the kernel still ran to write the zeros). Pass NULL for no wait. */

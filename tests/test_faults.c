@@ -156,6 +156,30 @@ static void fault_tensor_create(pit_context *ctx)
     pit_tensor_destroy(t);
 }
 
+/* A real allocation failure (nothing injected): a tensor twice the device's
+ * memory is PIT_ERR_OUT_OF_MEMORY with a message naming its size, and the
+ * context stays usable. */
+static void real_tensor_failure(pit_context *ctx)
+{
+    pit_device_info info;
+    RT_CHECK(pit_context_get_info(ctx, &info) == PIT_SUCCESS, "device info");
+    /* rows of 4 KiB keep every extent below 2^31 on any device */
+    int64_t shape[3] = {2, (int64_t)(info.global_mem_bytes / 4096) + 1, 1024};
+    char size_text[32];
+    snprintf(size_text, sizeof size_text, "%llu bytes",
+             (unsigned long long)(shape[0] * shape[1] * shape[2] * 4));
+    pit_tensor *t = (pit_tensor *)(uintptr_t)1;
+    pit_status st = pit_tensor_create(ctx, PIT_F32, 3, shape, &t);
+    RT_CHECK(st == PIT_ERR_OUT_OF_MEMORY && t == NULL && strstr(pit_last_error(), size_text),
+             "tensor of twice the device's %llu bytes: %s",
+             (unsigned long long)info.global_mem_bytes, pit_status_string(st));
+    if (st == PIT_SUCCESS)
+        pit_tensor_destroy(t);
+    int64_t small[2] = {16, 16};
+    RT_CHECK(pit_tensor_create(ctx, PIT_F32, 2, small, &t) == PIT_SUCCESS, "tensor_create after");
+    pit_tensor_destroy(t);
+}
+
 /* Forced dense tiles the device cannot run are refused, never crash, never
  * give a wrong result. */
 static void hostile_tiles(pit_context *ctx)
@@ -209,6 +233,7 @@ int main(void)
     for (size_t i = 0; i < sizeof problems / sizeof problems[0]; i++)
         fault_every_allocation(ctx, &problems[i]);
     fault_tensor_create(ctx);
+    real_tensor_failure(ctx);
     hostile_tiles(ctx);
     /* A second context still works after all that. */
     pit_context *other = NULL;

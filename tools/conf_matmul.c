@@ -13,6 +13,7 @@ static const mm_shape full_shapes[] = {
     {1, 1, 1, 1, 0},     {1, 7, 5, 3, 0},      {1, 33, 17, 65, 0}, {1, 64, 48, 128, 0},
     {1, 100, 33, 70, 0}, {1, 1000, 7, 33, 0},  {1, 130, 70, 260, 0}, {3, 40, 24, 96, 0},
     {1, 67, 40, 90, 13}, /* A rows padded: row stride K + 13 */
+    {1, 20, 9, 4500, 0}, /* K: two whole 1x2048 micro-tiles and a part of one */
 };
 static const mm_shape quick_shapes[] = {
     {1, 7, 5, 3, 0}, {1, 33, 17, 65, 0}, {1, 100, 33, 70, 0}, {2, 40, 24, 96, 0}, {1, 67, 40, 90, 13},
@@ -45,6 +46,9 @@ static int modes(mm_mode *out)
     out[n++] = make_mode("k32x1", 32, 1, PIT_AXIS_K, 0, 0);
     out[n++] = make_mode("m1x64", 1, 64, PIT_AXIS_M, 0, 0);
     out[n++] = make_mode("k32x64", 32, 64, PIT_AXIS_K, 0, 0);
+    /* micro-tiles taller or wider than one detection work-group's region */
+    out[n++] = make_mode("k1x2048", 1, 2048, PIT_AXIS_K, 0, 0);
+    out[n++] = make_mode("m512x1", 512, 1, PIT_AXIS_M, 0, 0);
     out[n++] = make_mode("dense", 0, 0, PIT_AXIS_AUTO, 1, 0);
     out[n++] = make_mode("fixed-k32x1", 32, 1, PIT_AXIS_K, 0, 1);
     return n;

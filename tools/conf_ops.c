@@ -711,21 +711,39 @@ void conf_moe(pit_context *ctx, const conf_opts *o, conf_tally *t)
 
 /* ---- row-sparse matmul ----------------------------------------------------------------- */
 
-static const shape4 rows_shapes[] = {{1, 1, 1, 1}, {1, 7, 5, 3}, {2, 33, 17, 65}, {1, 100, 33, 70}};
+/* K above 1024 (the widest row one detection work-group used to scan) is
+ * scanned in passes: 1025, 3001 and 4096 wide rows. */
+static const shape4 rows_shapes[] = {{1, 1, 1, 1},     {1, 7, 5, 3},      {2, 33, 17, 65},
+                                     {1, 100, 33, 70}, {1, 9, 5, 1025},   {2, 7, 3, 3001},
+                                     {1, 16, 8, 4096}};
 #define NROWS_SHAPES (int)(sizeof rows_shapes / sizeof rows_shapes[0])
-typedef enum rows_kind { ROWS_DENSE, ROWS_EMPTY, ROWS_PADDED, ROWS_RANDOM, ROWS_COUNT } rows_kind;
-static const char *const rows_names[ROWS_COUNT] = {"dense", "empty", "padded-tail", "random-rows"};
+typedef enum rows_kind {
+    ROWS_DENSE,
+    ROWS_EMPTY,
+    ROWS_PADDED,
+    ROWS_RANDOM,
+    ROWS_LAST_BLOCK, /* random rows, non-zero only in their last 32 columns */
+    ROWS_COUNT
+} rows_kind;
+static const char *const rows_names[ROWS_COUNT] = {"dense", "empty", "padded-tail", "random-rows",
+                                                   "last-column-block"};
+#define ROWS_LAST_BLOCK_COLS 32
 
-/* Zeroes whole rows of A: none, all, a padded tail per batch, or at random. */
+/* Zeroes whole rows of A: none, all, a padded tail per batch, or at random;
+ * or, for the last kind, all but the last column block of every row. */
 static void zero_rows(pit_rng *rng, rows_kind k, const shape4 *s, double *a)
 {
+    int64_t head = s->k > ROWS_LAST_BLOCK_COLS ? s->k - ROWS_LAST_BLOCK_COLS : 0;
     for (int64_t b = 0; b < s->b; b++) {
         int64_t len = s->m - (s->m * (b + 1)) / (2 * s->b + 1); /* variable length */
         for (int64_t i = 0; i < s->m; i++) {
+            double *row = a + (b * s->m + i) * s->k;
             int zero = k == ROWS_EMPTY || (k == ROWS_PADDED && i >= len) ||
-                       (k == ROWS_RANDOM && (pit_rng_next(rng) & 1));
+                       ((k == ROWS_RANDOM || k == ROWS_LAST_BLOCK) && (pit_rng_next(rng) & 1));
             if (zero)
-                memset(a + (b * s->m + i) * s->k, 0, (size_t)s->k * sizeof(double));
+                memset(row, 0, (size_t)s->k * sizeof(double));
+            else if (k == ROWS_LAST_BLOCK)
+                memset(row, 0, (size_t)head * sizeof(double));
         }
     }
 }

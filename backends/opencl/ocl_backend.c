@@ -249,6 +249,9 @@ static pit_status query_context_limits(ocl_ctx *c)
                       clGetDeviceInfo(c->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local,
                                       &local, NULL)));
     c->local_mem = (size_t)local;
+    OCL_TRY(OCL_CHECK("clGetDeviceInfo(CL_DEVICE_MAX_MEM_ALLOC_SIZE)",
+                      clGetDeviceInfo(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE,
+                                      sizeof c->max_alloc, &c->max_alloc, NULL)));
     OCL_TRY(OCL_CHECK("clGetDeviceInfo(CL_DEVICE_MAX_WORK_GROUP_SIZE)",
                       clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE,
                                       sizeof c->max_wg, &c->max_wg, NULL)));
@@ -361,6 +364,28 @@ static pit_status ocl_stream_synchronize(void *bctx, void *stream)
 
 /* ---- memory ------------------------------------------------------------------------ */
 
+/* The errors of clCreateBuffer that say the memory is not there: a size
+ * above CL_DEVICE_MAX_MEM_ALLOC_SIZE is one too. */
+static int allocation_error(cl_int err)
+{
+    return err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+           err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE;
+}
+
+pit_status ocl_buffer_create(const ocl_ctx *c, size_t bytes, const char *what, cl_mem *out)
+{
+    cl_int err = CL_SUCCESS;
+    /* OpenCL refuses empty buffers; an empty tensor still needs a handle. */
+    *out = clCreateBuffer(c->context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
+    if (err == CL_SUCCESS)
+        return PIT_SUCCESS;
+    *out = NULL;
+    return ocl_host->error(allocation_error(err) ? PIT_ERR_OUT_OF_MEMORY : PIT_ERR_BACKEND,
+                           "clCreateBuffer(%s, %zu bytes) failed: %d %s (the device's largest "
+                           "allocation is %llu bytes)", what, bytes, (int)err,
+                           ocl_error_name(err), (unsigned long long)c->max_alloc);
+}
+
 static pit_status ocl_mem_alloc(void *bctx, size_t bytes, void **mem)
 {
     ocl_ctx *c = bctx;
@@ -369,10 +394,8 @@ static pit_status ocl_mem_alloc(void *bctx, size_t bytes, void **mem)
                                "clCreateBuffer(%zu bytes) failed: injected allocation "
                                "failure (PIT_FAULT_ALLOC)",
                                bytes);
-    cl_int err = CL_SUCCESS;
-    /* OpenCL refuses empty buffers; an empty tensor still needs a handle. */
-    cl_mem m = clCreateBuffer(c->context, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
-    OCL_TRY(OCL_CHECK("clCreateBuffer", err));
+    cl_mem m;
+    OCL_TRY(ocl_buffer_create(c, bytes, "buffer", &m));
     *mem = m;
     return PIT_SUCCESS;
 }
@@ -394,9 +417,7 @@ pit_status ocl_block_new(ocl_ctx *c, cl_command_queue q, size_t bytes, const cha
         OCL_TRY(c->scratch.alloc(c->scratch.owner, bytes, q, &mem));
         b->mem = mem;
     } else {
-        cl_int err = CL_SUCCESS;
-        b->mem = clCreateBuffer(c->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
-        OCL_TRY(OCL_CHECK(what, err));
+        OCL_TRY(ocl_buffer_create(c, bytes, what, &b->mem));
     }
     b->bytes = bytes;
     b->from = c->scratch;
@@ -589,7 +610,7 @@ static const pit_backend ocl_backend = {
     .sddmm = ocl_sddmm,
     .softmax_sparse = ocl_softmax_sparse,
     .softmax_sparse_backward = ocl_softmax_sparse_backward,
-    .attention_sparse = NULL, /* core composes sddmm -> softmax -> matmul_sparse */
+    .attention_sparse = ocl_attention,
     .moe_route = ocl_moe_route,
     .moe_matmul = ocl_moe_matmul,
     .matmul_rows = ocl_matmul_rows,

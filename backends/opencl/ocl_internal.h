@@ -61,6 +61,7 @@ typedef struct ocl_ctx {
     int has_fp16;        /* cl_khr_fp16 */
     size_t local_mem;    /* CL_DEVICE_LOCAL_MEM_SIZE */
     size_t max_wg;       /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    cl_ulong max_alloc;  /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
     char identity[512];  /* device + driver + platform, part of the disk cache key */
     pthread_mutex_t lock; /* guards programs */
     ocl_program *programs;
@@ -142,6 +143,13 @@ void ocl_arg_raw(ocl_args *a, size_t size, const void *value);
 pit_status ocl_launch(ocl_args *a, cl_command_queue q, cl_uint dims,
                       const size_t *global, const size_t *local);
 
+/* A read-write buffer of `bytes` (what names it in a failure). Every buffer
+ * of the plug-in comes from here: a failure that means the memory is not
+ * there (allocation failure, out of resources, a size above the device's
+ * largest allocation) is PIT_ERR_OUT_OF_MEMORY, naming the size and the
+ * driver's error. */
+pit_status ocl_buffer_create(const ocl_ctx *c, size_t bytes, const char *what, cl_mem *out);
+
 /* Fills a buffer with a 32-bit pattern on a queue (clEnqueueFillBuffer). */
 pit_status ocl_fill32(cl_command_queue q, cl_mem mem, size_t offset, uint32_t pattern,
                       size_t bytes);
@@ -193,9 +201,10 @@ static inline int64_t ocl_batch_of(const pit_tdesc *t)
 pit_status ocl_pattern_code(const pit_tdesc *t, const char *what, int *mdt);
 
 /* ---- the operator kernels (ocl_op_kernel.c) ----------------------------------
- * The kernels of sddmm, softmax, moe, rows and elementwise share one set of
- * -D defines: storage dtype, mask code, dense tile (pit_tile.cl) and
- * work-group size. One program of a family's source per set. */
+ * The kernels of sddmm, softmax, attention, moe, rows and elementwise share
+ * one set of -D defines: storage dtype, mask code, dense tile (pit_tile.cl;
+ * attention reads BM, BN, BK as its own chunk sizes) and work-group size.
+ * One program of a family's source per set. */
 typedef struct ocl_op_config {
     pit_dtype dtype;
     int mask_code; /* how a mask element is read (-DMDT, ocl_pattern_code) */
@@ -244,6 +253,10 @@ pit_status ocl_softmax_sparse_backward(void *bctx, void *stream, const pit_index
                                        const pit_tdesc *Y, const pit_tdesc *dY,
                                        const pit_tdesc *mask, const pit_tdesc *dX,
                                        float scale);
+/* fused sparse attention: an online softmax over the listed key blocks */
+pit_status ocl_attention(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *Q,
+                         const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask,
+                         const pit_tdesc *O, float scale);
 /* Mixture of Experts: routing and the grouped expert products */
 pit_status ocl_moe_route(void *bctx, void *stream, const pit_tdesc *ids, const pit_index *idx);
 pit_status ocl_moe_matmul(void *bctx, void *stream, int mode, pit_tile *tile,

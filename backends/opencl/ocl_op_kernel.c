@@ -1,5 +1,5 @@
 /*
- * ocl_op_kernel.c - the configuration the operator kernels of sddmm,
+ * ocl_op_kernel.c - the configuration the operator kernels of sddmm, attention,
  * softmax, moe, rows and elementwise share (kernels/pit_tile.cl's -D set),
  * and building one kernel of a family's program with it.
  */

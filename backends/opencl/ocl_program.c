@@ -17,6 +17,7 @@
 #include "ocl_internal.h"
 
 /* Generated at build time from kernels/ *.cl (see CMakeLists.txt). */
+#include "pit_attention_cl.h"
 #include "pit_common_cl.h"
 #include "pit_detect_cl.h"
 #include "pit_elementwise_cl.h"
@@ -42,6 +43,7 @@ static const struct {
     {"pit_moe", {ocl_src_pit_common, ocl_src_pit_tile, ocl_src_pit_moe}},
     {"pit_rows", {ocl_src_pit_common, ocl_src_pit_tile, ocl_src_pit_rows}},
     {"pit_elementwise", {ocl_src_pit_common, ocl_src_pit_elementwise}},
+    {"pit_attention", {ocl_src_pit_common, ocl_src_pit_attention}},
 };
 
 typedef struct program_source {

@@ -62,7 +62,7 @@ static pit_status attention_fused(pit_cuda_ctx *c, CUstream s, const pit_index *
     int64_t ctas = nqb * q->batch;
     CUdeviceptr order = 0;
     if (idx->capacity < 1024 && ctas > 2 * (int64_t)c->sm_count) {
-        st = pit_cuda_scratch(c, s, (size_t)groups * 4, PIT_CALL(MemAllocAsync) "(attention order)", &order);
+        st = pit_cuda_scratch_alloc(c, s, (size_t)groups * 4, "attention order", &order);
         if (st != PIT_SUCCESS) return st;
         pit_plan_args pl = {a.ix.counts, order, (int32_t)groups, 1, idx->capacity, 1};
         st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
@@ -154,7 +154,7 @@ static pit_status attention_detect_fused(pit_cuda_ctx *c, CUstream s, const pit_
     a.total = (uint64_t)(uintptr_t)idx->total;
     CUdeviceptr det = 0;
     if ((st = pit_cuda_zero_index(s, idx)) != PIT_SUCCESS ||
-        (st = pit_cuda_scratch_words(c, s, (size_t)groups + 1, &det)) != PIT_SUCCESS)
+        (st = pit_cuda_scratch_fill(c, s, (size_t)groups + 1, 0, "attention work items", &det)) != PIT_SUCCESS)
         return st; /* det[0]: the next work item; det[1 + g]: group g's finished parts */
     a.det = det;
     int param[5] = {block, (int)q->cols, (int)v->cols, (int)m->dt, 1};

@@ -4,6 +4,7 @@
  * kernel variant, zeroing and converting views, scratch memory, and the
  * table filler of the operator entries.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "ops.h"
@@ -161,10 +162,10 @@ pit_status pit_cuda_convert_into(pit_cuda_ctx *c, CUstream s, CUdeviceptr f32, c
 }
 
 /* ---- scratch ----------------------------------------------------------------- */
-pit_status pit_cuda_scratch(pit_cuda_ctx *c, CUstream s, size_t bytes, const char *what, CUdeviceptr *p)
+pit_status pit_cuda_scratch_alloc(pit_cuda_ctx *c, CUstream s, size_t bytes, const char *what, CUdeviceptr *p)
 {
     *p = 0;
-    bytes = bytes ? bytes : 4;
+    bytes = bytes ? bytes : 16;
     if (c->scratch.alloc) {
         void *mem = NULL;
         pit_status st = c->scratch.alloc(c->scratch.owner, bytes, (void *)s, &mem);
@@ -172,22 +173,25 @@ pit_status pit_cuda_scratch(pit_cuda_ctx *c, CUstream s, size_t bytes, const cha
         return st;
     }
     CUresult r = pit_cu.MemAllocAsync(p, bytes, s);
-    if (r != CUDA_SUCCESS) {
-        *p = 0;
-        return pit_cu_fail(r, what, __FILE__, __LINE__);
-    }
-    return PIT_SUCCESS;
+    if (r == CUDA_SUCCESS) return PIT_SUCCESS;
+    *p = 0;
+    char call[128];
+    snprintf(call, sizeof call, PIT_CALL(MemAllocAsync) "(%s, %zu bytes)", what, bytes);
+    return pit_cu_fail(r, call, __FILE__, __LINE__);
 }
 
-pit_status pit_cuda_scratch_words(pit_cuda_ctx *c, CUstream s, size_t n, CUdeviceptr *p)
+pit_status pit_cuda_scratch_fill(pit_cuda_ctx *c, CUstream s, size_t n, uint32_t word, const char *what,
+                                 CUdeviceptr *p)
 {
-    pit_status st = pit_cuda_scratch(c, s, n * 4, PIT_CALL(MemAllocAsync) "(scratch)", p);
+    pit_status st = pit_cuda_scratch_alloc(c, s, n * 4, what, p);
     if (st != PIT_SUCCESS) return st;
-    CUresult r = n ? pit_cu.MemsetD32Async(*p, 0, n, s) : CUDA_SUCCESS;
+    CUresult r = n ? pit_cu.MemsetD32Async(*p, word, n, s) : CUDA_SUCCESS;
     if (r != CUDA_SUCCESS) {
         pit_cuda_free_scratch(c, s, *p, PIT_SUCCESS);
         *p = 0;
-        return pit_cu_fail(r, PIT_CALL(MemsetD32Async) "(scratch)", __FILE__, __LINE__);
+        char call[128];
+        snprintf(call, sizeof call, PIT_CALL(MemsetD32Async) "(%s)", what);
+        return pit_cu_fail(r, call, __FILE__, __LINE__);
     }
     return PIT_SUCCESS;
 }

@@ -84,8 +84,8 @@ static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X,
     total_words += full_words;
     CUdeviceptr dedup = 0;
     if (total_words) {
-        pit_status zs = pit_cuda_scratch_words(c, s, total_words, &dedup);
-        if (zs != PIT_SUCCESS) return zs;
+        pit_status st = pit_cuda_scratch_fill(c, s, total_words, 0, "detect dedup", &dedup);
+        if (st != PIT_SUCCESS) return st;
     }
     size_t at = 0;
     for (int i = 0; i < n; ++i) {

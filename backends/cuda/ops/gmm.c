@@ -66,7 +66,7 @@ static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job 
     const int64_t ctas = per_sm * (int64_t)c->sm_count;
     int64_t bound = j->listed_max / t.bm + j->groups + 1; /* items along M, at most */
     CUdeviceptr list = 0;
-    pit_status st = pit_cuda_scratch(c, s, (size_t)(1 + 3 * bound) * 4, PIT_CALL(MemAllocAsync) "(gmm work list)", &list);
+    pit_status st = pit_cuda_scratch_alloc(c, s, (size_t)(1 + 3 * bound) * 4, "gmm work list", &list);
     if (st != PIT_SUCCESS) return st;
     pit_plan_args pl = {j->a.counts, list, (int32_t)j->groups, t.bm, j->a.capacity, 2}; /* mixed order */
     st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
@@ -93,12 +93,8 @@ static pit_status zero_unlisted(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_
 {
     size_t n = (size_t)(out->rows * out->batch);
     CUdeviceptr mark = 0;
-    pit_status st = pit_cuda_scratch(c, s, n * 4, PIT_CALL(MemAllocAsync) "(row mark)", &mark);
+    pit_status st = pit_cuda_scratch_fill(c, s, n, 0xffffffffu, "row mark", &mark);
     if (st != PIT_SUCCESS) return st;
-    if (n) {
-        CUresult r = pit_cu.MemsetD32Async(mark, 0xffffffffu, n, s);
-        if (r != CUDA_SUCCESS) st = pit_cu_fail(r, PIT_CALL(MemsetD32Async) "(row mark)", __FILE__, __LINE__);
-    }
     pit_mark_args m = {j->a.counts, j->a.entries, mark, j->mark_stride, j->a.capacity, j->a.kdiv};
     if (st == PIT_SUCCESS)
         st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_MARK, PIT_F32, NULL, pit_cuda_cdiv(j->a.capacity, 256), j->groups,
@@ -122,7 +118,7 @@ pit_status pit_cuda_gmm_scatter(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j
         j->a.ldacc = out->ld;
         j->a.sacc = j->a.sc;
     } else {
-        st = pit_cuda_scratch_words(c, s, (size_t)(out->rows * out->cols * out->batch), &scratch);
+        st = pit_cuda_scratch_fill(c, s, (size_t)(out->rows * out->cols * out->batch), 0, "gmm f32 sums", &scratch);
         j->a.acc = scratch;
         j->a.ldacc = out->cols;
         j->a.sacc = j->a.sc ? out->rows * out->cols : 0;

@@ -137,7 +137,7 @@ static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
     if (v->a_comp) {
         int64_t ldo = pit_cuda_cdiv((int64_t)idx->capacity * idx->tile.cols, 8) * 8; /* pit_compact pads to 8 */
         size_t bytes = (size_t)(row_blocks * idx->tile.rows * ldo * p->batch) * pit_cuda_el_bytes(p->dt);
-        st = pit_cuda_scratch(c, s, bytes ? bytes : 16, PIT_CALL(MemAllocAsync) "(axis K compact)", &scratch);
+        st = pit_cuda_scratch_alloc(c, s, bytes, "axis K compact", &scratch);
         if (st != PIT_SUCCESS) return st;
         st = compact_a(c, s, p, idx, row_blocks, scratch, ldo);
         a.a = (uint64_t)scratch;
@@ -175,7 +175,8 @@ static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
         u.s32 = p->c.bs;
         st = launch_util(c, s, PIT_CUDA_ZERO, p->dt, &u, p->batch);
     } else {
-        st = pit_cuda_scratch_words(c, s, (size_t)(p->M * p->N * p->batch), &scratch);
+        size_t words = (size_t)(p->M * p->N * p->batch);
+        st = pit_cuda_scratch_fill(c, s, words, 0, "axis M scratch", &scratch);
         if (st != PIT_SUCCESS) return st;
         a.acc = scratch;
         a.ldacc = p->N;

@@ -75,13 +75,16 @@ pit_status pit_cuda_convert_into(pit_cuda_ctx *c, CUstream s, CUdeviceptr f32, c
     } while (0)
 
 /* ---- scratch ----------------------------------------------------------------- */
-/* bytes (0 taken as 4) of scratch ordered on s: from the context's allocator
- * when one is set (pit_context_set_allocator), else the device's stream-
- * ordered pool; what names it in errors. *p is 0 on failure. */
-pit_status pit_cuda_scratch(pit_cuda_ctx *c, CUstream s, size_t bytes, const char *what, CUdeviceptr *p);
-/* Scratch of n 4-byte words (f32 sums, int counters), zeroed, ordered on
- * s; nothing left allocated on failure */
-pit_status pit_cuda_scratch_words(pit_cuda_ctx *c, CUstream s, size_t n, CUdeviceptr *p);
+/* Scratch of `bytes` ordered on s: from the context's allocator when one is
+ * set (pit_context_set_allocator), else the device's stream-ordered pool;
+ * what names it in a failure (running out of device memory is
+ * PIT_ERR_OUT_OF_MEMORY naming the size and the driver's error). *p is 0 on
+ * failure. */
+pit_status pit_cuda_scratch_alloc(pit_cuda_ctx *c, CUstream s, size_t bytes, const char *what, CUdeviceptr *p);
+/* Scratch of n 4-byte words each set to `word` (0: f32 sums, int counters),
+ * ordered on s; nothing left allocated on failure */
+pit_status pit_cuda_scratch_fill(pit_cuda_ctx *c, CUstream s, size_t n, uint32_t word, const char *what,
+                                 CUdeviceptr *p);
 /* Frees p (when set) on s; returns st, or the free's failure when st is
  * PIT_SUCCESS. */
 pit_status pit_cuda_free_scratch(pit_cuda_ctx *c, CUstream s, CUdeviceptr p, pit_status st);

@@ -7,19 +7,31 @@
  * candidate i < 8: TM_i, TK_i (micro-tile rows x cols), AX_i (1 K, 2 M, 3 N),
  * FOFF_i (offset of its flags in local memory); RR x CW, the region one
  * work-group scans (multiples of every TM_i and TK_i, so a micro-tile never
- * straddles two work-groups and is recorded exactly once); NFLAGS (sum of the
- * candidates' flags); DWG (work-group size).
+ * straddles two work-groups and is recorded exactly once; or, for a lone
+ * candidate, one micro-tile, cut to the operand where it is larger); NFLAGS
+ * (sum of the candidates' flags); DWG (work-group size).
  *
  * Grid: (ceil(cols / CW) * DWG, ceil(rows / RR), batch).
  */
 
-#define NF(i) ((RR / TM_##i) * (CW / TK_##i))
+/* Micro-tiles of candidate i across and down the region (one where the
+ * region is a micro-tile cut to the operand). */
+#define ACROSS(i) ((CW + TK_##i - 1) / TK_##i)
+#define DOWN(i) ((RR + TM_##i - 1) / TM_##i)
+#define NF(i) (DOWN(i) * ACROSS(i))
+
+/* A position in the region: a micro-tile may be a whole row of K, or more. */
+#if RR * CW > 0x7fffffff
+typedef long region_pos;
+#else
+typedef int region_pos;
+#endif
 
 /* Marks the micro-tile of candidate i holding region element (r, c).
  * Concurrent stores all write 1, so no atomic is needed. */
 #define MARK(i)                                                           \
     if ((i) < NCAND) {                                                    \
-        const int f_ = FOFF_##i + (r / TM_##i) * (CW / TK_##i) + c / TK_##i; \
+        const int f_ = FOFF_##i + (r / TM_##i) * ACROSS(i) + c / TK_##i;  \
         if (!flags[f_])                                                   \
             flags[f_] = 1u;                                               \
     }
@@ -29,8 +41,8 @@
 #define APPEND(i)                                                                \
     if ((i) < NCAND && f >= FOFF_##i && f < FOFF_##i + NF(i)) {                  \
         const int lf_ = f - FOFF_##i;                                            \
-        const int tr_ = r0 / TM_##i + lf_ / (CW / TK_##i);                       \
-        const int tc_ = c0 / TK_##i + lf_ % (CW / TK_##i);                       \
+        const int tr_ = r0 / TM_##i + lf_ / ACROSS(i);                           \
+        const int tc_ = c0 / TK_##i + lf_ % ACROSS(i);                           \
         const int g_ = b * gpb.s##i + (AX_##i == 2 ? tc_ : tr_);                 \
         const int e_ = (AX_##i == 2 ? tr_ : tc_);                                \
         if (g_ < ngroups.s##i) { /* an index smaller than X is never overrun */ \
@@ -72,12 +84,18 @@ void pit_detect(__global const mword_t *X, long x_off, long ldx, long x_bs,
      * its own micro-tiles (sides as small as 1, and 3 or 5), rows may start
      * at any element, and neighbouring work-items already read neighbouring
      * elements, so wider loads would save no traffic, only add edge cases. */
-    for (int e = lid; e < RR * CW; e += DWG) {
-        const int r = e / CW, c = e % CW;
+    for (region_pos e = lid; e < (region_pos)RR * CW; e += DWG) {
+        const int r = (int)(e / CW), c = (int)(e % CW);
         if (r0 + r < rows && c0 + c < cols &&
             mask_on(X, (long)(r0 + r) * ldx + (c0 + c))) {
             MARK(0) MARK(1) MARK(2) MARK(3) MARK(4) MARK(5) MARK(6) MARK(7)
         }
+#if NFLAGS == 1
+        /* One micro-tile: once any work-item saw a non-zero the rest cannot
+         * change the answer (a stale read only scans on). */
+        if (flags[0])
+            break;
+#endif
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 

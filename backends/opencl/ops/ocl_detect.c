@@ -5,7 +5,10 @@
  * A work-group scans an RR x CW region whose sides are multiples of every
  * candidate's micro-tile, so each micro-tile lies in exactly one region and is
  * appended exactly once. Candidates whose micro-tiles cannot share a region of
- * reasonable size are detected in further passes.
+ * reasonable size are detected in further passes; a micro-tile larger than
+ * such a region (a whole row of K for pit_matmul_rows) is a pass of its own
+ * whose region is the micro-tile itself, cut to the operand, which the
+ * work-group scans in a loop.
  */
 #include <stdio.h>
 #include <string.h>
@@ -51,9 +54,22 @@ static int count_flags(const pit_index *idx, const detect_pass *p, int rr, int c
     return total;
 }
 
-/* Picks the region of a pass (multiples of every micro-tile side, about
- * REGION_TARGET_ELEMS elements); 0 when the candidates cannot share one. */
-static int plan_region(const ocl_ctx *c, const pit_index *idx, detect_pass *p)
+/* The region of a lone candidate whose micro-tile is larger than a shared
+ * region may be: one micro-tile, no larger than the operand (its one flag
+ * then stands for the micro-tile, whatever part of it lies in the operand). */
+static void whole_tile_region(const pit_microtile *t, int64_t rows, int64_t cols,
+                              detect_pass *p)
+{
+    p->rr = (int)(t->rows < rows ? t->rows : rows);
+    p->cw = (int)(t->cols < cols ? t->cols : cols);
+    p->nflags = 1;
+    p->foff[0] = 0;
+}
+
+/* A region the candidates of a pass share (multiples of every micro-tile
+ * side, about REGION_TARGET_ELEMS elements, its flags in local memory); 0
+ * when there is none of reasonable size. */
+static int shared_region(const ocl_ctx *c, const pit_index *idx, detect_pass *p)
 {
     int64_t rr = 1, cw = 1;
     for (int i = 0; i < p->n; ++i) {
@@ -97,16 +113,30 @@ static int plan_region(const ocl_ctx *c, const pit_index *idx, detect_pass *p)
     return 1;
 }
 
-/* Greedy grouping of the candidates into as few passes as possible. */
-static pit_status plan_passes(const ocl_ctx *c, const pit_index *idx, int n,
-                              detect_pass *passes, int *npasses)
+/* The region of a pass over a rows x cols operand; 0 when its candidates
+ * cannot share one (a lone candidate always has one). */
+static int plan_region(const ocl_ctx *c, const pit_index *idx, int64_t rows, int64_t cols,
+                       detect_pass *p)
+{
+    if (shared_region(c, idx, p))
+        return 1;
+    if (p->n > 1)
+        return 0;
+    whole_tile_region(&idx[p->cand[0]].tile, rows, cols, p);
+    return 1;
+}
+
+/* Greedy grouping of the candidates into as few passes as possible (a
+ * candidate alone always has a region). */
+static void plan_passes(const ocl_ctx *c, const pit_index *idx, int n, int64_t rows,
+                        int64_t cols, detect_pass *passes, int *npasses)
 {
     *npasses = 0;
     for (int i = 0; i < n; ++i) {
         if (*npasses > 0) {
             detect_pass trial = passes[*npasses - 1];
             trial.cand[trial.n++] = i;
-            if (plan_region(c, idx, &trial)) {
+            if (plan_region(c, idx, rows, cols, &trial)) {
                 passes[*npasses - 1] = trial;
                 continue;
             }
@@ -115,14 +145,8 @@ static pit_status plan_passes(const ocl_ctx *c, const pit_index *idx, int n,
         memset(p, 0, sizeof *p);
         p->cand[0] = i;
         p->n = 1;
-        if (!plan_region(c, idx, p))
-            return ocl_host->error(PIT_ERR_UNSUPPORTED,
-                                   "opencl detect: micro-tile %dx%d is too large for one "
-                                   "work-group region (max %dx%d)",
-                                   idx[i].tile.rows, idx[i].tile.cols, REGION_MAX_ROWS,
-                                   REGION_MAX_COLS);
+        plan_region(c, idx, rows, cols, p);
     }
-    return PIT_SUCCESS;
 }
 
 /* Also gives the -DMDT code of X's elements. */
@@ -234,7 +258,7 @@ pit_status ocl_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *i
     }
     detect_pass passes[MAX_CANDS];
     int npasses = 0;
-    OCL_TRY(plan_passes(c, idx, n, passes, &npasses));
+    plan_passes(c, idx, n, X->shape[r - 2], X->shape[r - 1], passes, &npasses);
     for (int i = 0; i < npasses; ++i)
         OCL_TRY(run_pass(c, s->queue, X, mdt, idx, &passes[i]));
     return PIT_SUCCESS;

@@ -210,7 +210,7 @@ static pit_status ensure_scratch(ocl_ctx *c, ocl_stream *s, size_t bytes)
     if (s->scratch.mem && s->scratch.bytes >= bytes)
         return PIT_SUCCESS;
     ocl_block_release(&s->scratch); /* the queued kernels using it finish first */
-    return ocl_block_new(c, s->queue, bytes, "clCreateBuffer(axis-M scratch)", &s->scratch);
+    return ocl_block_new(c, s->queue, bytes, "axis-M scratch", &s->scratch);
 }
 
 /* ---- sparse A --------------------------------------------------------------------- */

@@ -74,7 +74,7 @@ static pit_status moe_combine(ocl_ctx *c, cl_command_queue q, cl_mem ys, int top
  * using it are done, so the caller releases it right after enqueuing. */
 static pit_status slot_buffer(ocl_ctx *c, cl_command_queue q, size_t bytes, ocl_block *out)
 {
-    OCL_TRY(ocl_block_new(c, q, bytes, "clCreateBuffer(moe slot results)", out));
+    OCL_TRY(ocl_block_new(c, q, bytes, "moe slot results", out));
     pit_status st = ocl_fill32(q, out->mem, 0, 0u, bytes);
     if (st != PIT_SUCCESS)
         ocl_block_release(out);

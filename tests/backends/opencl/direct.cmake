@@ -16,3 +16,15 @@ if(BUILD_TESTING)
     ENVIRONMENT "PIT_CACHE_DIR=${CMAKE_BINARY_DIR}/test-cache"
     TIMEOUT 900)
 endif()
+
+# Sparse attention whose dense L x L scores would pass the device's largest
+# allocation, through the library (core composes, the plug-in runs it): PoCL's
+# limit is lowered so L stays near 8,200 and the test short.
+add_executable(test_opencl_attention_long ${_pit_ocl_tests}/test_opencl_attention_long.c)
+target_include_directories(test_opencl_attention_long PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+target_link_libraries(test_opencl_attention_long PRIVATE pit pit_reference OpenCL::OpenCL m)
+if(BUILD_TESTING)
+  add_test(NAME opencl_attention_long COMMAND test_opencl_attention_long)
+  set_tests_properties(opencl_attention_long PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "PIT_CACHE_DIR=${CMAKE_BINARY_DIR}/cache;POCL_MEMORY_LIMIT=1")
+endif()

@@ -123,12 +123,35 @@ void run_case(const shape *s, int pat, pit_dtype dt, int has_f16)
 
 /* ---- error paths --------------------------------------------------------------------- */
 
+/* A real (not injected) allocation failure: one byte more than the device's
+ * largest allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) is out of memory, and
+ * the message names the size and the driver's error. */
+static void test_real_alloc_failure(void)
+{
+    const ocl_ctx *c = ctx;
+    cl_ulong largest = 0;
+    EXPECT(clGetDeviceInfo(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof largest, &largest,
+                           NULL) == CL_SUCCESS, "clGetDeviceInfo(CL_DEVICE_MAX_MEM_ALLOC_SIZE)");
+    size_t bytes = (size_t)largest + 1;
+    char size_text[32];
+    snprintf(size_text, sizeof size_text, "%zu bytes", bytes);
+    void *mem = NULL;
+    g_error[0] = '\0';
+    pit_status st = be->mem_alloc(ctx, bytes, &mem);
+    EXPECT(st == PIT_ERR_OUT_OF_MEMORY && strstr(g_error, size_text) && strstr(g_error, "CL_"),
+           "allocation of %s (largest %llu) -> %d (%s)", size_text, (unsigned long long)largest,
+           (int)st, g_error);
+    if (st == PIT_SUCCESS)
+        be->mem_free(ctx, mem);
+}
+
 void test_errors(void)
 {
     void *mem = NULL;
     g_fail_next_alloc = 1;
     pit_status st = be->mem_alloc(ctx, 64, &mem);
     EXPECT(st == PIT_ERR_OUT_OF_MEMORY, "injected allocation failure -> %d", (int)st);
+    test_real_alloc_failure();
 
     /* Sparse B (axis N) is refused cleanly. */
     dtensor A, B, C;
