@@ -1,8 +1,8 @@
 #!/bin/bash
 # scripts/gpu_ab.sh - a lab script for the GPU machine (not shipped): checks a
 # build and compares its speed with another build in the same run.
-#   usage: bash scripts/gpu_ab.sh [conformance|conformance-cuda] [direct] [bench|bench-base] [sanitize] [tune]
-#                                 [base-conformance]
+#   usage: bash scripts/gpu_ab.sh [conformance|conformance-cuda|conformance-opencl] [direct]
+#                                 [hardening] [bench|bench-base] [sanitize] [tune] [base-conformance]
 # Expects, carried along with the tree:
 #   build-gpu/           the build under test (bin/, lib/), built on a CPU machine
 #   .carry/base/         the reference build: bin/, lib/, tiledb/
@@ -12,6 +12,8 @@
 # bench: `pit bench --suite matmul` and `--suite layers`, reference and new
 #   alternated twice, compared point by point (scripts/bench_compare.py).
 # direct: the CUDA plug-in's direct tests and the CUDA-graph capture test.
+# hardening: the GPU-only checks of views, allocator, CUDA library loading
+#   (the default search, the toolkit folder, a wheel folder next to torch).
 # tune: `pit tune` with the new build (the tuned file comes back; its moe and
 #   rows lines are printed).
 # bench also runs test_cuda_ops --bench (attention and MoE points) of both.
@@ -37,9 +39,24 @@ NEW="$root/build-gpu"; BASE="$root/.carry/base"
 
 for what in "$@"; do
   case "$what" in
-  conformance|conformance-cuda)
-    step conf_cuda run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda "$NEW/bin/pit" conformance
-    [ "$what" = conformance ] && step conf_opencl run_in "$NEW" "$root/tiledb" env PIT_BACKEND=opencl "$NEW/bin/pit" conformance ;;
+  conformance|conformance-cuda|conformance-opencl)
+    [ "$what" != conformance-opencl ] && step conf_cuda run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda "$NEW/bin/pit" conformance
+    [ "$what" != conformance-cuda ] && step conf_opencl run_in "$NEW" "$root/tiledb" env PIT_BACKEND=opencl "$NEW/bin/pit" conformance ;;
+  hardening)
+    step views run_in "$NEW" "$root/tiledb" "$NEW/bin/test_views"
+    step cuda_views run_in "$NEW" "$root/tiledb" "$NEW/bin/test_cuda_views"
+    step allocator_cuda run_in "$NEW" "$root/tiledb" "$NEW/bin/test_frameworks" allocator cuda
+    step cuda_libs_load run_in "$NEW" "$root/tiledb" "$NEW/bin/test_cuda_libs" load
+    step cuda_libs_driver run_in "$NEW" "$root/tiledb" "$NEW/bin/test_cuda_libs" driver
+    step cuda_libs_dirs run_in "$NEW" "$root/tiledb" env PIT_CUDA_LIB_DIRS="/nonexistent:/usr/local/cuda/lib64" "$NEW/bin/test_cuda_libs" dirs /usr/local/cuda/lib64
+    step info_debug run_in "$NEW" "$root/tiledb" env PIT_LOG=debug "$NEW/bin/pit" info
+    grep -h "cuda: driver" "$out/info_debug.log" | tee -a "$summary"
+    wheel=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))' 2>/dev/null)
+    for d in "$wheel"/nvidia/cu13/lib "$wheel"/nvidia/cuda_nvrtc/lib; do
+      [ -d "$d" ] || continue
+      step wheel_conf run_in "$NEW" "$root/tiledb" env PIT_CUDA_LIB_DIRS="$d" PIT_LOG=debug PIT_CACHE_DIR=/tmp/pit-cache-wheel PIT_BACKEND=cuda "$NEW/bin/pit" conformance --quick --op matmul
+      grep -h "cuda: driver" "$out/wheel_conf.log" | tee -a "$summary"; break
+    done ;;
   direct)
     step cuda_direct run_in "$NEW" "$root/tiledb" env PIT_CUDA_PLUGIN_PATH="$NEW/lib/libpit-cuda.so" "$NEW/bin/test_cuda_direct"
     step cuda_ops run_in "$NEW" "$root/tiledb" env PIT_CUDA_PLUGIN_PATH="$NEW/lib/libpit-cuda.so" "$NEW/bin/test_cuda_ops"

@@ -337,7 +337,7 @@ static void test_model_operators(pit_context *ctx, pit_rng *rng)
     expect_choice("softmax", &r, PIT_CHOICE_SOFTMAX);
     RT_CHECK(pit_sparse_attention(ctx, NULL, tQ, tQ, tQ, tM, tO, 0.25f, 16, &r) == PIT_SUCCESS,
              "attention");
-    expect_choice("attention", &r, PIT_CHOICE_ATTENTION_COMPOSED); /* OpenCL: composed */
+    expect_choice("attention", &r, PIT_CHOICE_ATTENTION); /* OpenCL: the fused kernel */
     double none[L * L] = {0};
     rt_upload(tM, NULL, none, L * L);
     RT_CHECK(pit_sparse_attention(ctx, NULL, tQ, tQ, tQ, tM, tO, 0.25f, 16, &r) == PIT_SUCCESS,

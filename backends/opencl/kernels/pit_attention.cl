@@ -11,7 +11,7 @@
  * off the block or past L weigh nothing; a row with no key on the mask
  * (every group may be empty) is written as zeros.
  *
- * Defines: DT and MW (pit_common.cl); BM query rows, BK keys at once and
+ * Defines: DT and MDT (pit_common.cl); BM query rows, BK keys at once and
  * BN output columns per pass; WG work-items. The index's micro-tile br x bc
  * (query rows x keys of a block) is an argument: any block size runs.
  *

@@ -38,7 +38,7 @@ pit_status ocl_attention(void *bctx, void *stream, const pit_index *idx, const p
                                (long long)L);
     ocl_op_config k = {Q->dtype, 0, rows_per_group(br), ATT_COLS, ATT_KEYS,
                        ocl_op_fit_wg(c, ATT_WG)};
-    OCL_TRY(ocl_pattern_word(mask, "attention: mask", &k.mask_word));
+    OCL_TRY(ocl_pattern_code(mask, "attention: mask", &k.mask_code));
     cl_kernel kern;
     OCL_TRY(ocl_op_kernel(c, "pit_attention", &k, "pit_attention", k.wg, &kern));
     ocl_args a;
