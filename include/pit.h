@@ -633,6 +633,15 @@ PIT_API pit_status pit_event_destroy(pit_event *event);
 PIT_API pit_status pit_measure_copy_bandwidth(pit_context *ctx, size_t bytes, int repeats,
                                               double *gbps);
 
+/* The same for copies too short to time one at a time, such as buffers that
+ * stay in the device's L2 cache (two of `bytes` each): 16 copies back and
+ * forth between two buffers, timed between one pair of events and queued
+ * behind a fill of a larger buffer, so the time is the device's alone and
+ * holds no launch latency of an idle stream. Median of `repeats` rounds, read
+ * + write bytes counted, in GB/s. Errors as pit_measure_copy_bandwidth. */
+PIT_API pit_status pit_measure_queued_copy_bandwidth(pit_context *ctx, size_t bytes, int repeats,
+                                                     double *gbps);
+
 /* Runs the vendor's sparse library on C = A.B (A sparse), with the
  * dense->sparse conversion included, and reports both parts in milliseconds
  * and the library's name (static string). PIT_ERR_UNSUPPORTED when the

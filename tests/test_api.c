@@ -432,6 +432,19 @@ static void test_more_input_checks(pit_context *ctx, pit_context *other)
                   PIT_ERR_INVALID_ARGUMENT);
     expect_status("copy bandwidth: null out", pit_measure_copy_bandwidth(ctx, 1024, 3, NULL),
                   PIT_ERR_INVALID_ARGUMENT);
+    expect_status("queued copy bandwidth: null ctx", pit_measure_queued_copy_bandwidth(NULL, 1024, 3, &gbps),
+                  PIT_ERR_INVALID_ARGUMENT);
+    expect_status("queued copy bandwidth: 0 bytes", pit_measure_queued_copy_bandwidth(ctx, 0, 3, &gbps),
+                  PIT_ERR_INVALID_ARGUMENT);
+    expect_status("queued copy bandwidth: 0 repeats", pit_measure_queued_copy_bandwidth(ctx, 1024, 0, &gbps),
+                  PIT_ERR_INVALID_ARGUMENT);
+    expect_status("queued copy bandwidth: null out", pit_measure_queued_copy_bandwidth(ctx, 1024, 3, NULL),
+                  PIT_ERR_INVALID_ARGUMENT);
+    /* a buffer that stays in a cache, an odd size (rounded down to words) */
+    gbps = 0;
+    expect_status("queued copy bandwidth: 64 KB + 3", pit_measure_queued_copy_bandwidth(ctx, (1 << 16) + 3, 2, &gbps),
+                  PIT_SUCCESS);
+    expect_true("queued copy bandwidth: positive", gbps > 0 && gbps < 1e7);
     /* DLPack edge cases. */
     DLManagedTensor m;
     memset(&m, 0, sizeof m);

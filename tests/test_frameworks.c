@@ -385,6 +385,8 @@ static void test_allocator(const char *backend)
     double gbps = 0;
     pit_status bw = pit_measure_copy_bandwidth(ctx, 1 << 16, 2, &gbps);
     RT_CHECK(bw == PIT_SUCCESS || bw == PIT_ERR_UNSUPPORTED, "copy bandwidth");
+    bw = pit_measure_queued_copy_bandwidth(ctx, 1 << 16, 2, &gbps);
+    RT_CHECK(bw == PIT_SUCCESS || bw == PIT_ERR_UNSUPPORTED, "queued copy bandwidth");
     RT_CHECK(atomic_load(&pit_own_buffers) == own_before,
              "%d buffers made behind the allocator's back", atomic_load(&pit_own_buffers) - own_before);
     RT_CHECK(A.allocs > 0 && A.scratch_allocs > 0, "A gave %d blocks, %d of them scratch", A.allocs,

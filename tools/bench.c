@@ -14,15 +14,19 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: pit bench [--suite matmul|convert|select|layers|all] [--quick] [--size N]\n"
-            "                 [--dtype f32,f16,bf16] [--repeats R] [--json FILE] [--plot FILE.png]\n"
-            "                 [--explain]\n"
+            "usage: pit bench [--suite matmul|convert|select|layers|decode|all] [--quick]\n"
+            "                 [--size N] [--dtype f32,f16,bf16] [--repeats R] [--json FILE]\n"
+            "                 [--plot FILE.png] [--explain]\n"
             "  matmul   M=N=K sparse matmul, micro-tiles 32x1, 1x64, 32x64 at sparsity\n"
-            "           0.5/0.9/0.95/0.99, against dense, the vendor sparse library and the floor\n"
+            "           0.5/0.9/0.95/0.99, against dense, the vendor sparse library, the\n"
+            "           memory floor and the L2 floor of the plan that ran\n"
             "  convert  detection+index against the vendor's dense->sparse conversion\n"
             "  select   host cost of a selection and the cost model's accuracy\n"
             "  layers   MoE, sparse attention and ReLU FFN layers (pit's operator) against\n"
-            "           the dense way of computing each layer\n"
+            "           the dense way of computing each layer\n"            "  decode   x[M,K] . W[K,N], M = 1, 4, 16, 64 tokens, (K, N) = (d, 3.5d) and (3.5d, d)\n"
+            "           with d the size, 50%% and 75%% of x zero (the same columns in every row),\n"
+            "           bf16 and f16 (f32 too where one is missing), against dense, the memory\n"
+            "           floor (1 - s) bytes(W) / bandwidth and the L2 floor of the plan that ran\n"
             "On a CPU device the default is --quick (size 256).\n");
 }
 
@@ -124,7 +128,7 @@ void bench_round(pit_dtype dt, double *x, size_t n)
 
 static const char *const dtype_names[] = {"f32", "f16", "bf16"};
 static const pit_dtype dtype_values[] = {PIT_F32, PIT_F16, PIT_BF16};
-static const char *const suite_names[] = {"matmul", "convert", "select", "layers", "all"};
+static const char *const suite_names[] = {"matmul", "convert", "select", "layers", "decode", "all"};
 #define BENCH_NSUITES ((int)(sizeof suite_names / sizeof suite_names[0]))
 
 /* A comma-separated list of dtype names into a mask of 1 << pit_dtype. */
@@ -206,6 +210,19 @@ static void write_header(FILE *json, const pit_device_info *d, const bench_opts 
     fprintf(json, "  \"options\": {\"size\": %lld, \"repeats\": %d, \"warmup\": %d, \"sets\": %d, "
                   "\"quick\": %d},\n",
             (long long)o->size, o->repeats, o->warmup, o->sets, o->quick);
+    if (o->l2_bytes)
+        fprintf(json, "  \"l2\": {\"copy_bytes\": %zu, \"gbps\": %.3f},\n", o->l2_bytes, o->l2_gbps);
+}
+
+/* Once a run, for the suites whose tables have an L2 floor. */
+static void measure_l2(pit_context *ctx, bench_opts *o)
+{
+    int all = !strcmp(o->suite, "all");
+    if (!all && strcmp(o->suite, "matmul") && strcmp(o->suite, "decode"))
+        return;
+    pit_status s = bench_measure_l2(ctx, o, &o->l2_gbps, &o->l2_bytes);
+    if (s != PIT_SUCCESS)
+        fprintf(stderr, "pit bench: no L2 floor: %s: %s\n", pit_status_string(s), pit_last_error());
 }
 
 int pit_cmd_bench(int argc, char **argv)
@@ -231,10 +248,12 @@ int pit_cmd_bench(int argc, char **argv)
         o.repeats = o.quick ? 5 : 20;
     o.warmup = o.quick ? 1 : 3;
     o.sets = o.quick ? 2 : 3;
+    o.dtype_given = o.dtype_mask != 0;
     if (!o.dtype_mask)
         o.dtype_mask = (1 << PIT_F32) | (d.has_f16 ? 1 << PIT_F16 : 0) | (d.has_bf16 ? 1 << PIT_BF16 : 0);
     printf("pit bench on %s:%d %s (%s, driver %s), size %lld, median of %d\n", d.backend,
            d.device_index, d.name, d.arch, d.driver_version, (long long)o.size, o.repeats);
+    measure_l2(ctx, &o);
 
     FILE *json = NULL;
     if (o.json_path) {
@@ -255,6 +274,8 @@ int pit_cmd_bench(int argc, char **argv)
         rc |= bench_select_suite(ctx, &o, json);
     if (all || !strcmp(o.suite, "layers"))
         rc |= bench_layers_suite(ctx, &o, json);
+    if (all || !strcmp(o.suite, "decode"))
+        rc |= bench_decode_suite(ctx, &o, json);
     if (json) {
         fprintf(json, "  \"end\": true\n}\n");
         fclose(json);

@@ -15,10 +15,13 @@ typedef struct bench_opts {
     int sets;           /* input sets rotated */
     int explain;
     int dtype_mask;     /* 1 << pit_dtype */
+    int dtype_given;    /* --dtype named the dtypes */
     const char *json_path;
     const char *plot_path;
     const char *suite;
     pit_stream *stream; /* where bench_time records its events; NULL: default */
+    double l2_gbps;     /* L2 bandwidth of the run (0: not measured) */
+    size_t l2_bytes;    /* the buffer it was measured with */
 } bench_opts;
 
 /* A JSON writer kept deliberately tiny: objects of numbers and strings. */
@@ -43,9 +46,22 @@ pit_status bench_download(const pit_tensor *t, pit_dtype dt, double *x, size_t n
 /* Rounds x through dt in place, so a reference sees what the device sees. */
 void bench_round(pit_dtype dt, double *x, size_t n);
 
+/* The run's L2 bandwidth: queued copies of a buffer that stays in L2;
+ * *bytes says which size (bench_floors.c). */
+pit_status bench_measure_l2(pit_context *ctx, const bench_opts *o, double *gbps, size_t *bytes);
+/* Bytes the plan of a report moves through L2 for C[m,n] = A[m,k] . B[k,n],
+ * A sparse; -1 when the report does not say enough. The model and its
+ * assumptions: bench_floors.c. */
+double bench_l2_bytes(const pit_report *r, int64_t m, int64_t n, int64_t k, pit_dtype dt);
+/* Those bytes at the run's L2 bandwidth, in ms; -1 when either is unknown. */
+double bench_l2_floor_ms(const bench_opts *o, double l2_bytes);
+/* "L2 floor at X GB/s (copies of N KB in L2)" for a table's heading. */
+const char *bench_l2_phrase(const bench_opts *o, char *buf, size_t size);
+
 int bench_matmul_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 int bench_convert_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 int bench_select_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 int bench_layers_suite(pit_context *ctx, const bench_opts *o, FILE *json);
+int bench_decode_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 
 #endif

@@ -32,6 +32,7 @@ typedef struct mm_result {
     double sparsity, real_sparsity;
     double pit_ms, pit_spread, detect_ms, select_us, kernel_ms, predicted_us;
     double dense_ms, vendor_ms, vendor_convert_ms, floor_ms, err;
+    double l2_bytes, l2_floor_ms; /* the plan's bytes through L2, at the run's L2 bandwidth (-1: unknown) */
     double vendor_err; /* the vendor library's C against the same reference (-1: not run) */
     char choice[96];
     char error[256]; /* the failure's message, kept before the clean-up calls clear it */
@@ -155,6 +156,8 @@ static pit_status measure_point(pit_context *ctx, const bench_opts *o, pit_dtype
         s = bench_time(ctx, o, run_pit, &in, &r->pit_ms, &r->pit_spread);
     snprintf(r->choice, sizeof r->choice, "%s", in.last.choice);
     r->predicted_us = in.last.predicted_us;
+    r->l2_bytes = bench_l2_bytes(&in.last, n, n, n, dt); /* the plan the choice names */
+    r->l2_floor_ms = bench_l2_floor_ms(o, r->l2_bytes);
     /* The parts, from profiled calls (each synchronises). */
     if (s == PIT_SUCCESS) {
         int np = o->repeats < 7 ? o->repeats : 7;
@@ -210,14 +213,16 @@ static int vendor_wrong(const mm_result *r)
 
 static void print_row(const mm_result *r)
 {
-    char vendor[32] = "-", vratio[16] = "-";
+    char vendor[32] = "-", vratio[16] = "-", l2[16] = "-";
+    if (r->l2_floor_ms > 0)
+        snprintf(l2, sizeof l2, "%.3f", r->l2_floor_ms);
     if (r->vendor_ms > 0) {
         snprintf(vendor, sizeof vendor, "%.3f", r->vendor_ms);
         snprintf(vratio, sizeof vratio, "%.2fx", r->vendor_ms / r->pit_ms);
     }
-    printf("%-4s %-5s %4.2f | %8.3f %7.3f %6.1f %8.3f | %8.3f %9s %8.3f | %6.2fx %6.2fx %7s | %s%s%s\n",
+    printf("%-4s %-5s %4.2f | %8.3f %7.3f %6.1f %8.3f | %8.3f %9s %8.3f %8s | %6.2fx %6.2fx %7s | %s%s%s\n",
            pit_dtype_name(r->dt), r->gran, r->sparsity, r->pit_ms, r->detect_ms, r->select_us,
-           r->kernel_ms, r->dense_ms, vendor, r->floor_ms, r->pit_ms / r->floor_ms,
+           r->kernel_ms, r->dense_ms, vendor, r->floor_ms, l2, r->pit_ms / r->floor_ms,
            r->dense_ms / r->pit_ms, vratio, r->choice, r->checked_ok ? "" : "  [WRONG RESULT]",
            vendor_wrong(r) ? "  [VENDOR WRONG RESULT]" : "");
 }
@@ -229,10 +234,12 @@ static void json_row(FILE *f, const mm_result *r, int last)
             "\"pit_ms\": %.6f, \"pit_spread\": %.4f, \"detect_ms\": %.6f, \"select_us\": %.3f, "
             "\"kernel_ms\": %.6f, \"predicted_us\": %.3f, \"dense_ms\": %.6f, \"vendor_sparse_ms\": %.6f, "
             "\"vendor_convert_ms\": %.6f, \"vendor_rel_error\": %.3g, \"floor_ms\": %.6f, "
+            "\"l2_bytes\": %.0f, \"l2_floor_ms\": %.6f, "
             "\"rel_error\": %.3g, \"correct\": %s, \"choice\": \"%s\"}%s\n",
             pit_dtype_name(r->dt), r->gran, r->sparsity, r->real_sparsity, r->pit_ms, r->pit_spread,
             r->detect_ms, r->select_us, r->kernel_ms, r->predicted_us, r->dense_ms, r->vendor_ms,
-            r->vendor_convert_ms, r->vendor_err, r->floor_ms, r->err, r->checked_ok ? "true" : "false", r->choice,
+            r->vendor_convert_ms, r->vendor_err, r->floor_ms, r->l2_bytes, r->l2_floor_ms, r->err,
+            r->checked_ok ? "true" : "false", r->choice,
             last ? "" : ",");
 }
 
@@ -283,13 +290,15 @@ int bench_matmul_suite(pit_context *ctx, const bench_opts *o, FILE *json)
     pit_device_info d;
     pit_context_get_info(ctx, &d);
     double gbps = 0;
+    char l2[96];
     size_t copy_bytes = (size_t)(o->size * o->size) * 4;
     pit_status cs = pit_measure_copy_bandwidth(ctx, copy_bytes < (1u << 20) ? (1u << 20) : copy_bytes,
                                                o->quick ? 5 : 20, &gbps);
-    printf("\n== matmul: %lldx%lldx%lld, copy bandwidth %.1f GB/s (read+write)%s\n", (long long)o->size,
-           (long long)o->size, (long long)o->size, gbps, cs == PIT_SUCCESS ? "" : " (unavailable)");
-    printf("%-4s %-5s %4s | %8s %7s %6s %8s | %8s %9s %8s | %7s %7s %7s | %s\n", "dt", "gran", "s",
-           "pit ms", "detect", "sel us", "kernel", "dense ms", "vendor ms", "floor", "pit/flr",
+    printf("\n== matmul: %lldx%lldx%lld, copy bandwidth %.1f GB/s (read+write)%s, %s\n", (long long)o->size,
+           (long long)o->size, (long long)o->size, gbps, cs == PIT_SUCCESS ? "" : " (unavailable)",
+           bench_l2_phrase(o, l2, sizeof l2));
+    printf("%-4s %-5s %4s | %8s %7s %6s %8s | %8s %9s %8s %8s | %7s %7s %7s | %s\n", "dt", "gran", "s",
+           "pit ms", "detect", "sel us", "kernel", "dense ms", "vendor ms", "floor", "L2 floor", "pit/flr",
            "dns/pit", "vnd/pit", "choice");
     mm_result res[3 * NGRAN * NSPARS];
     int n = 0, total = 0, failed = 0;
