@@ -21,6 +21,9 @@ def points(path):
     for r in doc.get("matmul", []):
         key = "matmul %s %s s=%.2f" % (r["dtype"], r["granularity"], r["sparsity"])
         out[key] = (r["pit_ms"], r["correct"], r["choice"])
+    for r in doc.get("decode", []):
+        key = "decode %s M=%d K=%d s=%.2f" % (r["dtype"], r["m"], r["k"], r["sparsity"])
+        out[key] = (r["pit_ms"], r["correct"], r["choice"])
     for r in doc.get("layers", []):
         key = "layer %s %s" % (r.get("layer", "?"), r.get("dtype", ""))
         out[key] = (r["pit_ms"], r.get("correct", r.get("ok", True)), r.get("choice", ""))

@@ -46,6 +46,9 @@ pit_status bench_download(const pit_tensor *t, pit_dtype dt, double *x, size_t n
 /* Rounds x through dt in place, so a reference sees what the device sees. */
 void bench_round(pit_dtype dt, double *x, size_t n);
 
+/* The memory bandwidth: copies of `bytes` (1 MB at least; make them larger
+ * than any cache), read + write counted, GB/s. */
+pit_status bench_measure_memory(pit_context *ctx, const bench_opts *o, size_t bytes, double *gbps);
 /* The run's L2 bandwidth: queued copies of a buffer that stays in L2;
  * *bytes says which size (bench_floors.c). */
 pit_status bench_measure_l2(pit_context *ctx, const bench_opts *o, double *gbps, size_t *bytes);

@@ -1,7 +1,7 @@
 /*
- * tools/bench_floors.c - the bounds a bench point is read against: the L2
- * bandwidth of the run, and the bytes a plan moves through L2 (its L2 floor
- * is those bytes at that bandwidth).
+ * tools/bench_floors.c - the bounds a bench point is read against: the
+ * memory and L2 bandwidths of the run, and the bytes a plan moves through L2
+ * (its L2 floor is those bytes at the L2 bandwidth).
  */
 #include <math.h>
 #include <string.h>
@@ -13,6 +13,13 @@
  * more on A100 and H100), and a size that fits a CPU core's L2. */
 #define L2_COPY_BYTES_GPU ((size_t)8 << 20)
 #define L2_COPY_BYTES_CPU ((size_t)256 << 10)
+
+pit_status bench_measure_memory(pit_context *ctx, const bench_opts *o, size_t bytes, double *gbps)
+{
+    *gbps = 0;
+    return pit_measure_copy_bandwidth(ctx, bytes < ((size_t)1 << 20) ? (size_t)1 << 20 : bytes, o->quick ? 5 : 20,
+                                      gbps);
+}
 
 pit_status bench_measure_l2(pit_context *ctx, const bench_opts *o, double *gbps, size_t *bytes)
 {
@@ -58,8 +65,9 @@ static double cdiv(int64_t a, int64_t b)
  *   accumulator (m n f32) and, for 16-bit, converting it into C.
  * - No non-zero micro-tile (skipped_compute): C zeroed.
  * Not counted: detection and the index, the one-column compaction pass,
- * the 32-byte sectors a gather of narrow micro-tiles touches beyond its
- * elements, L1 hits. The floor is the kernel's, not the call's.
+ * partial sums of a kernel that splits K across CTAs, the 32-byte sectors a
+ * gather of narrow micro-tiles touches beyond its elements, L1 hits. The
+ * floor is the kernel's, not the call's.
  */
 double bench_l2_bytes(const pit_report *r, int64_t m, int64_t n, int64_t k, pit_dtype dt)
 {

@@ -291,9 +291,7 @@ int bench_matmul_suite(pit_context *ctx, const bench_opts *o, FILE *json)
     pit_context_get_info(ctx, &d);
     double gbps = 0;
     char l2[96];
-    size_t copy_bytes = (size_t)(o->size * o->size) * 4;
-    pit_status cs = pit_measure_copy_bandwidth(ctx, copy_bytes < (1u << 20) ? (1u << 20) : copy_bytes,
-                                               o->quick ? 5 : 20, &gbps);
+    pit_status cs = bench_measure_memory(ctx, o, (size_t)(o->size * o->size) * 4, &gbps);
     printf("\n== matmul: %lldx%lldx%lld, copy bandwidth %.1f GB/s (read+write)%s, %s\n", (long long)o->size,
            (long long)o->size, (long long)o->size, gbps, cs == PIT_SUCCESS ? "" : " (unavailable)",
            bench_l2_phrase(o, l2, sizeof l2));

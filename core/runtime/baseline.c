@@ -69,8 +69,10 @@ double pit_median(double *v, int n)
     return v[n / 2];
 }
 
-pit_status pit_time_median_us(pit_context *ctx, void *bs, int repeats, pit_device_work work,
-                              void *arg, double *median_us)
+/* Median of `repeats` timings of work between two events; before, when
+ * given, is queued ahead of each timing and not timed. */
+static pit_status time_median_us(pit_context *ctx, void *bs, int repeats, pit_device_work before,
+                                 pit_device_work work, void *arg, double *median_us)
 {
     PIT_TRY(work(arg)); /* warm-up: compiles the kernel, touches the memory */
     double *ms = calloc((size_t)repeats, sizeof *ms);
@@ -79,7 +81,10 @@ pit_status pit_time_median_us(pit_context *ctx, void *bs, int repeats, pit_devic
     pit_status s = PIT_SUCCESS;
     for (int i = 0; i < repeats && s == PIT_SUCCESS; i++) {
         pit_event *e0 = NULL, *e1 = NULL;
-        s = ctx->be->event_record(ctx->bctx, bs, &e0);
+        if (before)
+            s = before(arg);
+        if (s == PIT_SUCCESS)
+            s = ctx->be->event_record(ctx->bctx, bs, &e0);
         if (s == PIT_SUCCESS)
             s = work(arg);
         if (s == PIT_SUCCESS)
@@ -97,10 +102,22 @@ pit_status pit_time_median_us(pit_context *ctx, void *bs, int repeats, pit_devic
     return s;
 }
 
+pit_status pit_time_median_us(pit_context *ctx, void *bs, int repeats, pit_device_work work,
+                              void *arg, double *median_us)
+{
+    return time_median_us(ctx, bs, repeats, NULL, work, arg, median_us);
+}
+
+/* Copies timed between one pair of events by
+ * pit_measure_queued_copy_bandwidth, back and forth. */
+#define QUEUED_COPIES 16
+
 typedef struct device_copy {
     pit_context *ctx;
     void *bs, *dst, *src;
     size_t bytes;
+    void *block; /* queued copies: what the fill ahead of each timing writes */
+    size_t block_bytes;
 } device_copy;
 
 static pit_status copy_once(void *arg)
@@ -109,58 +126,28 @@ static pit_status copy_once(void *arg)
     return c->ctx->be->mem_copy(c->ctx->bctx, c->bs, c->dst, 0, c->src, 0, c->bytes);
 }
 
-/* The two buffers of a copy, the source filled with a non-zero pattern:
- * never time on zeros. */
-static pit_status copy_buffers_alloc(device_copy *c, const pit_mem_source *from)
+static pit_status copy_back_and_forth(void *arg)
 {
-    pit_status s = pit_mem_alloc(c->ctx, from, c->bytes, &c->src);
-    if (s == PIT_SUCCESS)
-        s = pit_mem_alloc(c->ctx, from, c->bytes, &c->dst);
-    if (s == PIT_SUCCESS)
-        s = c->ctx->be->mem_fill32(c->ctx->bctx, c->bs, c->src, 0, 0x3f8ccccdu, c->bytes);
+    device_copy *c = arg;
+    pit_status s = PIT_SUCCESS;
+    for (int i = 0; i < QUEUED_COPIES && s == PIT_SUCCESS; i++)
+        s = c->ctx->be->mem_copy(c->ctx->bctx, c->bs, i % 2 ? c->src : c->dst, 0, i % 2 ? c->dst : c->src, 0,
+                                 c->bytes);
     return s;
 }
 
-static void copy_buffers_free(device_copy *c, const pit_mem_source *from)
+/* Ahead of queued copies: a fill that keeps the device busy while the host
+ * queues them, then one copy that brings both buffers back into the cache. */
+static pit_status fill_then_copy(void *arg)
 {
-    pit_mem_wait(c->ctx, from, c->bs);
-    pit_mem_free(c->ctx, from, c->src);
-    pit_mem_free(c->ctx, from, c->dst);
+    device_copy *c = arg;
+    pit_status s = c->ctx->be->mem_fill32(c->ctx->bctx, c->bs, c->block, 0, 0x3f8ccccdu, c->block_bytes);
+    return s == PIT_SUCCESS ? copy_once(c) : s;
 }
 
-static pit_status check_copy_args(const char *fn, pit_context *ctx, size_t bytes, int repeats, const double *gbps)
-{
-    if (!ctx || !gbps || bytes < 4 || repeats < 1 || repeats > 1000)
-        return pit_error(PIT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is invalid", fn,
-                         !ctx ? "ctx" : !gbps ? "gbps" : "bytes/repeats");
-    if (!ctx->be->mem_copy || !ctx->be->event_record)
-        return pit_error(PIT_ERR_UNSUPPORTED, "backend %s cannot time device copies", ctx->be->name);
-    return PIT_SUCCESS;
-}
-
-PIT_API pit_status pit_measure_copy_bandwidth(pit_context *ctx, size_t bytes, int repeats, double *gbps)
-{
-    pit_clear_error();
-    PIT_TRY(check_copy_args("pit_measure_copy_bandwidth", ctx, bytes, repeats, gbps));
-    device_copy c = {ctx, ctx->default_stream.bs, NULL, NULL, bytes & ~(size_t)3};
-    const pit_mem_source *from = pit_mem_source_of(ctx);
-    pit_status s = copy_buffers_alloc(&c, from);
-    double us = 0;
-    if (s == PIT_SUCCESS)
-        s = pit_time_median_us(ctx, c.bs, repeats, copy_once, &c, &us);
-    if (s == PIT_SUCCESS)
-        *gbps = us > 0 ? 2.0 * (double)c.bytes / (us * 1e-6) / 1e9 : 0.0;
-    copy_buffers_free(&c, from);
-    return s;
-}
-
-/* Copies timed between one pair of events, back and forth. */
-#define QUEUED_COPIES 16
-
-/* The fill queued ahead of the timed copies: long enough (tens of
- * microseconds on a GPU at its full write bandwidth, far more on a CPU) for
- * the host to queue every timed copy behind it; at most an eighth of the
- * device's memory. */
+/* The fill's size: 64x the copy, within 16..512 MB (tens of microseconds on
+ * a GPU at its full write bandwidth, far more than the host takes to queue
+ * the copies), at most an eighth of the device's memory. */
 static size_t blocker_bytes(const pit_context *ctx, size_t bytes)
 {
     const size_t lo = (size_t)16 << 20, hi = (size_t)512 << 20;
@@ -172,54 +159,49 @@ static size_t blocker_bytes(const pit_context *ctx, size_t bytes)
     return b & ~(size_t)3;
 }
 
-/* One round: the fill, one copy that brings both buffers into the cache,
- * then QUEUED_COPIES copies between the events. */
-static pit_status time_queued_copies(device_copy *c, void *block, size_t block_bytes, double *ms)
+/* Both bandwidth measures: one copy a timing, or QUEUED_COPIES behind a
+ * fill. The source is filled with a non-zero pattern: never time on zeros. */
+static pit_status measure_copies(const char *fn, pit_context *ctx, size_t bytes, int repeats, int queued,
+                                 double *gbps)
 {
-    pit_context *ctx = c->ctx;
-    pit_status s = ctx->be->mem_fill32(ctx->bctx, c->bs, block, 0, 0x3f8ccccdu, block_bytes);
+    pit_clear_error();
+    if (!ctx || !gbps || bytes < 4 || repeats < 1 || repeats > 1000)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "%s: argument '%s' is invalid", fn,
+                         !ctx ? "ctx" : !gbps ? "gbps" : "bytes/repeats");
+    if (!ctx->be->mem_copy || !ctx->be->event_record)
+        return pit_error(PIT_ERR_UNSUPPORTED, "backend %s cannot time device copies", ctx->be->name);
+    device_copy c = {ctx, ctx->default_stream.bs, NULL, NULL, bytes & ~(size_t)3, NULL, 0};
+    const pit_mem_source *from = pit_mem_source_of(ctx);
+    pit_status s = pit_mem_alloc(ctx, from, c.bytes, &c.src);
     if (s == PIT_SUCCESS)
-        s = copy_once(c);
-    pit_event *e0 = NULL, *e1 = NULL;
+        s = pit_mem_alloc(ctx, from, c.bytes, &c.dst);
     if (s == PIT_SUCCESS)
-        s = ctx->be->event_record(ctx->bctx, c->bs, &e0);
-    for (int i = 0; i < QUEUED_COPIES && s == PIT_SUCCESS; i++) {
-        void *from = i % 2 ? c->dst : c->src, *to = i % 2 ? c->src : c->dst;
-        s = ctx->be->mem_copy(ctx->bctx, c->bs, to, 0, from, 0, c->bytes);
+        s = ctx->be->mem_fill32(ctx->bctx, c.bs, c.src, 0, 0x3f8ccccdu, c.bytes);
+    if (s == PIT_SUCCESS && queued) {
+        c.block_bytes = blocker_bytes(ctx, c.bytes);
+        s = pit_mem_alloc(ctx, from, c.block_bytes, &c.block);
     }
+    double us = 0;
     if (s == PIT_SUCCESS)
-        s = ctx->be->event_record(ctx->bctx, c->bs, &e1);
+        s = time_median_us(ctx, c.bs, repeats, queued ? fill_then_copy : NULL,
+                           queued ? copy_back_and_forth : copy_once, &c, &us);
     if (s == PIT_SUCCESS)
-        s = ctx->be->event_elapsed_ms(ctx->bctx, e0, e1, ms);
-    if (e0)
-        ctx->be->event_destroy(ctx->bctx, e0);
-    if (e1)
-        ctx->be->event_destroy(ctx->bctx, e1);
+        *gbps = us > 0 ? 2.0 * (double)c.bytes * (queued ? QUEUED_COPIES : 1) / (us * 1e-6) / 1e9 : 0.0;
+    pit_mem_wait(ctx, from, c.bs);
+    pit_mem_free(ctx, from, c.src);
+    pit_mem_free(ctx, from, c.dst);
+    pit_mem_free(ctx, from, c.block);
     return s;
+}
+
+PIT_API pit_status pit_measure_copy_bandwidth(pit_context *ctx, size_t bytes, int repeats, double *gbps)
+{
+    return measure_copies("pit_measure_copy_bandwidth", ctx, bytes, repeats, 0, gbps);
 }
 
 PIT_API pit_status pit_measure_queued_copy_bandwidth(pit_context *ctx, size_t bytes, int repeats, double *gbps)
 {
-    pit_clear_error();
-    PIT_TRY(check_copy_args("pit_measure_queued_copy_bandwidth", ctx, bytes, repeats, gbps));
-    device_copy c = {ctx, ctx->default_stream.bs, NULL, NULL, bytes & ~(size_t)3};
-    const pit_mem_source *from = pit_mem_source_of(ctx);
-    size_t block_bytes = blocker_bytes(ctx, c.bytes);
-    void *block = NULL;
-    double *ms = calloc((size_t)repeats, sizeof *ms);
-    pit_status s = ms ? copy_buffers_alloc(&c, from) : pit_error(PIT_ERR_OUT_OF_MEMORY, "out of host memory");
-    if (s == PIT_SUCCESS)
-        s = pit_mem_alloc(ctx, from, block_bytes, &block);
-    for (int r = 0; r < repeats && s == PIT_SUCCESS; r++)
-        s = time_queued_copies(&c, block, block_bytes, &ms[r]);
-    if (s == PIT_SUCCESS) {
-        double med = pit_median(ms, repeats);
-        *gbps = med > 0 ? 2.0 * (double)c.bytes * QUEUED_COPIES / (med * 1e-3) / 1e9 : 0.0;
-    }
-    copy_buffers_free(&c, from);
-    pit_mem_free(ctx, from, block);
-    free(ms);
-    return s;
+    return measure_copies("pit_measure_queued_copy_bandwidth", ctx, bytes, repeats, 1, gbps);
 }
 
 PIT_API pit_status pit_vendor_sparse_matmul(pit_context *ctx, pit_stream *stream, const pit_tensor *A,
