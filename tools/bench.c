@@ -23,10 +23,11 @@ static void usage(FILE *f)
             "  convert  detection+index against the vendor's dense->sparse conversion\n"
             "  select   host cost of a selection and the cost model's accuracy\n"
             "  layers   MoE, sparse attention and ReLU FFN layers (pit's operator) against\n"
-            "           the dense way of computing each layer\n"            "  decode   x[M,K] . W[K,N], M = 1, 4, 16, 64 tokens, (K, N) = (d, 3.5d) and (3.5d, d)\n"
-            "           with d the size, 50%% and 75%% of x zero (the same columns in every row),\n"
-            "           bf16 and f16 (f32 too where one is missing), against dense, the memory\n"
-            "           floor (1 - s) bytes(W) / bandwidth and the L2 floor of the plan that ran\n"
+            "           the dense way of computing each layer\n"
+            "  decode   x[M,K] . W[K,N] for M = 1, 4, 16, 64 tokens, (K, N) = (d, 3.5d) and\n"
+            "           (3.5d, d) with d the size, 50%% and 75%% of x zero (the same columns\n"
+            "           in every row), bf16 and f16 (f32 too where one is missing), against\n"
+            "           dense, the memory floor (1 - s) bytes(W) / bandwidth and the L2 floor\n"
             "On a CPU device the default is --quick (size 256).\n");
 }
 
