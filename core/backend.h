@@ -31,10 +31,12 @@
 extern "C" {
 #endif
 
-#define PIT_BACKEND_ABI_VERSION 5 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
+#define PIT_BACKEND_ABI_VERSION 6 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
                                     4: switches to context_create;
                                     5: mem_query; pit_host.cache_load / cache_store /
-                                       cache_drop; set_scratch_allocator */
+                                       cache_drop; set_scratch_allocator;
+                                    6: moe_matmul's slot rows (PIT_MOE_SLOT_X,
+                                       PIT_MOE_SLOT_Y); moe_activation */
 #define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
 
 /* ---- services core offers to plug-ins --------------------------------- */
@@ -319,6 +321,18 @@ typedef struct pit_backend {
      * expert with no token); in mode 3 every dgates slot (0 for skipped ids).
      * gates may be NULL in modes 0-2 (all 1). max_entries: the largest
      * counts[e], or -1 where moe_plans_on_device said it is not needed.
+     *
+     * Slot rows (ABI 6; core's expert FFN, core/ops/moe_ffn.c): modes 0-2 may
+     * carry one of these flags (or'ed into mode; never both, never mode 3),
+     * which give an operand one row per token-slot s instead of one per token:
+     *   PIT_MOE_SLOT_X: X is [T*k, .] and read at row s (not t).
+     *   PIT_MOE_SLOT_Y: modes 0/1: Y is [T*k, N] and Y[s] = gates[s] * ... is
+     *                   stored, not summed over k; every row of a slot whose
+     *                   id was skipped is zeroed. Mode 2: D is [T*k, N], read
+     *                   at row s.
+     * T (and k = capacity / T) is then the row count of the operand that is
+     * still per token; gates stay [T,k].
+     *
      * tile: in, the tile-database row core chose (NULL: the backend's own);
      * out (when not NULL), the tile that ran: a backend whose kernel for
      * this mode or these tensors takes another tile says so here, so the
@@ -365,7 +379,33 @@ typedef struct pit_backend {
      * while no call runs on the context. NULL entry: pit_context_set_allocator
      * is refused with PIT_ERR_UNSUPPORTED. */
     pit_status (*set_scratch_allocator)(void *bctx, const pit_scratch_allocator *a);
+
+    /* Optional (ABI 6): the activation of the MoE expert FFN, element-wise
+     * over R = T*k token-slot rows (core/ops/moe_ffn.c composes the FFN from
+     * moe_route, moe_matmul with slot rows, and this). act is a
+     * pit_activation. U holds the first GEMM's rows: [R, 2F] for SwiGLU and
+     * GeGLU (g = U[r, f], u = U[r, F + f]), [R, F] for the others (h =
+     * U[r, f]); F is A's (forward) or dA's (backward) column count, and all
+     * row tensors share one float dtype.
+     *   Forward (dA NULL): A [R, F] = act(U). A may be U's first F columns
+     *     (in place); gates, dU and dgates are NULL.
+     *   Backward (dA [R, F], the gradient reaching act(U) before the gate):
+     *     dU [R, W] = d act(U) / dU * (gate[r] * dA[r]), gate[r] =
+     *     gates[r / k, r % k] with gates f32 [T, k] (NULL: 1); dU may be U
+     *     (in place). A (NULL: not written) = act(U), and may be dA (in
+     *     place). dgates (NULL: not written), f32 [T, k]: dgates[r / k, r % k]
+     *     = sum_f act(U)[r, f] * dA[r, f].
+     * The formulas are pit.h's (pit_activation), in f32 arithmetic. Core
+     * passes a non-empty R and F only. */
+    pit_status (*moe_activation)(void *bctx, void *stream, int act, const pit_tdesc *U,
+                                 const pit_tdesc *dA, const pit_tdesc *gates, const pit_tdesc *A,
+                                 const pit_tdesc *dU, const pit_tdesc *dgates);
 } pit_backend;
+
+/* moe_matmul's slot-row flags (ABI 6), or'ed into its mode */
+#define PIT_MOE_SLOT_X 0x10
+#define PIT_MOE_SLOT_Y 0x20
+#define PIT_MOE_MODE_MASK 0x0f
 
 typedef const pit_backend *(*pit_backend_register_fn)(const pit_host *host);
 

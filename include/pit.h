@@ -518,6 +518,87 @@ PIT_API pit_status pit_moe_backward(pit_context *ctx, pit_stream *stream, const 
                                     const pit_tensor *W, const pit_tensor *dY, pit_tensor *dX,
                                     pit_tensor *dW, pit_tensor *dgates);
 
+/* The activation of a MoE expert FFN (pit_moe_ffn), applied to h = X[t] .
+ * W_gate_up[e]. The gated ones (GLU) split h into its first F columns g
+ * (gate) and its last F columns u (up), so W_gate_up is [E, H, 2F]; the
+ * others take h whole, W_gate_up [E, H, F]. With silu(x) = x / (1 + e^-x)
+ * and gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (the tanh
+ * form, PyTorch's approximate="tanh"):
+ *   SWIGLU: silu(g) * u (Mixtral, Qwen-MoE, DeepSeek)
+ *   GEGLU:  gelu(g) * u
+ *   GELU:   gelu(h)
+ *   RELU:   max(h, 0), NaN kept; its derivative is 0 where h <= 0, else 1
+ *   SILU:   silu(h)
+ * Arithmetic in f32 whatever the data's dtype. */
+typedef enum pit_activation {
+    PIT_ACT_SWIGLU = 0,
+    PIT_ACT_GEGLU = 1,
+    PIT_ACT_GELU = 2,
+    PIT_ACT_RELU = 3,
+    PIT_ACT_SILU = 4
+} pit_activation;
+
+typedef struct pit_moe_ffn_options {
+    pit_activation activation; /* default PIT_ACT_SWIGLU */
+    /* The intermediate rows of every token-slot: NULL, a workspace the
+     * context keeps per stream (it grows to the largest call); or a
+     * contiguous tensor of X's dtype (any shape) of at least T*k*W elements
+     * for pit_moe_ffn and T*k*(W + F) for pit_moe_ffn_backward, W = 2F for
+     * the gated activations, F otherwise. It overlaps no other argument.
+     * Its contents before and after a call mean nothing. */
+    pit_tensor *scratch;
+} pit_moe_ffn_options;
+
+/* The defaults: SwiGLU, the context's workspace. */
+PIT_API pit_moe_ffn_options pit_moe_ffn_options_default(void);
+
+/* A Mixture-of-Experts expert FFN in one call: each token t goes to the
+ * experts expert_ids[t, j] (i32, [T,k]) with gates[t, j] (f32, [T,k]), from
+ * any router, and
+ *   Y[t] = sum_j gates[t,j] * act(X[t] . W_gate_up[e]) . W_down[e],
+ *   e = expert_ids[t,j];
+ * X [T,H], W_gate_up [E,H,2F] (gate columns first, then up; [E,H,F] for an
+ * activation without a gate, pit_activation), W_down [E,F,H], Y [T,H].
+ * X, both weights and Y share a dtype: f32, f16 or bf16 (f32 accumulation;
+ * the activation's output is stored in the data's dtype before the second
+ * product, as a framework's composed layer stores it). No padding, no
+ * capacity factor, no token dropped; an id outside 0..E-1 contributes
+ * nothing (a token with no valid id gets a zero row). Routing runs once, on
+ * the device; then every expert's gathered tokens go through the first
+ * product into the scratch rows (one per token-slot), the activation, and
+ * the second product, which scatters with the gate and sums each token's k
+ * results. report (may be NULL): the routing's counts (nonzero_tiles =
+ * routed token-slots) and the first product's tile. The counts are read
+ * back for a report, or where the backend sizes its grid by them
+ * (docs/api.md says which); otherwise the call does not wait for the
+ * device. options NULL: the defaults. Errors as pit_moe_forward, and
+ * PIT_ERR_INVALID_ARGUMENT for an unknown activation, or scratch too small,
+ * not contiguous, of another dtype or overlapping an argument;
+ * PIT_ERR_SHAPE_MISMATCH when W_gate_up's width is not 2F (gated) or F. */
+PIT_API pit_status pit_moe_ffn(pit_context *ctx, pit_stream *stream, const pit_tensor *X,
+                               const pit_tensor *expert_ids, const pit_tensor *gates,
+                               const pit_tensor *W_gate_up, const pit_tensor *W_down,
+                               pit_tensor *Y, const pit_moe_ffn_options *options,
+                               pit_report *report);
+
+/* Backward of pit_moe_ffn given dY [T,H], with the same arguments and
+ * options: dX [T,H], dW_gate_up (W_gate_up's shape), dW_down [E,F,H] and
+ * dgates [T,k] (f32), each overwritten, each NULL to skip it. The routing is
+ * run again from expert_ids (the same index as the forward's) and the first
+ * product X[t] . W_gate_up[e] is recomputed into the scratch rows, not kept
+ * from the forward; the activation's output is recomputed from it. Then
+ * dA = dY[t] . W_down[e]^T per token-slot, the activation's backward (with
+ * the gate, and dgates = act(h) . dA), and the three weight and input
+ * products. Every gradient of a slot with a skipped id is 0 (its dgates
+ * too), an expert with no token gets zero weight gradients. The counts are
+ * read back (the call waits for the device). */
+PIT_API pit_status pit_moe_ffn_backward(pit_context *ctx, pit_stream *stream, const pit_tensor *X,
+                                        const pit_tensor *expert_ids, const pit_tensor *gates,
+                                        const pit_tensor *W_gate_up, const pit_tensor *W_down,
+                                        const pit_tensor *dY, pit_tensor *dX,
+                                        pit_tensor *dW_gate_up, pit_tensor *dW_down,
+                                        pit_tensor *dgates, const pit_moe_ffn_options *options);
+
 /* Row-sparse matmul: C = A . B computing only the rows of A that have a
  * non-zero (padding of variable-length batches, masked tokens). Skipped rows
  * of C are set to zero, or left untouched when keep_skipped_rows is 1. */

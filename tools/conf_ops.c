@@ -1,8 +1,8 @@
 /*
  * tools/conf_ops.c - conformance cases of the operators of dynamic-sparse
- * models: SDDMM, sparse softmax (+ backward), sparse attention, MoE (forward
- * and backward), row-sparse matmul, ReLU FFN (+ relu), matmul backward (+
- * transpose), magnitude pruning. Each case: seeded data, odd shapes, empty /
+ * models: SDDMM, sparse softmax (+ backward), sparse attention, row-sparse
+ * matmul, ReLU FFN (+ relu), matmul backward (+ transpose), magnitude
+ * pruning (MoE: conf_moe.c). Each case: seeded data, odd shapes, empty /
  * dense / aligned / unaligned patterns, outputs poisoned with NaN,
  * relative-norm comparison with the CPU reference in core/reference/reference.c (exact
  * for pruning). A dtype the device lacks must be refused (PIT_ERR_UNSUPPORTED).
@@ -13,96 +13,7 @@
 
 #include "conformance.h"
 
-/* ---- buffers: a device tensor with its host copy in doubles ------------------ */
-
-typedef struct dbuf {
-    pit_tensor *t;
-    double *h;
-    size_t n;
-} dbuf;
-
-static size_t numel(int rank, const int64_t *shape)
-{
-    size_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= (size_t)shape[i];
-    return n;
-}
-
-static pit_status dbuf_make(pit_context *ctx, pit_dtype dt, int rank, const int64_t *shape,
-                            dbuf *b)
-{
-    memset(b, 0, sizeof *b);
-    b->n = numel(rank, shape);
-    b->h = calloc(b->n + 1, sizeof(double));
-    if (!b->h)
-        return PIT_ERR_OUT_OF_MEMORY;
-    return pit_tensor_create(ctx, dt, rank, shape, &b->t);
-}
-
-static void dbuf_free(dbuf *b)
-{
-    pit_tensor_destroy(b->t);
-    free(b->h);
-    memset(b, 0, sizeof *b);
-}
-
-static pit_dtype dtype_of(const dbuf *b)
-{
-    pit_tensor_desc d;
-    pit_tensor_get_desc(b->t, &d);
-    return d.dtype;
-}
-
-/* Random values in [-1, 1] rounded through the dtype, uploaded. */
-static pit_status dbuf_random(dbuf *b, pit_rng *rng)
-{
-    pit_ref_fill_random(rng, b->h, b->n);
-    conf_round(dtype_of(b), b->h, b->n);
-    return conf_upload(b->t, b->h, b->n);
-}
-
-static pit_status dbuf_upload(dbuf *b)
-{
-    conf_round(dtype_of(b), b->h, b->n);
-    return conf_upload(b->t, b->h, b->n);
-}
-
-/* Downloads `out` and compares it with ref. */
-static void compare(conf_tally *t, const conf_opts *o, const char *what, dbuf *out,
-                    const double *ref, pit_dtype dt)
-{
-    pit_status s = conf_download(out->t, out->h, out->n);
-    if (s != PIT_SUCCESS) {
-        conf_call_failed(t, what, s);
-        return;
-    }
-    conf_check(t, o, what, pit_ref_rel_error(ref, out->h, out->n), pit_ref_tolerance(dt));
-}
-
-/* A call's status: a failure is recorded; returns 1 when it succeeded. */
-static int call_ok(conf_tally *t, const char *what, pit_status s)
-{
-    if (s != PIT_SUCCESS)
-        conf_call_failed(t, what, s);
-    return s == PIT_SUCCESS;
-}
-
-static double *ref_alloc(size_t n)
-{
-    return calloc(n + 1, sizeof(double));
-}
-
-/* ---- dtypes ---------------------------------------------------------------------- */
-
-static const pit_dtype all_dtypes[3] = {PIT_F32, PIT_F16, PIT_BF16};
-
-/* Probes of each suite's operators with a dtype the device lacks (tensors
- * from conf_probe_kit); both must refuse it with PIT_ERR_UNSUPPORTED. */
-static pit_status both(pit_status a, pit_status b)
-{
-    return a != PIT_ERR_UNSUPPORTED ? a : b;
-}
+/* ---- probes (both must refuse a dtype the device lacks) -------------------------- */
 
 static pit_status sddmm_probe(pit_context *c, const conf_probe_kit *k)
 {
@@ -111,7 +22,7 @@ static pit_status sddmm_probe(pit_context *c, const conf_probe_kit *k)
 
 static pit_status softmax_probe(pit_context *c, const conf_probe_kit *k)
 {
-    return both(pit_sparse_softmax(c, NULL, k->m[0], k->mask, k->m[1], 1.0f, NULL),
+    return conf_either(pit_sparse_softmax(c, NULL, k->m[0], k->mask, k->m[1], 1.0f, NULL),
                 pit_sparse_softmax_backward(c, NULL, k->m[0], k->m[1], k->mask, k->m[2], 1.0f));
 }
 
@@ -121,13 +32,6 @@ static pit_status attention_probe(pit_context *c, const conf_probe_kit *k)
                                 NULL);
 }
 
-static pit_status moe_probe(pit_context *c, const conf_probe_kit *k)
-{
-    return both(pit_moe_forward(c, NULL, k->m[0], k->ids, k->gates, k->b[0], k->m[1], NULL),
-                pit_moe_backward(c, NULL, k->m[0], k->ids, k->gates, k->b[0], k->m[2], k->m[3],
-                                 k->b[1], NULL));
-}
-
 static pit_status rows_probe(pit_context *c, const conf_probe_kit *k)
 {
     return pit_matmul_rows(c, NULL, k->m[0], k->m[1], k->m[2], 0, NULL);
@@ -135,13 +39,13 @@ static pit_status rows_probe(pit_context *c, const conf_probe_kit *k)
 
 static pit_status ffn_probe(pit_context *c, const conf_probe_kit *k)
 {
-    return both(pit_relu_ffn(c, NULL, k->m[0], k->m[1], k->m[2], k->m[3], k->m[4], NULL),
+    return conf_either(pit_relu_ffn(c, NULL, k->m[0], k->m[1], k->m[2], k->m[3], k->m[4], NULL),
                 pit_relu(c, NULL, k->m[0], k->m[1]));
 }
 
 static pit_status backward_probe(pit_context *c, const conf_probe_kit *k)
 {
-    return both(pit_matmul_backward(c, NULL, k->m[0], k->m[1], k->m[2], k->m[3], k->m[4]),
+    return conf_either(pit_matmul_backward(c, NULL, k->m[0], k->m[1], k->m[2], k->m[3], k->m[4]),
                 pit_transpose(c, NULL, k->m[0], k->m[1]));
 }
 
@@ -248,7 +152,7 @@ static void sddmm_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_
         st = dbuf_make(ctx, mm.dtype, mrank, cs + moff, &M);
     if (st == PIT_SUCCESS)
         st = dbuf_make(ctx, dt, rank, cs + off, &C);
-    double *ref = ref_alloc((size_t)(s->b * s->m * s->n));
+    double *ref = conf_ref_alloc((size_t)(s->b * s->m * s->n));
     int64_t mb = mm.per_batch ? s->b : 1;
     if (st == PIT_SUCCESS && ref) {
         make_pattern(rng, pk, mb, s->m, s->n, M.h);
@@ -267,10 +171,10 @@ static void sddmm_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_
                  (long long)s->k, pattern_names[pk], sddmm_blocks[bi][0], sddmm_blocks[bi][1],
                  pit_dtype_name(mm.dtype), mm.per_batch ? " per-batch" : "");
         pit_report rep;
-        if (call_ok(t, what, conf_poison(C.t, C.n)) &&
-            call_ok(t, what, pit_sddmm(ctx, NULL, A.t, B.t, M.t, C.t, sddmm_blocks[bi][0],
+        if (conf_call_ok(t, what, conf_poison(C.t, C.n)) &&
+            conf_call_ok(t, what, pit_sddmm(ctx, NULL, A.t, B.t, M.t, C.t, sddmm_blocks[bi][0],
                                        sddmm_blocks[bi][1], &rep)))
-            compare(t, o, what, &C, ref, dt);
+            conf_compare(t, o, what, &C, ref, dt);
     }
     if (st != PIT_SUCCESS || !ref)
         conf_call_failed(t, "sddmm setup", st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
@@ -287,12 +191,12 @@ void conf_sddmm(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng_seed(&rng, o->seed + 1);
     int nshapes = o->quick ? 3 : NSDDMM_SHAPES;
     for (int d = 0; d < 3; d++) {
-        if (!conf_dtype_supported(ctx, all_dtypes[d], t, nshapes * NSDDMM_PATTERNS * NSDDMM_BLOCKS,
+        if (!conf_dtype_supported(ctx, conf_dtypes[d], t, nshapes * NSDDMM_PATTERNS * NSDDMM_BLOCKS,
                                   "pit_sddmm", sddmm_probe))
             continue;
         for (int s = 0; s < nshapes; s++)
             for (int p = 0; p < NSDDMM_PATTERNS; p++)
-                sddmm_case(ctx, o, t, all_dtypes[d], &sddmm_shapes[s], sddmm_patterns[p],
+                sddmm_case(ctx, o, t, conf_dtypes[d], &sddmm_shapes[s], sddmm_patterns[p],
                            sddmm_masks[(s + p) % NSDDMM_MASKS], &rng);
     }
 }
@@ -393,7 +297,7 @@ static void softmax_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pi
     if (st == PIT_SUCCESS)
         st = dbuf_make(ctx, dt, rank, shape, &dX);
     size_t n = (size_t)(s->b * s->m * s->n);
-    double *ref = ref_alloc(n), *dref = ref_alloc(n);
+    double *ref = conf_ref_alloc(n), *dref = conf_ref_alloc(n);
     char what[200];
     snprintf(what, sizeof what, "softmax %s %lldx%lldx%lld %s mask %s scale %g%s",
              pit_dtype_name(dt), (long long)s->b, (long long)s->m, (long long)s->n,
@@ -410,19 +314,19 @@ static void softmax_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pi
     if (st == PIT_SUCCESS && ref && dref) {
         const float bscale = SOFTMAX_BACKWARD_SCALE;
         pit_ref_softmax(s->b, s->m, s->n, X.h, M.h, 1, scale, ref);
-        if (call_ok(t, what, conf_poison(Y.t, Y.n)) &&
-            call_ok(t, what, pit_sparse_softmax(ctx, NULL, X.t, M.t, Y.t, scale, NULL)))
-            compare(t, o, what, &Y, ref, dt);
+        if (conf_call_ok(t, what, conf_poison(Y.t, Y.n)) &&
+            conf_call_ok(t, what, pit_sparse_softmax(ctx, NULL, X.t, M.t, Y.t, scale, NULL)))
+            conf_compare(t, o, what, &Y, ref, dt);
         /* The backward from the device's Y, as training would use it. */
         pit_ref_softmax_backward(s->b, s->m, s->n, Y.h, dY.h, M.h, 1, bscale, dref);
         char w2[220];
         snprintf(w2, sizeof w2, "%s backward", what);
-        if (call_ok(t, w2, conf_poison(dX.t, dX.n)) &&
-            call_ok(t, w2, pit_sparse_softmax_backward(ctx, NULL, Y.t, dY.t, M.t, dX.t, bscale)))
-            compare(t, o, w2, &dX, dref, dt);
+        if (conf_call_ok(t, w2, conf_poison(dX.t, dX.n)) &&
+            conf_call_ok(t, w2, pit_sparse_softmax_backward(ctx, NULL, Y.t, dY.t, M.t, dX.t, bscale)))
+            conf_compare(t, o, w2, &dX, dref, dt);
         snprintf(w2, sizeof w2, "%s in place", what);
-        if (call_ok(t, w2, pit_sparse_softmax(ctx, NULL, X.t, M.t, X.t, scale, NULL)))
-            compare(t, o, w2, &X, ref, dt);
+        if (conf_call_ok(t, w2, pit_sparse_softmax(ctx, NULL, X.t, M.t, X.t, scale, NULL)))
+            conf_compare(t, o, w2, &X, ref, dt);
     }
     if (st != PIT_SUCCESS || !ref || !dref)
         conf_call_failed(t, what, st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
@@ -451,18 +355,18 @@ void conf_softmax(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng_seed(&rng, o->seed + 2);
     const int ncases = NSOFTMAX_SHAPES * (NSOFTMAX_PATTERNS + 1 + NHUGE_SCALES * NHUGE_PATTERNS);
     for (int d = 0; d < 3; d++) {
-        if (!conf_dtype_supported(ctx, all_dtypes[d], t, ncases * 3, "pit_sparse_softmax",
+        if (!conf_dtype_supported(ctx, conf_dtypes[d], t, ncases * 3, "pit_sparse_softmax",
                                   softmax_probe))
             continue;
         for (int s = 0; s < NSOFTMAX_SHAPES; s++) {
             for (int p = 0; p < NSOFTMAX_PATTERNS; p++)
-                softmax_case(ctx, o, t, all_dtypes[d], &softmax_shapes[s], softmax_patterns[p],
+                softmax_case(ctx, o, t, conf_dtypes[d], &softmax_shapes[s], softmax_patterns[p],
                              mask_dtype_of(s + p), 0.7f, LOGITS_RANDOM, &rng);
-            softmax_case(ctx, o, t, all_dtypes[d], &softmax_shapes[s], PAT_BLOCKS_UNALIGNED,
+            softmax_case(ctx, o, t, conf_dtypes[d], &softmax_shapes[s], PAT_BLOCKS_UNALIGNED,
                          mask_dtype_of(s), 0.7f, LOGITS_NEG_INF, &rng);
             for (int h = 0; h < NHUGE_SCALES; h++)
                 for (int p = 0; p < NHUGE_PATTERNS; p++)
-                    softmax_case(ctx, o, t, all_dtypes[d], &softmax_shapes[s], huge_patterns[p],
+                    softmax_case(ctx, o, t, conf_dtypes[d], &softmax_shapes[s], huge_patterns[p],
                                  mask_dtype_of(s + h + p), huge_scales[h], LOGITS_HUGE, &rng);
         }
     }
@@ -509,7 +413,7 @@ static void attention_case(pit_context *ctx, const conf_opts *o, conf_tally *t, 
         st = dbuf_make(ctx, dt, 3, vs, &O);
     if (st == PIT_SUCCESS)
         st = dbuf_make(ctx, mask_dt, per_head ? 3 : 2, per_head ? ms : ms + 1, &M);
-    double *ref = ref_alloc((size_t)(s->bh * s->l * s->dv));
+    double *ref = conf_ref_alloc((size_t)(s->bh * s->l * s->dv));
     pit_status (*fill_qk)(dbuf *, pit_rng *) = huge_scale != 0.0f ? dbuf_random_signs : dbuf_random;
     if (st == PIT_SUCCESS && ref) {
         make_pattern(rng, pk, per_head ? s->bh : 1, s->l, s->l, M.h);
@@ -530,10 +434,10 @@ static void attention_case(pit_context *ctx, const conf_opts *o, conf_tally *t, 
                  pit_dtype_name(dt), (long long)s->bh, (long long)s->l, (long long)s->d,
                  (long long)s->dv, pattern_names[pk], per_head ? " per-head" : "",
                  pit_dtype_name(mask_dt), attn_blocks[b], (double)scale);
-        if (call_ok(t, what, conf_poison(O.t, O.n)) &&
-            call_ok(t, what, pit_sparse_attention(ctx, NULL, Q.t, K.t, V.t, M.t, O.t, scale,
+        if (conf_call_ok(t, what, conf_poison(O.t, O.n)) &&
+            conf_call_ok(t, what, pit_sparse_attention(ctx, NULL, Q.t, K.t, V.t, M.t, O.t, scale,
                                                   attn_blocks[b], NULL)))
-            compare(t, o, what, &O, ref, dt);
+            conf_compare(t, o, what, &O, ref, dt);
     }
     if (st != PIT_SUCCESS || !ref)
         conf_call_failed(t, "attention setup", st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
@@ -557,155 +461,19 @@ void conf_attention(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng_seed(&rng, o->seed + 3);
     const int ncases = NATTN_SHAPES * (NATTN_PATTERNS + NHUGE_SCALES) * NATTN_BLOCKS;
     for (int d = 0; d < 3; d++) {
-        if (!conf_dtype_supported(ctx, all_dtypes[d], t, ncases, "pit_sparse_attention",
+        if (!conf_dtype_supported(ctx, conf_dtypes[d], t, ncases, "pit_sparse_attention",
                                   attention_probe))
             continue;
         for (int s = 0; s < NATTN_SHAPES; s++) {
             for (int p = 0; p < NATTN_PATTERNS; p++)
-                attention_case(ctx, o, t, all_dtypes[d], &attn_shapes[s], attn_patterns[p],
-                               p == 1, attn_mask_dtype(all_dtypes[d], s + p), 0.0f, &rng);
+                attention_case(ctx, o, t, conf_dtypes[d], &attn_shapes[s], attn_patterns[p],
+                               p == 1, attn_mask_dtype(conf_dtypes[d], s + p), 0.0f, &rng);
             /* huge scales: rows fully masked, or a window and global tokens */
             for (int h = 0; h < NHUGE_SCALES; h++)
-                attention_case(ctx, o, t, all_dtypes[d], &attn_shapes[s],
+                attention_case(ctx, o, t, conf_dtypes[d], &attn_shapes[s],
                                h ? PAT_WINDOW_GLOBAL : PAT_MASKED_ROWS, 0,
-                               attn_mask_dtype(all_dtypes[d], s + h + 1), huge_scales[h], &rng);
+                               attn_mask_dtype(conf_dtypes[d], s + h + 1), huge_scales[h], &rng);
         }
-    }
-}
-
-/* ---- MoE --------------------------------------------------------------------------------- */
-
-typedef struct moe_shape { int64_t t, h, n, e, k; } moe_shape;
-static const moe_shape moe_shapes[] = {
-    {1, 1, 1, 1, 1}, {7, 5, 3, 2, 1}, {33, 17, 20, 4, 2}, {100, 33, 40, 8, 2}, {64, 32, 16, 3, 1}};
-#define NMOE_SHAPES (int)(sizeof moe_shapes / sizeof moe_shapes[0])
-
-/* Skewed routing: about 60% of slots to expert 0, the last expert (when
- * there are more than two) never chosen, ~5% of ids out of range (-1 or E). */
-static void route_tokens(pit_rng *rng, const moe_shape *s, int32_t *ids)
-{
-    for (int64_t i = 0; i < s->t; i++)
-        for (int64_t j = 0; j < s->k; j++) {
-            double u = (pit_rng_uniform(rng) + 1.0) / 2.0;
-            int64_t usable = s->e > 2 ? s->e - 1 : s->e;
-            int32_t e = u < 0.6 ? 0 : (int32_t)(pit_rng_next(rng) % (uint64_t)usable);
-            if (u > 0.95)
-                e = (pit_rng_next(rng) & 1) ? -1 : (int32_t)s->e;
-            if (j > 0 && e == ids[i * s->k] && s->e > 1) /* top-k experts are distinct */
-                e = (e + 1) % (int32_t)s->e;
-            ids[i * s->k + j] = e;
-        }
-}
-
-typedef struct moe_bufs {
-    dbuf X, ids, G, W, Y, dY, dX, dW, dG;
-    int32_t *id_host;
-} moe_bufs;
-
-static void moe_free(moe_bufs *b)
-{
-    dbuf *all[9] = {&b->X, &b->ids, &b->G, &b->W, &b->Y, &b->dY, &b->dX, &b->dW, &b->dG};
-    for (int i = 0; i < 9; i++)
-        dbuf_free(all[i]);
-    free(b->id_host);
-}
-
-static pit_status moe_make(pit_context *ctx, pit_dtype dt, const moe_shape *s, moe_bufs *b)
-{
-    memset(b, 0, sizeof *b);
-    int64_t xs[2] = {s->t, s->h}, ks[2] = {s->t, s->k}, ws[3] = {s->e, s->h, s->n},
-            ys[2] = {s->t, s->n};
-    pit_status st = dbuf_make(ctx, dt, 2, xs, &b->X);
-    if (st == PIT_SUCCESS)
-        st = dbuf_make(ctx, PIT_I32, 2, ks, &b->ids);
-    if (st == PIT_SUCCESS)
-        st = dbuf_make(ctx, PIT_F32, 2, ks, &b->G);
-    if (st == PIT_SUCCESS)
-        st = dbuf_make(ctx, dt, 3, ws, &b->W);
-    if (st == PIT_SUCCESS)
-        st = dbuf_make(ctx, dt, 2, ys, &b->Y);
-    if (st == PIT_SUCCESS)
-        st = dbuf_make(ctx, dt, 2, ys, &b->dY);
-    if (st == PIT_SUCCESS)
-        st = dbuf_make(ctx, dt, 2, xs, &b->dX);
-    if (st == PIT_SUCCESS)
-        st = dbuf_make(ctx, dt, 3, ws, &b->dW);
-    if (st == PIT_SUCCESS)
-        st = dbuf_make(ctx, PIT_F32, 2, ks, &b->dG);
-    b->id_host = calloc((size_t)(s->t * s->k) + 1, sizeof(int32_t));
-    return st == PIT_SUCCESS && !b->id_host ? PIT_ERR_OUT_OF_MEMORY : st;
-}
-
-static pit_status moe_inputs(moe_bufs *b, const moe_shape *s, pit_rng *rng)
-{
-    route_tokens(rng, s, b->id_host);
-    pit_status st = pit_tensor_upload(b->ids.t, NULL, b->id_host,
-                                      (size_t)(s->t * s->k) * sizeof(int32_t));
-    dbuf *rnd[4] = {&b->X, &b->G, &b->W, &b->dY};
-    for (int i = 0; i < 4 && st == PIT_SUCCESS; i++)
-        st = dbuf_random(rnd[i], rng);
-    return st;
-}
-
-static void moe_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
-                     const moe_shape *s, pit_rng *rng)
-{
-    moe_bufs b;
-    char what[200];
-    snprintf(what, sizeof what, "moe %s T%lld H%lld N%lld E%lld top-%lld skewed", pit_dtype_name(dt),
-             (long long)s->t, (long long)s->h, (long long)s->n, (long long)s->e, (long long)s->k);
-    pit_status st = moe_make(ctx, dt, s, &b);
-    if (st == PIT_SUCCESS)
-        st = moe_inputs(&b, s, rng);
-    double *y = ref_alloc(b.Y.n), *dx = ref_alloc(b.dX.n), *dw = ref_alloc(b.dW.n),
-           *dg = ref_alloc(b.dG.n);
-    if (st == PIT_SUCCESS && y && dx && dw && dg) {
-        pit_ref_moe_forward(s->t, s->h, s->n, s->e, s->k, b.X.h, b.id_host, b.G.h, b.W.h, y);
-        pit_ref_moe_backward(s->t, s->h, s->n, s->e, s->k, b.X.h, b.id_host, b.G.h, b.W.h, b.dY.h,
-                             dx, dw, dg);
-        pit_report rep;
-        if (call_ok(t, what, conf_poison(b.Y.t, b.Y.n)) &&
-            call_ok(t, what, pit_moe_forward(ctx, NULL, b.X.t, b.ids.t, b.G.t, b.W.t, b.Y.t, &rep)))
-            compare(t, o, what, &b.Y, y, dt);
-        /* without a report core reads no counts back (the backend may) */
-        char w2[220];
-        snprintf(w2, sizeof w2, "%s, no report", what);
-        if (call_ok(t, w2, conf_poison(b.Y.t, b.Y.n)) &&
-            call_ok(t, w2, pit_moe_forward(ctx, NULL, b.X.t, b.ids.t, b.G.t, b.W.t, b.Y.t, NULL)))
-            compare(t, o, w2, &b.Y, y, dt);
-        snprintf(w2, sizeof w2, "%s backward", what);
-        dbuf *outs[3] = {&b.dX, &b.dW, &b.dG};
-        for (int i = 0; i < 3; i++)
-            call_ok(t, w2, conf_poison(outs[i]->t, outs[i]->n));
-        if (call_ok(t, w2, pit_moe_backward(ctx, NULL, b.X.t, b.ids.t, b.G.t, b.W.t, b.dY.t,
-                                            b.dX.t, b.dW.t, b.dG.t))) {
-            snprintf(w2, sizeof w2, "%s dX", what);
-            compare(t, o, w2, &b.dX, dx, dt);
-            snprintf(w2, sizeof w2, "%s dW", what);
-            compare(t, o, w2, &b.dW, dw, dt);
-            snprintf(w2, sizeof w2, "%s dgates", what);
-            compare(t, o, w2, &b.dG, dg, dt);
-        }
-    }
-    if (st != PIT_SUCCESS || !y || !dx || !dw || !dg)
-        conf_call_failed(t, what, st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
-    free(y);
-    free(dx);
-    free(dw);
-    free(dg);
-    moe_free(&b);
-}
-
-void conf_moe(pit_context *ctx, const conf_opts *o, conf_tally *t)
-{
-    pit_rng rng;
-    pit_rng_seed(&rng, o->seed + 4);
-    for (int d = 0; d < 3; d++) {
-        if (!conf_dtype_supported(ctx, all_dtypes[d], t, NMOE_SHAPES * 4,
-                                  "pit_moe_forward", moe_probe))
-            continue;
-        for (int s = 0; s < NMOE_SHAPES; s++)
-            moe_case(ctx, o, t, all_dtypes[d], &moe_shapes[s], &rng);
     }
 }
 
@@ -759,7 +527,7 @@ static void rows_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_d
         st = dbuf_make(ctx, dt, 2, bs, &B);
     if (st == PIT_SUCCESS)
         st = dbuf_make(ctx, dt, rank, cs + 3 - rank, &C);
-    double *ref = ref_alloc(C.n);
+    double *ref = conf_ref_alloc(C.n);
     if (st == PIT_SUCCESS && ref) {
         pit_ref_fill_random(rng, A.h, A.n);
         zero_rows(rng, rk, s, A.h);
@@ -777,9 +545,9 @@ static void rows_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_d
         memcpy(ref, C.h, C.n * sizeof(double));
         pit_ref_matmul_rows(s->b, s->m, s->n, s->k, A.h, B.h, 0, keep, ref);
         pit_report rep;
-        if (call_ok(t, what, cs2) &&
-            call_ok(t, what, pit_matmul_rows(ctx, NULL, A.t, B.t, C.t, keep, &rep)))
-            compare(t, o, what, &C, ref, dt);
+        if (conf_call_ok(t, what, cs2) &&
+            conf_call_ok(t, what, pit_matmul_rows(ctx, NULL, A.t, B.t, C.t, keep, &rep)))
+            conf_compare(t, o, what, &C, ref, dt);
     }
     if (st != PIT_SUCCESS || !ref)
         conf_call_failed(t, "rows setup", st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
@@ -794,12 +562,12 @@ void conf_rows(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng rng;
     pit_rng_seed(&rng, o->seed + 5);
     for (int d = 0; d < 3; d++) {
-        if (!conf_dtype_supported(ctx, all_dtypes[d], t, NROWS_SHAPES * ROWS_COUNT * 2,
+        if (!conf_dtype_supported(ctx, conf_dtypes[d], t, NROWS_SHAPES * ROWS_COUNT * 2,
                                   "pit_matmul_rows", rows_probe))
             continue;
         for (int s = 0; s < NROWS_SHAPES; s++)
             for (int k = 0; k < ROWS_COUNT; k++)
-                rows_case(ctx, o, t, all_dtypes[d], &rows_shapes[s], (rows_kind)k, &rng);
+                rows_case(ctx, o, t, conf_dtypes[d], &rows_shapes[s], (rows_kind)k, &rng);
     }
 }
 
@@ -827,7 +595,7 @@ static void ffn_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dt
         st = dbuf_make(ctx, dt, 2, hs, &H);
     if (st == PIT_SUCCESS)
         st = dbuf_make(ctx, dt, 2, ys, &Y);
-    double *href = ref_alloc(H.n), *yref = ref_alloc(Y.n), *relu_ref = ref_alloc(W1.n);
+    double *href = conf_ref_alloc(H.n), *yref = conf_ref_alloc(Y.n), *relu_ref = conf_ref_alloc(W1.n);
     char what[200];
     snprintf(what, sizeof what, "ffn %s T%lld D%lld F%lld D2%lld bias %.1f", pit_dtype_name(dt),
              (long long)s->t, (long long)s->d, (long long)s->f, (long long)s->d2, s->bias);
@@ -847,20 +615,20 @@ static void ffn_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dt
     }
     if (st == PIT_SUCCESS && href && yref && relu_ref) {
         pit_report rep;
-        if (call_ok(t, what, conf_poison(Y.t, Y.n)) &&
-            call_ok(t, what, pit_relu_ffn(ctx, NULL, X.t, W1.t, W2.t, H.t, Y.t, &rep))) {
+        if (conf_call_ok(t, what, conf_poison(Y.t, Y.n)) &&
+            conf_call_ok(t, what, pit_relu_ffn(ctx, NULL, X.t, W1.t, W2.t, H.t, Y.t, &rep))) {
             char w2[320];
             snprintf(w2, sizeof w2, "%s H", what);
-            compare(t, o, w2, &H, href, dt);
+            conf_compare(t, o, w2, &H, href, dt);
             snprintf(w2, sizeof w2, "%s Y (%s)", what, rep.choice);
-            compare(t, o, w2, &Y, yref, dt);
+            conf_compare(t, o, w2, &Y, yref, dt);
         }
         /* relu alone, in place on a copy of W1 (values of both signs). */
         pit_ref_relu(W1.n, W1.h, relu_ref);
         snprintf(what, sizeof what, "relu %s %lldx%lld in place", pit_dtype_name(dt),
                  (long long)s->d, (long long)s->f);
-        if (call_ok(t, what, pit_relu(ctx, NULL, W1.t, W1.t)))
-            compare(t, o, what, &W1, relu_ref, dt);
+        if (conf_call_ok(t, what, pit_relu(ctx, NULL, W1.t, W1.t)))
+            conf_compare(t, o, what, &W1, relu_ref, dt);
     }
     if (st != PIT_SUCCESS || !href || !yref || !relu_ref)
         conf_call_failed(t, what, st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
@@ -879,11 +647,11 @@ void conf_ffn(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng rng;
     pit_rng_seed(&rng, o->seed + 6);
     for (int d = 0; d < 3; d++) {
-        if (!conf_dtype_supported(ctx, all_dtypes[d], t, NFFN_SHAPES * 3,
+        if (!conf_dtype_supported(ctx, conf_dtypes[d], t, NFFN_SHAPES * 3,
                                   "pit_relu_ffn", ffn_probe))
             continue;
         for (int s = 0; s < NFFN_SHAPES; s++)
-            ffn_case(ctx, o, t, all_dtypes[d], &ffn_shapes[s], &rng);
+            ffn_case(ctx, o, t, conf_dtypes[d], &ffn_shapes[s], &rng);
     }
 }
 
@@ -913,8 +681,8 @@ static void backward_case(pit_context *ctx, const conf_opts *o, conf_tally *t, p
         st = dbuf_make(ctx, dt, rank, bs + off, &dB);
     if (st == PIT_SUCCESS)
         st = dbuf_make(ctx, dt, rank, ts + off, &At);
-    double *daref = ref_alloc(dA.n), *dbref = ref_alloc(dB.n), *tref = ref_alloc(At.n),
-           *pattern = ref_alloc(A.n);
+    double *daref = conf_ref_alloc(dA.n), *dbref = conf_ref_alloc(dB.n), *tref = conf_ref_alloc(At.n),
+           *pattern = conf_ref_alloc(A.n);
     char what[200];
     snprintf(what, sizeof what, "backward %s %lldx%lldx%lldx%lld A %s", pit_dtype_name(dt),
              (long long)s->b, (long long)s->m, (long long)s->n, (long long)s->k,
@@ -933,22 +701,22 @@ static void backward_case(pit_context *ctx, const conf_opts *o, conf_tally *t, p
         pit_ref_transpose(s->b, s->m, s->k, A.h, tref);
         ready = st == PIT_SUCCESS;
     }
-    if (ready && call_ok(t, what, conf_poison(dA.t, dA.n)) &&
-        call_ok(t, what, conf_poison(dB.t, dB.n)) &&
-        call_ok(t, what, pit_matmul_backward(ctx, NULL, A.t, B.t, dC.t, dA.t, dB.t))) {
+    if (ready && conf_call_ok(t, what, conf_poison(dA.t, dA.n)) &&
+        conf_call_ok(t, what, conf_poison(dB.t, dB.n)) &&
+        conf_call_ok(t, what, pit_matmul_backward(ctx, NULL, A.t, B.t, dC.t, dA.t, dB.t))) {
         char w2[220];
         snprintf(w2, sizeof w2, "%s dA", what);
-        compare(t, o, w2, &dA, daref, dt);
+        conf_compare(t, o, w2, &dA, daref, dt);
         snprintf(w2, sizeof w2, "%s dB", what);
-        compare(t, o, w2, &dB, dbref, dt);
+        conf_compare(t, o, w2, &dB, dbref, dt);
     }
     if (ready) {
         char w2[220];
         snprintf(w2, sizeof w2, "transpose %s %lldx%lldx%lld", pit_dtype_name(dt), (long long)s->b,
                  (long long)s->m, (long long)s->k);
-        if (call_ok(t, w2, conf_poison(At.t, At.n)) &&
-            call_ok(t, w2, pit_transpose(ctx, NULL, A.t, At.t)))
-            compare(t, o, w2, &At, tref, dt);
+        if (conf_call_ok(t, w2, conf_poison(At.t, At.n)) &&
+            conf_call_ok(t, w2, pit_transpose(ctx, NULL, A.t, At.t)))
+            conf_compare(t, o, w2, &At, tref, dt);
     }
     if (!ready)
         conf_call_failed(t, what, st != PIT_SUCCESS ? st : PIT_ERR_OUT_OF_MEMORY);
@@ -966,12 +734,12 @@ void conf_backward(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng rng;
     pit_rng_seed(&rng, o->seed + 7);
     for (int d = 0; d < 3; d++) {
-        if (!conf_dtype_supported(ctx, all_dtypes[d], t, NBWD_SHAPES * NBWD_PATTERNS * 3,
+        if (!conf_dtype_supported(ctx, conf_dtypes[d], t, NBWD_SHAPES * NBWD_PATTERNS * 3,
                                   "pit_matmul_backward", backward_probe))
             continue;
         for (int s = 0; s < NBWD_SHAPES; s++)
             for (int p = 0; p < NBWD_PATTERNS; p++)
-                backward_case(ctx, o, t, all_dtypes[d], &bwd_shapes[s], bwd_patterns[p], &rng);
+                backward_case(ctx, o, t, conf_dtypes[d], &bwd_shapes[s], bwd_patterns[p], &rng);
     }
 }
 
@@ -1000,11 +768,11 @@ static void prune_step(conf_tally *t, const conf_opts *o, pit_context *ctx, dbuf
                        int64_t cols, int32_t br, int32_t bc, double sparsity, const char *what,
                        double *got)
 {
-    if (!call_ok(t, what, pit_prune_magnitude(ctx, NULL, W->t, br, bc, sparsity)))
+    if (!conf_call_ok(t, what, pit_prune_magnitude(ctx, NULL, W->t, br, bc, sparsity)))
         return;
     pit_ref_prune_magnitude(rows, cols, br, bc, sparsity, W->h);
     pit_status s = conf_download(W->t, got, W->n);
-    if (!call_ok(t, what, s))
+    if (!conf_call_ok(t, what, s))
         return;
     size_t differ = 0;
     for (size_t i = 0; i < W->n; i++)
@@ -1018,7 +786,7 @@ static void prune_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_
     int64_t shape[2] = {s->rows, s->cols};
     dbuf W;
     pit_status st = dbuf_make(ctx, dt, 2, shape, &W);
-    double *got = ref_alloc(W.n);
+    double *got = conf_ref_alloc(W.n);
     char what[200];
     for (int b = 0; b < NPRUNE_BLOCKS && st == PIT_SUCCESS && got; b++)
         for (int p = 0; p < NPRUNE_SPARSITIES && st == PIT_SUCCESS; p++) {
@@ -1055,13 +823,13 @@ void conf_prune(pit_context *ctx, const conf_opts *o, conf_tally *t)
     pit_rng_seed(&rng, o->seed + 8);
     int nshapes = o->quick ? 3 : NPRUNE_SHAPES;
     for (int d = 0; d < 3; d++) {
-        if (!conf_dtype_supported(ctx, all_dtypes[d], t,
+        if (!conf_dtype_supported(ctx, conf_dtypes[d], t,
                                   nshapes * 2 * (NPRUNE_BLOCKS * NPRUNE_SPARSITIES + 2),
                                   "pit_prune_magnitude", prune_probe))
             continue;
         for (int s = 0; s < nshapes; s++)
             for (int ties = 0; ties < 2; ties++)
-                prune_case(ctx, o, t, all_dtypes[d], &prune_shapes[s + (o->quick ? 1 : 0)], ties,
+                prune_case(ctx, o, t, conf_dtypes[d], &prune_shapes[s + (o->quick ? 1 : 0)], ties,
                            &rng);
     }
 }

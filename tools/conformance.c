@@ -16,6 +16,7 @@ static const conf_op conf_ops[] = {
     {"softmax", conf_softmax},
     {"attention", conf_attention},
     {"moe", conf_moe},
+    {"moe_ffn", conf_moe_ffn},
     {"rows", conf_rows},
     {"ffn", conf_ffn},
     {"backward", conf_backward},

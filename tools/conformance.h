@@ -30,7 +30,9 @@ void conf_matmul(pit_context *ctx, const conf_opts *o, conf_tally *t);
 void conf_sddmm(pit_context *ctx, const conf_opts *o, conf_tally *t);
 void conf_softmax(pit_context *ctx, const conf_opts *o, conf_tally *t);
 void conf_attention(pit_context *ctx, const conf_opts *o, conf_tally *t);
+/* MoE: pit_moe_forward / _backward, and the expert FFN (conf_moe.c). */
 void conf_moe(pit_context *ctx, const conf_opts *o, conf_tally *t);
+void conf_moe_ffn(pit_context *ctx, const conf_opts *o, conf_tally *t);
 void conf_rows(pit_context *ctx, const conf_opts *o, conf_tally *t);
 void conf_ffn(pit_context *ctx, const conf_opts *o, conf_tally *t);
 void conf_backward(pit_context *ctx, const conf_opts *o, conf_tally *t);
@@ -49,6 +51,32 @@ void conf_round(pit_dtype dt, double *x, size_t n);
 void conf_check(conf_tally *t, const conf_opts *o, const char *what, double err, double tol);
 /* Records a case whose pit call failed. */
 void conf_call_failed(conf_tally *t, const char *what, pit_status s);
+
+/* ---- buffers of the operator suites (conf_buf.c) ---------------------------- */
+/* f32, f16, bf16: the float dtypes every suite runs through */
+extern const pit_dtype conf_dtypes[3];
+/* A device tensor with its host copy in doubles. */
+typedef struct dbuf {
+    pit_tensor *t;
+    double *h;
+    size_t n;
+} dbuf;
+pit_status dbuf_make(pit_context *ctx, pit_dtype dt, int rank, const int64_t *shape, dbuf *b);
+void dbuf_free(dbuf *b);
+pit_dtype dbuf_dtype(const dbuf *b);
+/* Random values in [-1, 1] rounded through the dtype, uploaded. */
+pit_status dbuf_random(dbuf *b, pit_rng *rng);
+/* The host copy rounded through the dtype, uploaded. */
+pit_status dbuf_upload(dbuf *b);
+/* Downloads `out` and compares it with ref (the tolerance of dt). */
+void conf_compare(conf_tally *t, const conf_opts *o, const char *what, dbuf *out,
+                  const double *ref, pit_dtype dt);
+/* A call's status: a failure is recorded; returns 1 when it succeeded. */
+int conf_call_ok(conf_tally *t, const char *what, pit_status s);
+/* n doubles (zeros), NULL when out of memory. */
+double *conf_ref_alloc(size_t n);
+/* a when it is not PIT_ERR_UNSUPPORTED, else b: two probes' verdict. */
+pit_status conf_either(pit_status a, pit_status b);
 
 /* Tiny tensors of one dtype for probing an operator with a dtype the device
  * lacks: m[] are [2,2] and b[] [1,2,2] of that dtype, mask [2,2] f32, ids

@@ -262,6 +262,9 @@ pit_status ocl_moe_route(void *bctx, void *stream, const pit_tdesc *ids, const p
 pit_status ocl_moe_matmul(void *bctx, void *stream, int mode, pit_tile *tile,
                           const pit_index *idx, int32_t max_entries, const pit_tdesc *X,
                           const pit_tdesc *W, const pit_tdesc *gates, const pit_tdesc *Y);
+pit_status ocl_moe_activation(void *bctx, void *stream, int act, const pit_tdesc *U,
+                              const pit_tdesc *dA, const pit_tdesc *gates, const pit_tdesc *A,
+                              const pit_tdesc *dU, const pit_tdesc *dgates);
 /* row-sparse matmul */
 pit_status ocl_matmul_rows(void *bctx, void *stream, pit_tile *tile,
                            const pit_index *idx, int32_t max_entries, const pit_tdesc *A,

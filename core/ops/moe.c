@@ -38,37 +38,6 @@ static pit_status check_moe_inputs(pit_context *ctx, const char *fn, const pit_t
     return ops_check_dim(W, 1, s->h, fn, "W");
 }
 
-/* An output: the given shape and dtype, no overlap with any input. */
-static pit_status check_output(pit_context *ctx, const char *fn, const pit_tensor *out,
-                               const char *name, pit_dtype dt, int rank, const int64_t *shape,
-                               const pit_tensor *const *inputs, const char *const *names,
-                               int ninputs)
-{
-    PIT_TRY(ops_check_output(ctx, out, fn, name, rank, rank));
-    PIT_TRY(ops_check_dtype(out, dt, fn, name));
-    for (int i = 0; i < rank; i++)
-        PIT_TRY(ops_check_dim(out, i, shape[i], fn, name));
-    for (int i = 0; i < ninputs; i++)
-        PIT_TRY(ops_check_no_overlap(out, inputs[i], fn, name, names[i]));
-    return PIT_SUCCESS;
-}
-
-/* Routing on the device; with routed non-NULL, the counts read back:
- * *max_entries = most token-slots of one expert, *routed = all of them.
- * Without, nothing waits for the device (*max_entries = -1, for a backend
- * whose moe_matmul plans on the device). */
-static pit_status route(pit_context *ctx, void *bs, const pit_tensor *ids, const moe_shape *s,
-                        pit_index *idx, int32_t *max_entries, int64_t *routed)
-{
-    if (!ctx->be->moe_route || !ctx->be->moe_matmul)
-        return ops_unsupported(ctx, !ctx->be->moe_route ? "moe_route" : "moe_matmul");
-    pit_microtile tile = {1, (int32_t)(s->h > 0 ? s->h : 1), PIT_AXIS_M};
-    PIT_TRY(pit_index_alloc(ctx, bs, "moe", tile, 1, s->e, s->t * s->k, idx));
-    PIT_TRY(ctx->be->moe_route(ctx->bctx, bs, &ids->d, idx));
-    *max_entries = -1;
-    return routed ? pit_index_stats(ctx, bs, idx, max_entries, routed) : PIT_SUCCESS;
-}
-
 PIT_API pit_status pit_moe_forward(pit_context *ctx, pit_stream *stream, const pit_tensor *X,
                                    const pit_tensor *expert_ids, const pit_tensor *gates,
                                    const pit_tensor *W, pit_tensor *Y, pit_report *report)
@@ -81,7 +50,7 @@ PIT_API pit_status pit_moe_forward(pit_context *ctx, pit_stream *stream, const p
     const pit_tensor *in[4] = {X, expert_ids, gates, W};
     const char *names[4] = {"X", "expert_ids", "gates", "W"};
     int64_t yshape[2] = {s.t, s.n};
-    PIT_TRY(check_output(ctx, fn, Y, "Y", X->d.dtype, 2, yshape, in, names, 4));
+    PIT_TRY(ops_check_result(ctx, fn, Y, "Y", X->d.dtype, 2, yshape, in, names, 4));
     if (s.t == 0 || s.n == 0)
         return PIT_SUCCESS;
     if (s.e == 0 || s.k == 0 || s.h == 0) /* nothing routed, or empty products */
@@ -95,7 +64,7 @@ PIT_API pit_status pit_moe_forward(pit_context *ctx, pit_stream *stream, const p
      * grid is sized by them */
     const int on_device = ctx->be->moe_plans_on_device &&
                           ctx->be->moe_plans_on_device(ctx->bctx, 0, &X->d, &W->d, &Y->d);
-    PIT_TRY(route(ctx, bs, expert_ids, &s, &idx, &max_entries,
+    PIT_TRY(ops_moe_route(ctx, bs, expert_ids, s.t, s.h, s.e, &idx, &max_entries,
                   report || !on_device ? &routed : NULL));
     pit_index_report(report, &idx, routed, 1, PIT_CHOICE_MOE);
     PIT_TRY(ctx->be->moe_matmul(ctx->bctx, bs, 0, &tile, &idx, max_entries, &X->d, &W->d,
@@ -146,11 +115,11 @@ PIT_API pit_status pit_moe_backward(pit_context *ctx, pit_stream *stream, const 
     const char *names[5] = {"X", "expert_ids", "gates", "W", "dY"};
     int64_t xshape[2] = {s.t, s.h}, wshape[3] = {s.e, s.h, s.n}, gshape[2] = {s.t, s.k};
     if (dX)
-        PIT_TRY(check_output(ctx, fn, dX, "dX", X->d.dtype, 2, xshape, in, names, 5));
+        PIT_TRY(ops_check_result(ctx, fn, dX, "dX", X->d.dtype, 2, xshape, in, names, 5));
     if (dW)
-        PIT_TRY(check_output(ctx, fn, dW, "dW", X->d.dtype, 3, wshape, in, names, 5));
+        PIT_TRY(ops_check_result(ctx, fn, dW, "dW", X->d.dtype, 3, wshape, in, names, 5));
     if (dgates)
-        PIT_TRY(check_output(ctx, fn, dgates, "dgates", PIT_F32, 2, gshape, in, names, 5));
+        PIT_TRY(ops_check_result(ctx, fn, dgates, "dgates", PIT_F32, 2, gshape, in, names, 5));
     const pit_tensor *outs[3] = {dX, dW, dgates};
     const char *onames[3] = {"dX", "dW", "dgates"};
     for (int i = 0; i < 3; i++)
@@ -162,7 +131,7 @@ PIT_API pit_status pit_moe_backward(pit_context *ctx, pit_stream *stream, const 
     int32_t max_entries = 0;
     int64_t routed = 0;
     if (s.e > 0 && s.t > 0 && s.k > 0)
-        PIT_TRY(route(ctx, bs, expert_ids, &s, &idx, &max_entries, &routed));
+        PIT_TRY(ops_moe_route(ctx, bs, expert_ids, s.t, s.h, s.e, &idx, &max_entries, &routed));
     if (routed == 0) {
         /* Nothing routed: every gradient is zero. */
         for (int i = 0; i < 3; i++)
@@ -171,4 +140,16 @@ PIT_API pit_status pit_moe_backward(pit_context *ctx, pit_stream *stream, const 
         return PIT_SUCCESS;
     }
     return moe_backward_run(ctx, bs, &s, &idx, max_entries, X, gates, W, dY, dX, dW, dgates);
+}
+
+pit_status ops_moe_route(pit_context *ctx, void *bs, const pit_tensor *ids, int64_t t, int64_t h,
+                         int64_t e, pit_index *idx, int32_t *max_entries, int64_t *routed)
+{
+    if (!ctx->be->moe_route || !ctx->be->moe_matmul)
+        return ops_unsupported(ctx, !ctx->be->moe_route ? "moe_route" : "moe_matmul");
+    pit_microtile tile = {1, (int32_t)(h > 0 ? h : 1), PIT_AXIS_M};
+    PIT_TRY(pit_index_alloc(ctx, bs, "moe", tile, 1, e, t * ids->d.shape[1], idx));
+    PIT_TRY(ctx->be->moe_route(ctx->bctx, bs, &ids->d, idx));
+    *max_entries = -1;
+    return routed ? pit_index_stats(ctx, bs, idx, max_entries, routed) : PIT_SUCCESS;
 }

@@ -218,6 +218,20 @@ pit_status ops_check_no_overlap(const pit_tensor *out, const pit_tensor *in, con
     return PIT_SUCCESS;
 }
 
+pit_status ops_check_result(pit_context *ctx, const char *fn, const pit_tensor *out,
+                            const char *name, pit_dtype dt, int rank, const int64_t *shape,
+                            const pit_tensor *const *inputs, const char *const *names,
+                            int ninputs)
+{
+    PIT_TRY(ops_check_output(ctx, out, fn, name, rank, rank));
+    PIT_TRY(ops_check_dtype(out, dt, fn, name));
+    for (int i = 0; i < rank; i++)
+        PIT_TRY(ops_check_dim(out, i, shape[i], fn, name));
+    for (int i = 0; i < ninputs; i++)
+        PIT_TRY(ops_check_no_overlap(out, inputs[i], fn, name, names[i]));
+    return PIT_SUCCESS;
+}
+
 static int same_view(const pit_tdesc *a, const pit_tdesc *b)
 {
     return a->mem == b->mem && a->offset == b->offset && a->rank == b->rank &&

@@ -54,6 +54,12 @@ pit_status ops_check_dim(const pit_tensor *t, int d, int64_t want, const char *f
 /* PIT_ERR_ALIASING when out's bytes overlap in's. */
 pit_status ops_check_no_overlap(const pit_tensor *out, const pit_tensor *in, const char *fn,
                                 const char *nout, const char *nin);
+/* An output of dtype dt and the given shape, overlapping none of the
+ * ninputs inputs (names: theirs, for messages; a NULL input is skipped). */
+pit_status ops_check_result(pit_context *ctx, const char *fn, const pit_tensor *out,
+                            const char *name, pit_dtype dt, int rank, const int64_t *shape,
+                            const pit_tensor *const *inputs, const char *const *names,
+                            int ninputs);
 /* Accepts out == in exactly (an in-place call); any other overlap is
  * PIT_ERR_ALIASING. */
 pit_status ops_check_inplace_or_disjoint(const pit_tensor *out, const pit_tensor *in,
@@ -94,5 +100,14 @@ pit_status ops_matmul_dense_run(pit_context *ctx, void *bs, const pit_tensor *A,
 pit_status ops_sddmm_run(pit_context *ctx, void *bs, const pit_tdesc *A, const pit_tdesc *B,
                          const pit_tdesc *mask, const pit_tdesc *C, pit_microtile tile,
                          const char *key, pit_report *report);
+
+/* MoE routing of validated ids [t,k] (moe.c) into the index of e experts
+ * (micro-tile 1 x h), on the device; with routed non-NULL the counts are
+ * read back: *max_entries = most token-slots of one expert, *routed = all of
+ * them. Without, nothing waits for the device (*max_entries = -1, for a
+ * backend whose moe_matmul plans on the device). PIT_ERR_UNSUPPORTED where
+ * the backend lacks moe_route or moe_matmul. */
+pit_status ops_moe_route(pit_context *ctx, void *bs, const pit_tensor *ids, int64_t t, int64_t h,
+                         int64_t e, pit_index *idx, int32_t *max_entries, int64_t *routed);
 
 #endif /* PIT_CORE_OPS_H */

@@ -31,6 +31,7 @@
 #define PIT_CHOICE_TILE " tile %dx%dx%d"        /* appended by ops_report_tile */
 #define PIT_CHOICE_ATTENTION_COMPOSED PIT_CHOICE_ATTENTION PIT_CHOICE_TILE
 #define PIT_CHOICE_MOE "moe %dx%d"
+#define PIT_CHOICE_MOE_FFN "moe ffn %dx%d" /* then the first product's tile */
 #define PIT_CHOICE_ROWS "rows %dx%d"
 
 /* Every final form, "" (nothing ran: an empty output, or K = 0) included. */
@@ -39,6 +40,6 @@
         PIT_CHOICE_DENSE, PIT_CHOICE_DENSE_KEPT, PIT_CHOICE_DENSE_FORCED,                   \
         PIT_CHOICE_DENSE_REFUSED, PIT_CHOICE_NONE, PIT_CHOICE_SDDMM, PIT_CHOICE_SOFTMAX,    \
         PIT_CHOICE_ATTENTION, PIT_CHOICE_ATTENTION_COMPOSED, PIT_CHOICE_MOE PIT_CHOICE_TILE, \
-        PIT_CHOICE_ROWS PIT_CHOICE_TILE, ""
+        PIT_CHOICE_MOE_FFN PIT_CHOICE_TILE, PIT_CHOICE_ROWS PIT_CHOICE_TILE, ""
 
 #endif /* PIT_CORE_CHOICE_H */

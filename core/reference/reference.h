@@ -89,6 +89,34 @@ void pit_ref_moe_backward(int64_t t, int64_t h, int64_t n, int64_t e, int64_t k,
                           const double *W, const double *dY, double *dX, double *dW,
                           double *dgates);
 
+/* The MoE expert FFN of pit_moe_ffn (reference_moe_ffn.c). act is a
+ * pit_activation; gated ones (SwiGLU, GeGLU) read a row h of 2f values (g
+ * then u), the others f values. */
+int pit_ref_activation_gated(int act);
+/* a[0..f) = act(h) */
+void pit_ref_activation(int act, int64_t f, const double *h, double *a);
+/* dh (2f or f values) = d act(h) / dh * da[0..f) */
+void pit_ref_activation_backward(int act, int64_t f, const double *h, const double *da,
+                                 double *dh);
+/* Shape: t tokens of h features, e experts of f hidden units, top-k. */
+typedef struct pit_ref_ffn {
+    int64_t t, h, f, e, k;
+    int act;
+} pit_ref_ffn;
+/* X [t,h], ids [t,k] (ids outside 0..e-1 skipped), gates [t,k], W1 [e,h,w]
+ * (w = 2f gated, else f), W2 [e,f,h]; Y [t,h] = sum_j gates[t,j] *
+ * act(X[t] . W1[id]) . W2[id]. */
+void pit_ref_moe_ffn(const pit_ref_ffn *s, const double *X, const int32_t *ids,
+                     const double *gates, const double *W1, const double *W2, double *Y);
+/* Its gradients given dY [t,h]: dX [t,h], dW1 [e,h,w], dW2 [e,f,h], dgates
+ * [t,k]; any may be NULL. */
+typedef struct pit_ref_ffn_grads {
+    double *dX, *dW1, *dW2, *dgates;
+} pit_ref_ffn_grads;
+void pit_ref_moe_ffn_backward(const pit_ref_ffn *s, const double *X, const int32_t *ids,
+                              const double *gates, const double *W1, const double *W2,
+                              const double *dY, pit_ref_ffn_grads *g);
+
 /* C[b] rows = A[b] rows . B (B [k,n] shared, or [batch,k,n] when b_batched) for
  * rows of A with a non-zero; other rows 0, or left as they are when keep. */
 void pit_ref_matmul_rows(int64_t batch, int64_t m, int64_t n, int64_t k, const double *A,

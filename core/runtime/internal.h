@@ -167,6 +167,8 @@ int64_t pit_tensor_numel(const pit_tdesc *d);
 size_t pit_tensor_extent_bytes(const pit_tdesc *d);
 /* Whether two views share bytes of one allocation (output aliasing checks). */
 int pit_tdesc_overlap(const pit_tdesc *a, const pit_tdesc *b);
+/* Whether the view is dense row-major (dimensions of extent 1 aside). */
+int pit_tdesc_contiguous(const pit_tdesc *d);
 /* Validates tensor handle and context; names the argument on failure. */
 pit_status pit_tensor_check(const pit_context *ctx, const pit_tensor *t, const char *name);
 /* PIT_ERR_INVALID_ARGUMENT when fn would write t and t is read-only. */

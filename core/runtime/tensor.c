@@ -67,7 +67,7 @@ int pit_tdesc_overlap(const pit_tdesc *a, const pit_tdesc *b)
     return a1 > a0 && b1 > b0 && a0 < b1 && b0 < a1;
 }
 
-static int is_contiguous(const pit_tdesc *d)
+int pit_tdesc_contiguous(const pit_tdesc *d)
 {
     int64_t expect = 1;
     for (int i = d->rank - 1; i >= 0; i--) {
@@ -295,7 +295,7 @@ static pit_status copy_rows(const pit_tensor *t, pit_stream *stream, void *host,
     if (want == 0)
         return PIT_SUCCESS;
     const pit_tdesc *d = &t->d;
-    if (is_contiguous(d))
+    if (pit_tdesc_contiguous(d))
         return to_device ? ctx->be->mem_write(ctx->bctx, s->bs, d->mem, d->offset, host, bytes)
                          : ctx->be->mem_read(ctx->bctx, s->bs, d->mem, d->offset, host, bytes);
     int64_t row = d->shape[d->rank - 1];
@@ -365,7 +365,7 @@ PIT_API pit_status pit_tensor_zero(pit_tensor *t, pit_stream *stream)
     size_t extent = pit_tensor_extent_bytes(&t->d);
     if (extent == 0)
         return PIT_SUCCESS;
-    if (is_contiguous(&t->d))
+    if (pit_tdesc_contiguous(&t->d))
         return zero_bytes(ctx, s->bs, t->d.mem, t->d.offset, extent);
     /* Strided: zero only the elements, never the gaps that may hold other data. */
     size_t es = pit_dtype_size(t->d.dtype);
