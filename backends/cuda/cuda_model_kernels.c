@@ -166,7 +166,8 @@ static int emit_tensor_core(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void
 static int emit_dtype(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
 {
     static const pit_cuda_kernel_kind masked[] = {PIT_CUDA_OP_SDDMM, PIT_CUDA_OP_SOFTMAX, PIT_CUDA_OP_SOFTMAX_BWD};
-    static const pit_cuda_kernel_kind plain[] = {PIT_CUDA_OP_ZERO, PIT_CUDA_OP_RELU, PIT_CUDA_OP_TRANSPOSE};
+    static const pit_cuda_kernel_kind plain[] = {PIT_CUDA_OP_ZERO, PIT_CUDA_OP_RELU, PIT_CUDA_OP_TRANSPOSE,
+                                                 PIT_CUDA_OP_MOE_ACT};
     static const int gmm_cc[][2] = {{0, 0}, {1, 0}, {0, 1}, {1, 1}, {0, 2}, {0, 3}}; /* acc, mode */
     int n = 0;
     for (int k = 0; k < 3; ++k)
@@ -174,7 +175,7 @@ static int emit_dtype(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
             int p[5] = {0, 0, 0, mdt};
             emit(masked[k], dt, p, fn, user);
         }
-    for (int k = 0; k < 3; ++k, ++n) emit(plain[k], dt, NULL, fn, user);
+    for (int k = 0; k < 4; ++k, ++n) emit(plain[k], dt, NULL, fn, user);
     for (int k = 0; k < 6; ++k, ++n) {
         int p[5] = {gmm_cc[k][0], gmm_cc[k][1], 0, 0};
         emit(PIT_CUDA_OP_GMM_CC, dt, p, fn, user);

@@ -6,7 +6,9 @@
  * driver and no GPU (CI). NVRTC is found as the plug-in finds it
  * (cuda_libs.h): PIT_CUDA_LIB_DIRS picks the folder.
  *
- *   pit-nvrtc-check [-j N] [-a ARCH]... [-v]
+ *   pit-nvrtc-check [-j N] [-a ARCH]... [-k NAME] [-v]
+ * -k keeps the variants of the kernels whose entry point contains NAME
+ * ("pit_op_moe_act": one kernel's variants, while it is being written).
  * sm_70 is dropped by NVRTC 13; then the oldest architecture it has below
  * sm_80 stands in, so the CUDA-core (pre-tensor-core) paths stay checked.
  */
@@ -39,17 +41,19 @@ typedef struct job_list {
     pthread_mutex_t lock;
 } job_list;
 
-/* One job a variant of arch; 0 when out of memory. */
-static int fill_jobs(job_list *l, int arch)
+/* One job a variant of arch whose entry point contains `only` (NULL: every
+ * variant); 0 when out of memory. */
+static int fill_jobs(job_list *l, int arch, const char *only)
 {
-    int n = 0;
+    int n = 0, kept = 0;
     pit_cuda_variant *v = pit_cuda_variant_list(arch, &n);
     l->jobs = v && n ? calloc((size_t)n, sizeof *l->jobs) : NULL;
     for (int i = 0; l->jobs && i < n; ++i) {
-        l->jobs[i].v = v[i];
-        l->jobs[i].arch = arch;
+        if (only && !strstr(pit_cuda_kernel_name(v[i].kind), only)) continue;
+        l->jobs[kept].v = v[i];
+        l->jobs[kept++].arch = arch;
     }
-    l->count = l->jobs ? n : 0;
+    l->count = l->jobs ? kept : 0;
     free(v);
     return l->jobs != NULL;
 }
@@ -110,12 +114,14 @@ int main(int argc, char **argv)
 {
     int njobs = default_jobs(), verbose = 0, narchs = 0;
     int archs[MAX_ARCHS];
+    const char *only = NULL;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "-j") && i + 1 < argc) njobs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-a") && i + 1 < argc && narchs < MAX_ARCHS) archs[narchs++] = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-k") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "-v")) verbose = 1;
         else {
-            fprintf(stderr, "usage: %s [-j N] [-a ARCH]... [-v]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-j N] [-a ARCH]... [-k NAME] [-v]\n", argv[0]);
             return 2;
         }
     }
@@ -144,7 +150,7 @@ int main(int argc, char **argv)
         memset(&l, 0, sizeof l);
         l.arch = archs[a];
         pthread_mutex_init(&l.lock, NULL);
-        if (!fill_jobs(&l, archs[a])) {
+        if (!fill_jobs(&l, archs[a], only)) {
             fprintf(stderr, "pit-nvrtc-check: no variants for sm_%d (out of memory?)\n", archs[a]);
             return 1;
         }

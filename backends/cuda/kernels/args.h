@@ -191,6 +191,11 @@ typedef struct pit_gmm_args {
     pit_i64 lda, ldb, ldc, ldd, ldacc, ldg;
     pit_i64 sa, sb, sc, sacc; /* per-group strides (elements) */
     int M, N, K, kdiv, capacity, ntn; /* M: rows of dW (H) in MoE mode 2 */
+    /* The CUDA-core kernel's rows of slot s: A's at s / adiv, the output's
+     * (MoE modes 0, 1) or D's (2, 3) at s / cdiv; kdiv (token-slots a token)
+     * or 1 (the MoE FFN's slot rows). The tensor-core kernel reads both at
+     * s / kdiv. kdiv alone places a slot's gate. */
+    int adiv, cdiv;
 } pit_gmm_args;
 PIT_ARGS_SIZE(pit_gmm_args, 320);
 
@@ -203,6 +208,20 @@ typedef struct pit_ew_args {
     int rows, cols, E, pad;
 } pit_ew_args;
 PIT_ARGS_SIZE(pit_ew_args, 88);
+
+/* pit_elementwise.cu: the activation of the MoE expert FFN over token-slot
+ * rows (pit_op_moe_act; core/backend.h's moe_activation) */
+typedef struct pit_act_args {
+    PIT_PTR(const pit_u8) u;     /* [rows, 2F] gated, [rows, F] otherwise */
+    PIT_PTR(const pit_u8) da;    /* [rows, F]; NULL: the forward */
+    PIT_PTR(const float) gates;  /* [rows / k, k]; NULL: 1 */
+    PIT_PTR(pit_u8) a;           /* [rows, F]; NULL: not written */
+    PIT_PTR(pit_u8) du;          /* like u; backward */
+    PIT_PTR(float) dgates;       /* like gates; NULL: not written */
+    pit_i64 ldu, ldda, ldg, lda, lddu, lddg;
+    int rows, F, k, act;         /* act: a pit_activation */
+} pit_act_args;
+PIT_ARGS_SIZE(pit_act_args, 112);
 
 /* pit_gmm_cc.cu: rows a storing GEMM writes */
 typedef struct pit_mark_args {

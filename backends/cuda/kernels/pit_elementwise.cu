@@ -1,8 +1,9 @@
 /*
  * pit_elementwise.cu - element-wise and layout helpers on [batch, rows,
  * cols] strided views: zero (optionally only the rows no expert routed),
- * ReLU and transpose. One per compilation: PIT_KERNEL_OP_ZERO,
- * PIT_KERNEL_OP_RELU or PIT_KERNEL_OP_TRANSPOSE. Defines: PIT_DTYPE.
+ * ReLU and transpose; and the MoE expert FFN's activation over token-slot
+ * rows. One per compilation: PIT_KERNEL_OP_ZERO, PIT_KERNEL_OP_RELU,
+ * PIT_KERNEL_OP_TRANSPOSE or PIT_KERNEL_OP_MOE_ACT. Defines: PIT_DTYPE.
  */
 #include "common/port.cuh"
 #include "args.h"
@@ -84,5 +85,76 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_transpose(const pit_ew_args a)
     __syncthreads();
     for (int i = ty; i < 32; i += 8)
         if (c0 + i < a.cols && r0 + tx < a.rows) Y[(pit_i64)(c0 + i) * a.ldy + r0 + tx] = tile[tx][i];
+}
+#endif
+
+#if defined(PIT_KERNEL_OP_MOE_ACT)
+/* The activations of pit.h's pit_activation (0 SwiGLU, 1 GeGLU, 2 GELU,
+ * 3 ReLU, 4 SiLU) with e^x as 2^(x log2 e): the one exponential every
+ * target has (exp2f; the HIP code objects link no device library). */
+constexpr float LOG2E = 1.4426950408889634f;
+
+PIT_DEV float act_sigmoid(float x) { return 1.f / (1.f + exp2f(-x * LOG2E)); }
+
+/* tanh GELU; *grad its derivative. tanh(z) = 1 - 2 / (1 + e^2z): +-1 where
+ * e^2z overflows or vanishes. */
+PIT_DEV float act_gelu(float x, float *grad)
+{
+    const float c = 0.7978845608028654f, a = 0.044715f;
+    const float t = 1.f - 2.f / (1.f + exp2f(2.f * c * (x + a * x * x * x) * LOG2E));
+    *grad = 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * c * (1.f + 3.f * a * x * x);
+    return 0.5f * x * (1.f + t);
+}
+
+/* The scalar function of act at x, *grad its derivative. */
+PIT_DEV float act_scalar(int act, float x, float *grad)
+{
+    if (act == 1 || act == 2) return act_gelu(x, grad);
+    if (act == 3) {
+        *grad = x <= 0.f ? 0.f : 1.f;
+        return x < 0.f ? 0.f : x; /* NaN kept */
+    }
+    const float s = act_sigmoid(x);
+    *grad = s * (1.f + x * (1.f - s));
+    return x * s;
+}
+
+/* One CTA a row r, its columns looped: A[r, f] = act(U[r]) (forward, da
+ * NULL); backward: dU[r] = act'(U[r]) * gate[r] * dA[r, f], A[r, f] =
+ * act(U[r]), dgates[r] = sum_f A * dA. In place (A over U's first columns
+ * or over dA, dU over U): each thread reads an element's inputs before it
+ * writes there, and no other thread touches them; plain loads, not __ldg.
+ * grid: x = rows; 256 threads. */
+PIT_KERNEL void __launch_bounds__(256) pit_op_moe_act(const pit_act_args p)
+{
+    __shared__ float part[256];
+    const int r = blockIdx.x, F = p.F;
+    const bool gated = p.act == 0 || p.act == 1;
+    const T *U = (const T *)p.u + (pit_i64)r * p.ldu;
+    const T *dA = p.da ? (const T *)p.da + (pit_i64)r * p.ldda : nullptr;
+    T *A = p.a ? (T *)p.a + (pit_i64)r * p.lda : nullptr;
+    T *dU = p.du ? (T *)p.du + (pit_i64)r * p.lddu : nullptr;
+    const float gate = dA && p.gates ? p.gates[(pit_i64)(r / p.k) * p.ldg + r % p.k] : 1.f;
+    float dot = 0.f;
+    for (int f = threadIdx.x; f < F; f += 256) {
+        const float x = pit_to_float(U[f]), up = gated ? pit_to_float(U[f + F]) : 1.f;
+        float grad;
+        const float v = act_scalar(p.act, x, &grad), a = v * up;
+        if (dA) {
+            const float da = pit_to_float(dA[f]), dag = gate * da;
+            dot = fmaf(a, da, dot);
+            dU[f] = pit_from_float<T>(grad * up * dag);
+            if (gated) dU[f + F] = pit_from_float<T>(v * dag);
+        }
+        if (A) A[f] = pit_from_float<T>(a);
+    }
+    if (!p.dgates) return; /* the same for the whole CTA */
+    part[threadIdx.x] = dot;
+    __syncthreads();
+    for (int w = 128; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) p.dgates[(pit_i64)(r / p.k) * p.lddg + r % p.k] = part[0];
 }
 #endif

@@ -19,10 +19,12 @@ PIT_DEV float gate_of(const pit_gmm_args &p, int slot)
 
 /* CUDA cores, any dtype and layout. 64x64 tile, BK 16, 256 threads with
  * 4x4 outputs each. Grid: x = n-tile, y = row chunk (mode 2: m-tile of H),
- * z = group. MODE 0: out = A[tok] . B[g] (forward, matmul_rows); 1: out =
- * A[tok] . B[g]^T (MoE dX); 2: out[g] = sum_s gate(s) A[tok]^T . D[tok] (MoE
- * dW, gathered along K, every tile written); 3: acc[slot] += sum_n
- * (A[tok] . B[g])[n] D[tok][n] (MoE dgates). */
+ * z = group. Slot s reads A's row tok = s / adiv and the output's (or D's)
+ * row orow = s / cdiv. MODE 0: out[orow] = A[tok] . B[g] (forward,
+ * matmul_rows); 1: out[orow] = A[tok] . B[g]^T (MoE dX); 2: out[g] = sum_s
+ * gate(s) A[tok]^T . D[orow] (MoE dW, gathered along K, every tile
+ * written); 3: acc[slot] += sum_n (A[tok] . B[g])[n] D[orow][n] (MoE
+ * dgates). */
 constexpr int BM = 64, BN = 64, BK = 16;
 
 /* A(r, k) of the tile (r: gathered row, or H index in mode 2) */
@@ -38,11 +40,11 @@ PIT_DEV float gmm_a(const pit_gmm_args &p, const T *A, const int *tok, int r, in
     (void)m_lim;
 }
 
-PIT_DEV float gmm_b(const pit_gmm_args &p, const T *B, const int *tok, const float *gt, int k, int n)
+PIT_DEV float gmm_b(const pit_gmm_args &p, const T *B, const int *orow, const float *gt, int k, int n)
 {
     if (n >= p.N) return 0.f;
 #if MODE == 2
-    int t = tok[k];
+    int t = orow[k];
     return t >= 0 ? gt[k] * pit_to_float(((const T *)p.d)[(pit_i64)t * p.ldd + n]) : 0.f;
 #elif MODE == 1
     return k < p.K ? pit_to_float(B[(pit_i64)n * p.ldb + k]) : 0.f;
@@ -54,7 +56,7 @@ PIT_DEV float gmm_b(const pit_gmm_args &p, const T *B, const int *tok, const flo
 PIT_KERNEL void __launch_bounds__(256) pit_op_gmm_cc(const pit_gmm_args p)
 {
     __shared__ float As[BK][BM + 4], Bs[BK][BN + 4];
-    __shared__ int tok[BM > BK ? BM : BK];
+    __shared__ int tok[BM > BK ? BM : BK], orow[BM > BK ? BM : BK];
 #if MODE == 3
     __shared__ int slot[BM];
 #endif
@@ -78,7 +80,8 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_gmm_cc(const pit_gmm_args p)
 #if MODE == 3
         slot[threadIdx.x] = s;
 #endif
-        tok[threadIdx.x] = s < 0 ? -1 : s / p.kdiv;
+        tok[threadIdx.x] = s < 0 ? -1 : s / p.adiv;
+        orow[threadIdx.x] = s < 0 ? -1 : s / p.cdiv;
         gt[threadIdx.x] = s < 0 ? 0.f : gate_of(p, s);
     }
     __syncthreads();
@@ -89,7 +92,8 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_gmm_cc(const pit_gmm_args p)
         __syncthreads();
         if (threadIdx.x < BK) {
             int P = c * BK + threadIdx.x, s = P < count ? __ldg(ent + P) : -1;
-            tok[threadIdx.x] = s < 0 ? -1 : s / p.kdiv;
+            tok[threadIdx.x] = s < 0 ? -1 : s / p.adiv;
+            orow[threadIdx.x] = s < 0 ? -1 : s / p.cdiv;
             gt[threadIdx.x] = s < 0 ? 0.f : gate_of(p, s);
         }
         __syncthreads();
@@ -99,7 +103,7 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_gmm_cc(const pit_gmm_args p)
         }
         for (int u = threadIdx.x; u < BK * BN; u += 256) {
             int kk = u / BN, nn = u % BN;
-            Bs[kk][nn] = gmm_b(p, B, tok, gt, kk, n0 + nn);
+            Bs[kk][nn] = gmm_b(p, B, orow, gt, kk, n0 + nn);
         }
 #else
         for (int u = threadIdx.x; u < BK * BM; u += 256) {
@@ -108,7 +112,7 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_gmm_cc(const pit_gmm_args p)
         }
         for (int u = threadIdx.x; u < BK * BN; u += 256) {
             int kk = MODE == 1 ? u % BK : u / BN, nn = MODE == 1 ? u / BK : u % BN;
-            Bs[kk][nn] = gmm_b(p, B, tok, gt, c * BK + kk, n0 + nn);
+            Bs[kk][nn] = gmm_b(p, B, orow, gt, c * BK + kk, n0 + nn);
         }
 #endif
         __syncthreads();
@@ -139,7 +143,7 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_gmm_cc(const pit_gmm_args p)
     const T *D = (const T *)p.d;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-        int r = ty * 4 + i, t = tok[r];
+        int r = ty * 4 + i, t = orow[r];
         float dot = 0.f;
         if (t >= 0)
 #pragma unroll
@@ -158,7 +162,7 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_gmm_cc(const pit_gmm_args p)
 #else
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-        int r = ty * 4 + i, t = tok[r];
+        int r = ty * 4 + i, t = orow[r];
         if (t < 0) continue;
 #pragma unroll
         for (int j = 0; j < 4; ++j) {

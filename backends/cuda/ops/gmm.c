@@ -1,7 +1,7 @@
 /*
  * gmm.c - the gathered GEMM on CUDA (kernels/pit_gmm_tc.cu, pit_gmm_cc.cu):
- * for each group and its listed slots, out[slot / kdiv] (+)= gate(slot) *
- * A[slot / kdiv] . B[group]. MoE's expert GEMMs (moe.c) and matmul_rows
+ * for each group and its listed slots, out[slot / cdiv] (+)= gate(slot) *
+ * A[slot / adiv] . B[group] (the tensor-core kernel: adiv = cdiv = kdiv). MoE's expert GEMMs (moe.c) and matmul_rows
  * (rows.c) run through it, on the tile core asks for.
  */
 #include <string.h>
@@ -95,7 +95,7 @@ static pit_status zero_unlisted(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_
     CUdeviceptr mark = 0;
     pit_status st = pit_cuda_scratch_fill(c, s, n, 0xffffffffu, "row mark", &mark);
     if (st != PIT_SUCCESS) return st;
-    pit_mark_args m = {j->a.counts, j->a.entries, mark, j->mark_stride, j->a.capacity, j->a.kdiv};
+    pit_mark_args m = {j->a.counts, j->a.entries, mark, j->mark_stride, j->a.capacity, j->a.cdiv};
     if (st == PIT_SUCCESS)
         st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_MARK, PIT_F32, NULL, pit_cuda_cdiv(j->a.capacity, 256), j->groups,
                                   1, 256, &m);

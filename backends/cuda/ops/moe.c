@@ -1,6 +1,8 @@
 /*
- * moe.c - MoE on CUDA: routing (kernels/pit_moe_route.cu) and the expert
- * GEMMs of the forward and backward modes (gmm.c).
+ * moe.c - MoE on CUDA: routing (kernels/pit_moe_route.cu), the expert GEMMs
+ * of the forward and backward modes (gmm.c) with the slot-row flags of
+ * core/backend.h, and the expert FFN's activation
+ * (kernels/pit_elementwise.cu).
  */
 #include <string.h>
 
@@ -34,12 +36,14 @@ static pit_status cuda_moe_route(void *bctx, void *stream, const pit_tdesc *expe
 typedef struct moe_views {
     pit_cuda_view x, w, g, y;
     int has_gates;
+    int flags; /* PIT_MOE_SLOT_X, PIT_MOE_SLOT_Y or 0 */
     int64_t T, H, N, E, k;
 } moe_views;
 
-/* X, W, gates, Y as views (core checked their shapes and dtypes) */
-static pit_status moe_shapes(const pit_index *idx, const pit_tdesc *X, const pit_tdesc *W, const pit_tdesc *gates,
-                             const pit_tdesc *Y, moe_views *v)
+/* X, W, gates, Y as views (core checked their shapes and dtypes); T is the
+ * row count of the operand that is one row a token */
+static pit_status moe_shapes(const pit_index *idx, int flags, const pit_tdesc *X, const pit_tdesc *W,
+                             const pit_tdesc *gates, const pit_tdesc *Y, moe_views *v)
 {
     const char *op = "moe_matmul";
     pit_status st;
@@ -49,7 +53,8 @@ static pit_status moe_shapes(const pit_index *idx, const pit_tdesc *X, const pit
         return st;
     v->has_gates = gates != NULL && gates->mem != NULL;
     if (v->has_gates && (st = pit_cuda_view_of(gates, op, "gates", 0, &v->g)) != PIT_SUCCESS) return st;
-    v->T = v->x.rows;
+    v->flags = flags;
+    v->T = flags & PIT_MOE_SLOT_X ? v->y.rows : v->x.rows;
     v->E = v->w.batch, v->H = v->w.rows, v->N = v->w.cols;
     v->k = v->has_gates ? v->g.cols : (v->T > 0 ? idx->capacity / v->T : 1);
     return PIT_SUCCESS;
@@ -74,12 +79,14 @@ static void moe_job(int mode, const pit_index *idx, int32_t max_entries, const m
     a->entries = (uint64_t)(uintptr_t)idx->entries;
     a->capacity = idx->capacity;
     a->kdiv = (int32_t)v->k;
+    a->adiv = v->flags & PIT_MOE_SLOT_X ? 1 : a->kdiv;
+    a->cdiv = v->flags & PIT_MOE_SLOT_Y ? 1 : a->kdiv;
     a->N = (int32_t)(mode == 1 ? v->H : v->N);
     a->K = (int32_t)(mode == 1 ? v->N : v->H);
     a->M = (int32_t)v->H;
     if (mode == 0 || mode == 1) {
         a->c = v->y.ptr, a->ldc = v->y.ld;
-        j->acc = v->k > 1;
+        j->acc = a->cdiv > 1; /* a token's k results summed; slot rows are stored */
     } else if (mode == 2) { /* out dW = W arg; D = Y arg */
         a->c = v->w.ptr, a->ldc = v->w.ld, a->sc = v->w.bs;
         a->d = v->y.ptr, a->ldd = v->y.ld;
@@ -90,9 +97,10 @@ static void moe_job(int mode, const pit_index *idx, int32_t max_entries, const m
     }
 }
 
-/* 1 where MoE mode `mode` can run on the tensor cores (the 16-bit forward,
- * rows 16-byte aligned, H and N multiples of 8), whose work list is planned
- * on the device; the CUDA-core grids are sized by the largest count */
+/* 1 where MoE mode `mode` can run on the tensor cores (the 16-bit forward
+ * without slot rows, rows 16-byte aligned, H and N multiples of 8), whose
+ * work list is planned on the device; the CUDA-core grids are sized by the
+ * largest count */
 static int moe_tensor_core(const pit_cuda_ctx *c, int mode, const pit_cuda_view *x, const pit_cuda_view *w,
                            const pit_cuda_view *y)
 {
@@ -122,7 +130,7 @@ static pit_status moe_run(pit_cuda_ctx *c, CUstream s, int mode, pit_tile *tile,
         st = mode == 2 ? PIT_SUCCESS : pit_cuda_zero_view(c, s, &g);
         return st == PIT_SUCCESS && (mode == 2 || j.max_rows > 0) ? pit_cuda_gmm_cuda_core(c, s, &j) : st;
     }
-    const int tc = tile->tensor_core && moe_tensor_core(c, mode, &v->x, &v->w, &v->y);
+    const int tc = tile->tensor_core && !v->flags && moe_tensor_core(c, mode, &v->x, &v->w, &v->y);
     st = pit_cuda_gmm_scatter(c, s, &j, &v->y, tc, 0);
     *tile = j.tile;
     return st;
@@ -137,10 +145,14 @@ static pit_status cuda_moe_matmul(void *bctx, void *stream, int mode, pit_tile *
     pit_cuda_ctx *c = bctx;
     moe_views v;
     pit_tile t;
-    if (mode < 0 || mode > 3 || (mode == 3 && !(gates && gates->mem)))
+    const int flags = mode & ~PIT_MOE_MODE_MASK;
+    mode &= PIT_MOE_MODE_MASK;
+    if (mode > 3 || (mode == 3 && (flags || !(gates && gates->mem))) ||
+        (flags & ~(PIT_MOE_SLOT_X | PIT_MOE_SLOT_Y)) || flags == (PIT_MOE_SLOT_X | PIT_MOE_SLOT_Y))
         return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT,
-                                    PIT_VENDOR_NAME " moe_matmul: mode %d (0..3; 3 with dgates)", mode);
-    pit_status st = moe_shapes(idx, X, W, gates, Y, &v);
+                                    PIT_VENDOR_NAME " moe_matmul: mode %d flags 0x%x (0..3, one slot-row flag; 3 "
+                                    "with dgates, no flag)", mode, flags);
+    pit_status st = moe_shapes(idx, flags, X, W, gates, Y, &v);
     if (st != PIT_SUCCESS || (st = pit_cuda_gmm_tile_of(c, "moe_matmul", v.x.dt, tile, &t)) != PIT_SUCCESS)
         return st;
     pit_tile *ran = tile ? tile : &t; /* the caller learns which tile ran */
@@ -148,9 +160,42 @@ static pit_status cuda_moe_matmul(void *bctx, void *stream, int mode, pit_tile *
     PIT_CUDA_WITH_CONTEXT(c, moe_run(c, pit_cuda_stream_of(stream), mode, ran, idx, max_entries, &v));
 }
 
+/* ---- the expert FFN's activation ------------------------------------------------------ */
+/* t's view, or a zero one where t is NULL (not read, not written) */
+static pit_status act_view(const pit_tdesc *t, const char *name, pit_cuda_view *v)
+{
+    memset(v, 0, sizeof *v);
+    return t ? pit_cuda_view_of(t, "moe_activation", name, 0, v) : PIT_SUCCESS;
+}
+
+static pit_status cuda_moe_activation(void *bctx, void *stream, int act, const pit_tdesc *U, const pit_tdesc *dA,
+                                      const pit_tdesc *gates, const pit_tdesc *A, const pit_tdesc *dU,
+                                      const pit_tdesc *dgates)
+{
+    pit_cuda_view u, da, g, a, du, dg;
+    pit_status st;
+    const pit_tdesc *rows = dA ? dA : A;
+    if (act < PIT_ACT_SWIGLU || act > PIT_ACT_SILU || !rows || (dA && !dU))
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " moe_activation: activation %d, A "
+                                    "or dA (backward: with dU) needed", act);
+    if ((st = act_view(U, "U", &u)) != PIT_SUCCESS || (st = act_view(dA, "dA", &da)) != PIT_SUCCESS ||
+        (st = act_view(gates, "gates", &g)) != PIT_SUCCESS || (st = act_view(A, "A", &a)) != PIT_SUCCESS ||
+        (st = act_view(dU, "dU", &du)) != PIT_SUCCESS || (st = act_view(dgates, "dgates", &dg)) != PIT_SUCCESS)
+        return st;
+    const int64_t F = rows->shape[1];
+    if (u.rows == 0 || F == 0) return PIT_SUCCESS;
+    const int k = dgates ? (int)dg.cols : gates ? (int)g.cols : 1;
+    pit_act_args p = {u.ptr, da.ptr, g.ptr, a.ptr, du.ptr, dg.ptr, u.ld, da.ld, g.ld, a.ld, du.ld, dg.ld,
+                      (int32_t)u.rows, (int32_t)F, k, act};
+    pit_cuda_ctx *c = bctx;
+    PIT_CUDA_WITH_CONTEXT(c, pit_cuda_launch_kind(c, pit_cuda_stream_of(stream), PIT_CUDA_OP_MOE_ACT, u.dt, NULL,
+                                                  u.rows, 1, 1, 256, &p));
+}
+
 void pit_cuda_register_moe(pit_backend *be)
 {
     be->moe_route = cuda_moe_route;
     be->moe_matmul = cuda_moe_matmul;
     be->moe_plans_on_device = cuda_moe_plans_on_device;
+    be->moe_activation = cuda_moe_activation;
 }

@@ -28,7 +28,7 @@ static pit_status rows_run(pit_cuda_ctx *c, CUstream s, pit_tile *tile, const pi
     j.a.counts = (uint64_t)(uintptr_t)idx->counts;
     j.a.entries = (uint64_t)(uintptr_t)idx->entries;
     j.a.capacity = idx->capacity;
-    j.a.kdiv = 1;
+    j.a.kdiv = j.a.adiv = j.a.cdiv = 1;
     j.a.N = (int32_t)o->cols, j.a.K = (int32_t)a->cols, j.a.M = (int32_t)o->rows;
     int tc = tile->tensor_core && o->dt != PIT_F32 && c->arch >= 80 && pit_cuda_aligned16(a) &&
              pit_cuda_aligned16(b) && pit_cuda_aligned16(o) && a->cols % 8 == 0 && o->cols % 8 == 0;
