@@ -288,7 +288,7 @@ static void test_matmul_clears_report(pit_context *ctx, pit_context *other)
                   PIT_ERR_INVALID_ARGUMENT);
     expect_report_zero("report cleared: null ctx", &rep);
     /* every operator with a report clears it before its first check */
-    struct { const char *what; pit_status got; } refused[6];
+    struct { const char *what; pit_status got; } refused[7];
     int n = 0;
 #define REFUSED(call)                                 \
     do {                                              \
@@ -304,6 +304,7 @@ static void test_matmul_clears_report(pit_context *ctx, pit_context *other)
     REFUSED(pit_moe_forward(NULL, NULL, NULL, NULL, NULL, NULL, NULL, &rep));
     REFUSED(pit_matmul_rows(NULL, NULL, NULL, NULL, NULL, 0, &rep));
     REFUSED(pit_relu_ffn(NULL, NULL, NULL, NULL, NULL, NULL, NULL, &rep));
+    REFUSED(pit_moe_ffn(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, &rep));
 #undef REFUSED
     for (int i = 0; i < n; i++)
         expect_status(refused[i].what, refused[i].got, PIT_ERR_INVALID_ARGUMENT);
@@ -525,6 +526,119 @@ static void test_more_input_checks(pit_context *ctx, pit_context *other)
         pit_tensor_destroy(list[i]);
 }
 
+/* pit_moe_ffn and its backward: every argument check, and the calls that
+ * have nothing to do. T 4 tokens, H 6, F 3, E 2 experts, top-2. */
+enum { FT = 4, FH = 6, FF = 3, FE = 2, FK = 2 };
+enum { FX, FIDS, FG, FW1, FW2, FY, FDY, FDX, FDW1, FDW2, FDG, FW1_NARROW, FW2_E3, FIDS_F32,
+       FG_WIDE, FSCRATCH, FSCRATCH_SMALL, FSCRATCH_BF16, FN };
+
+static void moe_ffn_tensors(pit_context *ctx, pit_tensor **t)
+{
+    const struct { pit_dtype dt; int rank; int64_t shape[3]; } spec[FN] = {
+        {PIT_F32, 2, {FT, FH}},          {PIT_I32, 2, {FT, FK}},      {PIT_F32, 2, {FT, FK}},
+        {PIT_F32, 3, {FE, FH, 2 * FF}},  {PIT_F32, 3, {FE, FF, FH}},  {PIT_F32, 2, {FT, FH}},
+        {PIT_F32, 2, {FT, FH}},          {PIT_F32, 2, {FT, FH}},      {PIT_F32, 3, {FE, FH, 2 * FF}},
+        {PIT_F32, 3, {FE, FF, FH}},      {PIT_F32, 2, {FT, FK}},      {PIT_F32, 3, {FE, FH, FF}},
+        {PIT_F32, 3, {FE + 1, FF, FH}},  {PIT_F32, 2, {FT, FK}},      {PIT_F32, 2, {FT, FK + 1}},
+        {PIT_F32, 1, {FT * FK * 3 * FF}}, {PIT_F32, 1, {FT * FK * 2 * FF - 1}},
+        {PIT_BF16, 1, {FT * FK * 3 * FF}}};
+    for (int i = 0; i < FN; i++) {
+        t[i] = NULL;
+        pit_tensor_create(ctx, spec[i].dt, spec[i].rank, spec[i].shape, &t[i]);
+    }
+    pit_tensor_zero(t[FIDS], NULL);
+}
+
+static pit_status ffn_call(pit_context *ctx, pit_tensor **t, const pit_tensor *W1,
+                           const pit_tensor *W2, const pit_tensor *ids, const pit_tensor *gates,
+                           pit_tensor *Y, const pit_moe_ffn_options *o)
+{
+    return pit_moe_ffn(ctx, NULL, t[FX], ids, gates, W1, W2, Y, o, NULL);
+}
+
+static pit_status ffn_backward_call(pit_context *ctx, pit_tensor **t, pit_tensor *dX,
+                                    pit_tensor *dW1, pit_tensor *dgates,
+                                    const pit_moe_ffn_options *o)
+{
+    return pit_moe_ffn_backward(ctx, NULL, t[FX], t[FIDS], t[FG], t[FW1], t[FW2], t[FDY], dX, dW1,
+                                t[FDW2], dgates, o);
+}
+
+static void test_moe_ffn_errors(pit_context *ctx)
+{
+    pit_tensor *t[FN];
+    moe_ffn_tensors(ctx, t);
+    pit_moe_ffn_options o = pit_moe_ffn_options_default();
+    expect_true("moe_ffn defaults: SwiGLU, no scratch", o.activation == PIT_ACT_SWIGLU && !o.scratch);
+    expect_status("moe_ffn valid", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], NULL),
+                  PIT_SUCCESS);
+    expect_status("moe_ffn null W_down", ffn_call(ctx, t, t[FW1], NULL, t[FIDS], t[FG], t[FY], NULL),
+                  PIT_ERR_INVALID_ARGUMENT);
+    o.activation = (pit_activation)5;
+    expect_status("moe_ffn activation 5", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
+                  PIT_ERR_INVALID_ARGUMENT);
+    o.activation = PIT_ACT_SWIGLU;
+    expect_status("moe_ffn SwiGLU with F columns", ffn_call(ctx, t, t[FW1_NARROW], t[FW2], t[FIDS], t[FG], t[FY], &o),
+                  PIT_ERR_SHAPE_MISMATCH);
+    o.activation = PIT_ACT_RELU;
+    expect_status("moe_ffn ReLU with 2F columns", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
+                  PIT_ERR_SHAPE_MISMATCH);
+    expect_status("moe_ffn ReLU with F columns", ffn_call(ctx, t, t[FW1_NARROW], t[FW2], t[FIDS], t[FG], t[FY], &o),
+                  PIT_SUCCESS);
+    o.activation = PIT_ACT_SWIGLU;
+    expect_status("moe_ffn W_down of 3 experts", ffn_call(ctx, t, t[FW1], t[FW2_E3], t[FIDS], t[FG], t[FY], NULL),
+                  PIT_ERR_SHAPE_MISMATCH);
+    expect_status("moe_ffn f32 ids", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS_F32], t[FG], t[FY], NULL),
+                  PIT_ERR_UNSUPPORTED_DTYPE);
+    expect_status("moe_ffn gates [T,k+1]", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG_WIDE], t[FY], NULL),
+                  PIT_ERR_SHAPE_MISMATCH);
+    expect_status("moe_ffn Y is X", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FX], NULL),
+                  PIT_ERR_ALIASING);
+    o.scratch = t[FSCRATCH_SMALL];
+    expect_status("moe_ffn scratch one element short", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
+                  PIT_ERR_INVALID_ARGUMENT);
+    o.scratch = t[FSCRATCH_BF16];
+    expect_status("moe_ffn bf16 scratch", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
+                  PIT_ERR_UNSUPPORTED_DTYPE);
+    o.scratch = t[FW1];
+    expect_status("moe_ffn scratch is W_gate_up", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
+                  PIT_ERR_ALIASING);
+    pit_tensor *strided = NULL;
+    pit_tensor_desc d;
+    pit_tensor_get_desc(t[FSCRATCH], &d);
+    const int64_t half[2] = {FT * FK * 3 * FF / 2, 1}, every_other[2] = {2, 1};
+    pit_tensor_wrap(ctx, PIT_F32, 2, half, every_other, d.data, 0, &strided);
+    o.scratch = strided;
+    expect_status("moe_ffn strided scratch", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
+                  PIT_ERR_INVALID_ARGUMENT);
+    o.scratch = t[FSCRATCH];
+    expect_status("moe_ffn caller's scratch", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
+                  PIT_SUCCESS);
+    /* the backward: its outputs, its scratch (T*k*(W+F) elements), nothing asked */
+    expect_status("moe_ffn_backward valid", ffn_backward_call(ctx, t, t[FDX], t[FDW1], t[FDG], &o),
+                  PIT_SUCCESS);
+    expect_status("moe_ffn_backward nothing asked",
+                  pit_moe_ffn_backward(ctx, NULL, t[FX], t[FIDS], t[FG], t[FW1], t[FW2], t[FDY], NULL, NULL,
+                                       NULL, NULL, NULL),
+                  PIT_SUCCESS);
+    expect_status("moe_ffn_backward dgates [T,H]", ffn_backward_call(ctx, t, t[FDX], t[FDW1], t[FY], NULL),
+                  PIT_ERR_SHAPE_MISMATCH);
+    expect_status("moe_ffn_backward dX is dY", ffn_backward_call(ctx, t, t[FDY], t[FDW1], t[FDG], NULL),
+                  PIT_ERR_ALIASING);
+    o.scratch = t[FDW1]; /* T*k*(W+F) = 72 elements, as many as dW_gate_up */
+    expect_status("moe_ffn_backward scratch is dW_gate_up", ffn_backward_call(ctx, t, t[FDX], t[FDW1], t[FDG], &o),
+                  PIT_ERR_ALIASING);
+    o.scratch = t[FSCRATCH_SMALL];
+    expect_status("moe_ffn_backward scratch too small", ffn_backward_call(ctx, t, t[FDX], NULL, NULL, &o),
+                  PIT_ERR_INVALID_ARGUMENT);
+    expect_status("moe_ffn_backward null ctx",
+                  pit_moe_ffn_backward(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+                  PIT_ERR_INVALID_ARGUMENT);
+    pit_tensor_destroy(strided);
+    for (int i = 0; i < FN; i++)
+        pit_tensor_destroy(t[i]);
+}
+
 int main(int argc, char **argv)
 {
     test_status_strings();
@@ -538,6 +652,7 @@ int main(int argc, char **argv)
         test_matmul_errors(ctx, other);
         test_matmul_clears_report(ctx, other);
         test_more_input_checks(ctx, other);
+        test_moe_ffn_errors(ctx);
         pit_context_destroy(other);
         pit_context_destroy(ctx);
     } else {

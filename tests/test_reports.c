@@ -375,6 +375,14 @@ static void test_model_operators(pit_context *ctx, pit_rng *rng)
     rt_upload(tE, NULL, w, E * D * D);
     RT_CHECK(pit_moe_forward(ctx, NULL, tR, tI, tG, tE, tC, &r) == PIT_SUCCESS, "moe");
     expect_choice("moe", &r, PIT_CHOICE_MOE PIT_CHOICE_TILE);
+    /* the expert FFN: GELU, so W_gate_up [E,D,D] is [E,H,F]; every slot routed */
+    pit_moe_ffn_options fo = pit_moe_ffn_options_default();
+    fo.activation = PIT_ACT_GELU;
+    RT_CHECK(pit_moe_ffn(ctx, NULL, tR, tI, tG, tE, tE, tC, &fo, &r) == PIT_SUCCESS, "moe_ffn");
+    expect_choice("moe_ffn", &r, PIT_CHOICE_MOE_FFN PIT_CHOICE_TILE);
+    RT_CHECK(r.nonzero_tiles == T * 2 && r.total_tiles == (int64_t)E * T * 2,
+             "moe_ffn report: %lld routed slots of %lld", (long long)r.nonzero_tiles,
+             (long long)r.total_tiles);
     pit_tensor *all[] = {tM, tX, tY, tA, tQ, tO, tR, tW, tC, tI, tG, tE};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         pit_tensor_destroy(all[i]);

@@ -176,7 +176,10 @@ typedef struct ffn_shape { int64_t t, h, f, e, k; } ffn_shape;
 static const ffn_shape ffn_shapes[] = {
     {1, 1, 1, 1, 1}, {7, 5, 3, 2, 1}, {33, 17, 9, 4, 2}, {50, 19, 13, 9, 8}, {64, 24, 10, 3, 2}};
 static const ffn_shape ffn_quick_shapes[] = {{7, 5, 3, 2, 1}, {33, 17, 9, 4, 2}, {50, 19, 13, 9, 8}};
+/* nothing to compute: T, F, E or k 0 */
+static const ffn_shape ffn_empty_shapes[] = {{0, 4, 3, 2, 2}, {5, 4, 0, 2, 2}, {5, 4, 3, 0, 2}, {5, 4, 3, 2, 0}};
 #define NFFN_SHAPES (int)(sizeof ffn_shapes / sizeof ffn_shapes[0])
+#define NFFN_EMPTY (int)(sizeof ffn_empty_shapes / sizeof ffn_empty_shapes[0])
 #define NFFN_QUICK_SHAPES (int)(sizeof ffn_quick_shapes / sizeof ffn_quick_shapes[0])
 #define NFFN_ACTS 5
 static const char *const act_names[NFFN_ACTS] = {"SwiGLU", "GeGLU", "GELU", "ReLU", "SiLU"};
@@ -206,11 +209,13 @@ typedef struct ffn_case {
 static void route_ffn(pit_rng *rng, const ffn_case *c, int32_t *ids)
 {
     const ffn_shape *s = c->s;
-    route_tokens(rng, s->t, s->e, s->k, ids);
+    const int none = c->routing == ROUTE_NONE || s->e == 0;
+    if (!none)
+        route_tokens(rng, s->t, s->e, s->k, ids);
     for (int64_t i = 0; i < s->t; i++)
         for (int64_t j = 0; j < s->k; j++) {
             int32_t *x = &ids[i * s->k + j];
-            if (c->routing == ROUTE_NONE)
+            if (none)
                 *x = (i + j) % 2 ? (int32_t)(-1 - i) : (int32_t)(s->e + i);
             else if (c->routing == ROUTE_ONE_EXPERT && j == 0)
                 *x = (int32_t)(s->e - 1);
@@ -263,10 +268,13 @@ static pit_status ffn_inputs(ffn_bufs *f, const ffn_case *c, pit_rng *rng)
     return st;
 }
 
-/* The token-slots with an id in range: what the report must count. */
+/* The token-slots with an id in range: what the report must count (0 where
+ * the call has nothing to compute and routes nothing). */
 static int64_t routed_slots(const ffn_case *c, const int32_t *ids)
 {
     int64_t n = 0;
+    if (c->s->h == 0 || c->s->f == 0)
+        return 0;
     for (int64_t i = 0; i < c->s->t * c->s->k; i++)
         n += ids[i] >= 0 && ids[i] < c->s->e;
     return n;
@@ -298,9 +306,10 @@ static void ffn_forward(pit_context *ctx, const conf_opts *o, conf_tally *t, con
                                              with_report ? &rep : NULL)))
             continue;
         conf_compare(t, o, w2, &b[FB_Y], ref, c->dt);
-        if (with_report)
-            conf_check(t, o, "report counts the routed slots",
-                       rep.nonzero_tiles == routed_slots(c, f->ids) ? 0.0 : 1.0, 0.0);
+        if (with_report) {
+            snprintf(w2, sizeof w2, "%s: the report's routed slots", what);
+            conf_check(t, o, w2, rep.nonzero_tiles == routed_slots(c, f->ids) ? 0.0 : 1.0, 0.0);
+        }
     }
 }
 
@@ -365,8 +374,8 @@ static void ffn_case_run(pit_context *ctx, const conf_opts *o, conf_tally *t, co
 }
 
 /* Every activation on every shape, skewed and on one expert (quick: the
- * two routings by turns); then, with SwiGLU, no id in range, the caller's
- * scratch, and a backward with outputs left out. */
+ * two routings by turns); then no id in range, the caller's scratch, a
+ * backward with outputs left out, and the empty shapes. */
 static void ffn_dtype_cases(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_dtype dt,
                             pit_rng *rng)
 {
@@ -386,13 +395,18 @@ static void ffn_dtype_cases(pit_context *ctx, const conf_opts *o, conf_tally *t,
                                {wide, dt, PIT_ACT_SWIGLU, ROUTE_SKEWED, FFN_PARTIAL}};
     for (int i = 0; i < 3; i++)
         ffn_case_run(ctx, o, t, &extra[i], rng);
+    for (int i = 0; i < NFFN_EMPTY; i++) {
+        ffn_case c = {&ffn_empty_shapes[i], dt, PIT_ACT_SWIGLU, ROUTE_SKEWED, FFN_PLAIN};
+        ffn_case_run(ctx, o, t, &c, rng);
+    }
 }
 
 void conf_moe_ffn(pit_context *ctx, const conf_opts *o, conf_tally *t)
 {
     pit_rng rng;
     pit_rng_seed(&rng, o->seed + 9);
-    const int ncases = (o->quick ? NFFN_QUICK_SHAPES * NFFN_ACTS : NFFN_SHAPES * NFFN_ACTS * 2) + 3;
+    const int ncases =
+        (o->quick ? NFFN_QUICK_SHAPES * NFFN_ACTS : NFFN_SHAPES * NFFN_ACTS * 2) + 3 + NFFN_EMPTY;
     for (int d = 0; d < 3; d++)
         if (conf_dtype_supported(ctx, conf_dtypes[d], t, ncases * 7, "pit_moe_ffn", ffn_probe))
             ffn_dtype_cases(ctx, o, t, conf_dtypes[d], &rng);
