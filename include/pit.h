@@ -572,8 +572,9 @@ PIT_API pit_moe_ffn_options pit_moe_ffn_options_default(void);
  * back for a report, or where the backend sizes its grid by them
  * (docs/api.md says which); otherwise the call does not wait for the
  * device. options NULL: the defaults. Errors as pit_moe_forward, and
- * PIT_ERR_INVALID_ARGUMENT for an unknown activation, or scratch too small,
- * not contiguous, of another dtype or overlapping an argument;
+ * PIT_ERR_INVALID_ARGUMENT for an unknown activation or a scratch too small
+ * or not contiguous, PIT_ERR_UNSUPPORTED_DTYPE for a scratch of another
+ * dtype, PIT_ERR_ALIASING for one overlapping an argument,
  * PIT_ERR_SHAPE_MISMATCH when W_gate_up's width is not 2F (gated) or F. */
 PIT_API pit_status pit_moe_ffn(pit_context *ctx, pit_stream *stream, const pit_tensor *X,
                                const pit_tensor *expert_ids, const pit_tensor *gates,

@@ -319,8 +319,7 @@ void pit_ref_attention(int64_t bh, int64_t l, int64_t d, int64_t dv, const doubl
     free(p);
 }
 
-/* out[0..n) = x[0..h) . W (h x n). */
-static void row_times(const double *x, const double *w, int64_t h, int64_t n, double *out)
+void pit_ref_row_times(const double *x, const double *w, int64_t h, int64_t n, double *out)
 {
     for (int64_t c = 0; c < n; c++)
         out[c] = 0.0;
@@ -340,7 +339,7 @@ void pit_ref_moe_forward(int64_t t, int64_t h, int64_t n, int64_t e, int64_t k, 
             int32_t x = ids[i * k + j];
             if (x < 0 || x >= e)
                 continue;
-            row_times(X + i * h, W + (int64_t)x * h * n, h, n, z);
+            pit_ref_row_times(X + i * h, W + (int64_t)x * h * n, h, n, z);
             for (int64_t c = 0; c < n; c++)
                 Y[i * n + c] += gates[i * k + j] * z[c];
         }
@@ -371,7 +370,7 @@ void pit_ref_moe_backward(int64_t t, int64_t h, int64_t n, int64_t e, int64_t k,
                 for (int64_t c = 0; c < n; c++)
                     dW[((int64_t)x * h + p) * n + c] += g * X[i * h + p] * dy[c];
             if (dgates) {
-                row_times(X + i * h, w, h, n, z);
+                pit_ref_row_times(X + i * h, w, h, n, z);
                 dgates[i * k + j] = dot_rows(z, dy, n);
             }
         }
@@ -394,7 +393,7 @@ void pit_ref_matmul_rows(int64_t batch, int64_t m, int64_t n, int64_t k, const d
             const double *a = A + (b * m + i) * k;
             double *c = C + (b * m + i) * n;
             if (row_nonzero(a, k))
-                row_times(a, B + (b_batched ? b * k * n : 0), k, n, c);
+                pit_ref_row_times(a, B + (b_batched ? b * k * n : 0), k, n, c);
             else if (!keep)
                 memset(c, 0, (size_t)n * sizeof(double));
         }

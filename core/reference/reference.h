@@ -25,6 +25,9 @@ void pit_ref_from_double(pit_dtype dtype, const double *src, size_t n, void *dst
 void pit_ref_matmul(int64_t batch, int64_t m, int64_t n, int64_t k,
                     const double *A, const double *B, double *C);
 
+/* out[0..n) = x[0..h) . W (h x n, row-major), double. */
+void pit_ref_row_times(const double *x, const double *w, int64_t h, int64_t n, double *out);
+
 /* ||got - ref|| / max(||ref||, tiny); +inf when got has a NaN/Inf that ref
  * does not have at the same place. */
 double pit_ref_rel_error(const double *ref, const double *got, size_t n);

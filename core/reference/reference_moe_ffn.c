@@ -70,16 +70,6 @@ void pit_ref_activation_backward(int act, int64_t f, const double *h, const doub
     }
 }
 
-/* out[0..n) = x[0..m) . W (m x n) */
-static void vec_mat(const double *x, const double *w, int64_t m, int64_t n, double *out)
-{
-    for (int64_t c = 0; c < n; c++)
-        out[c] = 0.0;
-    for (int64_t p = 0; p < m; p++)
-        for (int64_t c = 0; c < n; c++)
-            out[c] += x[p] * w[p * n + c];
-}
-
 /* out[0..m) = W (m x n) . y[0..n) */
 static void mat_vec(const double *w, const double *y, int64_t m, int64_t n, double *out)
 {
@@ -137,9 +127,9 @@ void pit_ref_moe_ffn(const pit_ref_ffn *s, const double *X, const int32_t *ids,
             int32_t x = ids[i * s->k + j];
             if (x < 0 || x >= s->e)
                 continue;
-            vec_mat(X + i * s->h, W1 + (int64_t)x * s->h * w, s->h, w, r.h);
+            pit_ref_row_times(X + i * s->h, W1 + (int64_t)x * s->h * w, s->h, w, r.h);
             pit_ref_activation(s->act, s->f, r.h, r.a);
-            vec_mat(r.a, W2 + (int64_t)x * s->f * s->h, s->f, s->h, r.z);
+            pit_ref_row_times(r.a, W2 + (int64_t)x * s->f * s->h, s->f, s->h, r.z);
             for (int64_t c = 0; c < s->h; c++)
                 Y[i * s->h + c] += gates[i * s->k + j] * r.z[c];
         }
@@ -154,7 +144,7 @@ static void slot_backward(const pit_ref_ffn *s, int64_t i, int64_t j, int32_t x,
     const int64_t w = width_of(s), h = s->h, f = s->f;
     const double gate = gates[i * s->k + j], *x_row = X + i * h, *dy = dY + i * h;
     const double *w1 = W1 + (int64_t)x * h * w, *w2 = W2 + (int64_t)x * f * h;
-    vec_mat(x_row, w1, h, w, r->h);
+    pit_ref_row_times(x_row, w1, h, w, r->h);
     pit_ref_activation(s->act, f, r->h, r->a);
     mat_vec(w2, dy, f, h, r->da); /* dY . W2^T, before the gate */
     if (g->dgates) {

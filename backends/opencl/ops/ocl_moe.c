@@ -32,11 +32,12 @@ pit_status ocl_moe_route(void *bctx, void *stream, const pit_tdesc *ids, const p
     return ocl_launch(&a, s->queue, 1, global, NULL);
 }
 
-/* The gate argument of a token-slot kernel (NULL: all gates are 1). */
-static void arg_gates(ocl_args *a, const pit_tdesc *gates)
+/* A row tensor's argument, or a NULL one: gates NULL are all 1; a NULL
+ * output of moe_activation is not written, a NULL input not read. */
+static void arg_rows_or_null(ocl_args *a, const pit_tdesc *t)
 {
-    if (gates) {
-        ocl_arg_rows(a, gates);
+    if (t) {
+        ocl_arg_rows(a, t);
         return;
     }
     ocl_arg_mem(a, NULL);
@@ -115,7 +116,7 @@ static pit_status moe_rows_product(ocl_ctx *c, ocl_stream *s, int mode, const oc
         ocl_arg_int(&a, mode);
         ocl_arg_rows(&a, R);
         ocl_arg_mat(&a, W);
-        arg_gates(&a, gates);
+        arg_rows_or_null(&a, gates);
         ocl_arg_rows(&a, Out);
         ocl_arg_mem(&a, ys);
         ocl_arg_int(&a, (cl_int)KD);
@@ -171,7 +172,7 @@ static pit_status moe_dw(ocl_ctx *c, ocl_stream *s, const ocl_op_config *k, cons
     ocl_args_begin(&a, kern, "pit_moe_dw");
     ocl_arg_rows(&a, X);
     ocl_arg_rows(&a, D);
-    arg_gates(&a, gates);
+    arg_rows_or_null(&a, gates);
     ocl_arg_mat(&a, dW);
     ocl_arg_int(&a, (cl_int)H);
     ocl_arg_int(&a, (cl_int)N);
@@ -236,18 +237,6 @@ pit_status ocl_moe_matmul(void *bctx, void *stream, int mode, pit_tile *tile,
 
 /* ---- the expert FFN's activation ------------------------------------------------ */
 
-/* A row tensor's argument, or a NULL one (not written / not read). */
-static void arg_rows_or_null(ocl_args *a, const pit_tdesc *t)
-{
-    if (t) {
-        ocl_arg_rows(a, t);
-        return;
-    }
-    ocl_arg_mem(a, NULL);
-    ocl_arg_long(a, 0);
-    ocl_arg_long(a, 0);
-}
-
 pit_status ocl_moe_activation(void *bctx, void *stream, int act, const pit_tdesc *U,
                               const pit_tdesc *dA, const pit_tdesc *gates, const pit_tdesc *A,
                               const pit_tdesc *dU, const pit_tdesc *dgates)
@@ -270,7 +259,7 @@ pit_status ocl_moe_activation(void *bctx, void *stream, int act, const pit_tdesc
     ocl_arg_int(&a, (cl_int)F);
     ocl_arg_rows(&a, U);
     arg_rows_or_null(&a, dA);
-    arg_gates(&a, gates);
+    arg_rows_or_null(&a, gates);
     ocl_arg_int(&a, k);
     arg_rows_or_null(&a, A);
     arg_rows_or_null(&a, dU);
