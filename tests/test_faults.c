@@ -5,6 +5,8 @@
  *  - for every N from 1 to the number of device allocations a pit_matmul
  *    call makes, failing the N-th gives PIT_ERR_OUT_OF_MEMORY with a message,
  *    and the next call on the same stream succeeds with the right result;
+ *  - the same for pit_moe_ffn and its backward (the routing index, the
+ *    scratch workspace, the backend's own scratch), each gradient checked;
  *  - pit_tensor_create and a second context survive an injected failure;
  *  - forced tiles the device cannot run are refused cleanly.
  * Leaks on these error paths are what the ASan build (LeakSanitizer) and
@@ -142,6 +144,117 @@ static void fault_every_allocation(pit_context *ctx, const problem *p)
     free_operands(&o);
 }
 
+/* ---- the MoE expert FFN: T 9 tokens, H 5, F 3, E 3 experts, top-2, SwiGLU ---- */
+enum { MT = 9, MH = 5, MF = 3, ME = 3, MK = 2 };
+enum { MX, MIDS, MG, MW1, MW2, MDY, MY, MDX, MDW1, MDW2, MDG, MN };
+enum { MOUT0 = MY }; /* the outputs: MY..MDG */
+
+typedef struct ffn_operands {
+    pit_tensor *t[MN];
+    double *ref[MN]; /* the references of the outputs MY..MDG */
+    size_t n[MN];
+} ffn_operands;
+
+static void ffn_make(pit_context *ctx, ffn_operands *o)
+{
+    const int64_t dims[MN][3] = {{1, MT, MH}, {1, MT, MK}, {1, MT, MK}, {ME, MH, 2 * MF}, {ME, MF, MH},
+                                 {1, MT, MH}, {1, MT, MH}, {1, MT, MH}, {ME, MH, 2 * MF}, {ME, MF, MH},
+                                 {1, MT, MK}};
+    double *in[MN] = {0};
+    int32_t ids[MT * MK];
+    pit_rng rng;
+    pit_rng_seed(&rng, 11);
+    memset(o, 0, sizeof *o);
+    for (int i = 0; i < MN; i++) {
+        const int rank = dims[i][0] > 1 ? 3 : 2;
+        const pit_dtype dt = i == MIDS ? PIT_I32 : PIT_F32;
+        o->t[i] = rt_tensor(ctx, dt, rank, dims[i][0], dims[i][1], dims[i][2]);
+        o->n[i] = (size_t)(dims[i][0] * dims[i][1] * dims[i][2]);
+        in[i] = calloc(o->n[i], sizeof(double));
+        if (i < MOUT0 && i != MIDS) {
+            pit_ref_fill_random(&rng, in[i], o->n[i]);
+            rt_upload(o->t[i], NULL, in[i], o->n[i]);
+        }
+    }
+    for (int i = 0; i < MT * MK; i++) /* expert 2 gets no token; every 5th id skipped */
+        ids[i] = i % 5 == 4 ? -1 : i % 2;
+    pit_tensor_upload(o->t[MIDS], NULL, ids, sizeof ids);
+    const pit_ref_ffn shape = {MT, MH, MF, ME, MK, PIT_ACT_SWIGLU};
+    pit_ref_moe_ffn(&shape, in[MX], ids, in[MG], in[MW1], in[MW2], in[MY]);
+    pit_ref_ffn_grads g = {in[MDX], in[MDW1], in[MDW2], in[MDG]};
+    pit_ref_moe_ffn_backward(&shape, in[MX], ids, in[MG], in[MW1], in[MW2], in[MDY], &g);
+    for (int i = 0; i < MN; i++) {
+        if (i >= MOUT0)
+            o->ref[i] = in[i];
+        else
+            free(in[i]);
+    }
+}
+
+static void ffn_free(ffn_operands *o)
+{
+    for (int i = 0; i < MN; i++) {
+        pit_tensor_destroy(o->t[i]);
+        free(o->ref[i]);
+    }
+}
+
+static pit_status ffn_both(pit_context *ctx, pit_stream *s, ffn_operands *o)
+{
+    pit_tensor **t = o->t;
+    pit_status st = pit_moe_ffn(ctx, s, t[MX], t[MIDS], t[MG], t[MW1], t[MW2], t[MY], NULL, NULL);
+    return st != PIT_SUCCESS ? st
+                             : pit_moe_ffn_backward(ctx, s, t[MX], t[MIDS], t[MG], t[MW1], t[MW2], t[MDY],
+                                                    t[MDX], t[MDW1], t[MDW2], t[MDG], NULL);
+}
+
+/* The largest relative error of Y and the four gradients. */
+static double ffn_error(ffn_operands *o, pit_stream *s)
+{
+    double worst = 0;
+    for (int i = MOUT0; i < MN; i++) {
+        double *got = calloc(o->n[i], sizeof(double));
+        double e = rt_download(o->t[i], s, got, o->n[i]) == PIT_SUCCESS
+                       ? pit_ref_rel_error(o->ref[i], got, o->n[i])
+                       : INFINITY;
+        worst = e > worst ? e : worst;
+        free(got);
+    }
+    return worst;
+}
+
+static void fault_moe_ffn(pit_context *ctx)
+{
+    ffn_operands o;
+    ffn_make(ctx, &o);
+    pit_stream *s = NULL;
+    pit_stream_create(ctx, &s);
+    long before = pit_debug_alloc_count();
+    pit_status st = ffn_both(ctx, s, &o);
+    long total = pit_debug_alloc_count() - before;
+    RT_CHECK(st == PIT_SUCCESS && ffn_error(&o, s) <= pit_ref_tolerance(PIT_F32),
+             "moe_ffn: first calls: %s", pit_status_string(st));
+    pit_stream_destroy(s);
+    printf("moe_ffn: %ld device allocations in a first forward and backward; failing each in turn\n",
+           total);
+    for (long n = 1; n <= total; n++) {
+        pit_stream_create(ctx, &s); /* a new stream: new workspaces, the same allocations */
+        pit_debug_fail_alloc_after(n);
+        st = ffn_both(ctx, s, &o);
+        pit_debug_fail_alloc_after(0);
+        faults_injected++;
+        RT_CHECK(st == PIT_ERR_OUT_OF_MEMORY && pit_last_error()[0],
+                 "moe_ffn: allocation %ld of %ld failing gives %s, want PIT_ERR_OUT_OF_MEMORY", n, total,
+                 pit_status_string(st));
+        st = ffn_both(ctx, s, &o);
+        double err = st == PIT_SUCCESS ? ffn_error(&o, s) : INFINITY;
+        RT_CHECK(err <= pit_ref_tolerance(PIT_F32), "moe_ffn: after failing allocation %ld: %s, rel error %g",
+                 n, pit_status_string(st), err);
+        pit_stream_destroy(s);
+    }
+    ffn_free(&o);
+}
+
 static void fault_tensor_create(pit_context *ctx)
 {
     int64_t shape[2] = {16, 16};
@@ -232,6 +345,7 @@ int main(void)
     };
     for (size_t i = 0; i < sizeof problems / sizeof problems[0]; i++)
         fault_every_allocation(ctx, &problems[i]);
+    fault_moe_ffn(ctx);
     fault_tensor_create(ctx);
     real_tensor_failure(ctx);
     hostile_tiles(ctx);
