@@ -43,8 +43,7 @@ pit_status pit_vendor_describe(CUdevice dev, pit_device_info *info)
              (version % 1000) / 10);
     info->has_f16 = arch >= 53;
     info->has_bf16 = arch >= 70; /* below sm_80 through f32 arithmetic */
-    snprintf(info->tiledb_family, sizeof info->tiledb_family, "%s",
-             arch >= 90 ? "nvidia-sm90" : arch >= 80 ? "nvidia-sm80" : "nvidia-sm70");
+    snprintf(info->tiledb_family, sizeof info->tiledb_family, "%s", pit_cuda_tiledb_family(arch));
     info->dlpack_device_type = PIT_DLPACK_CUDA;
     return PIT_SUCCESS;
 }
