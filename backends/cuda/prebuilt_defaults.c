@@ -10,38 +10,18 @@
 
 #include "select.h"
 
-typedef struct variant_set {
-    pit_cuda_variant *v;
-    int count, cap, failed;
-} variant_set;
-
 static int same_variant(const pit_cuda_variant *a, const pit_cuda_variant *b)
 {
     char la[PIT_CUDA_LABEL_MAX], lb[PIT_CUDA_LABEL_MAX];
     return !strcmp(pit_cuda_variant_label(a, la, sizeof la), pit_cuda_variant_label(b, lb, sizeof lb));
 }
 
-/* adds v once */
-static void add_variant(variant_set *s, const pit_cuda_variant *v)
+/* appends add to v[*count] unless it is there (the room is the caller's) */
+static void add_once(pit_cuda_variant *v, int *count, const pit_cuda_variant *add)
 {
-    for (int i = 0; i < s->count; ++i)
-        if (same_variant(&s->v[i], v)) return;
-    if (s->count == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 256;
-        pit_cuda_variant *grown = realloc(s->v, (size_t)cap * sizeof *grown);
-        if (!grown) {
-            s->failed = 1;
-            return;
-        }
-        s->v = grown;
-        s->cap = cap;
-    }
-    s->v[s->count++] = *v;
-}
-
-static void add_unless_matmul(const pit_cuda_variant *v, void *user)
-{
-    if (v->kind != PIT_CUDA_MATMUL) add_variant(user, v);
+    for (int i = 0; i < *count; ++i)
+        if (same_variant(&v[i], add)) return;
+    v[(*count)++] = *add;
 }
 
 /* The tile database a device of sm_<arch> with no tuned file loads: only
@@ -67,7 +47,9 @@ static int is_gathered_matmul(const pit_tiledb_entry *e, const pit_microtile *mt
            (e->op == PIT_TILE_MATMUL_M && mt->axis == PIT_AXIS_M);
 }
 
-static void add_matmul_variants(variant_set *s, int arch, const pit_tiledb *db)
+/* Appends the fused matmul's default variants from db to v[*count], which
+ * has room for entries x PIT_MAX_CANDIDATES more. */
+static void add_matmul_variants(pit_cuda_variant *v, int *count, int arch, const pit_tiledb *db)
 {
     static const pit_cuda_mm_align aligned = {1, 1, 1, 1};
     int n = 0;
@@ -76,39 +58,34 @@ static void add_matmul_variants(variant_set *s, int arch, const pit_tiledb *db)
         pit_microtile mts[PIT_MAX_CANDIDATES];
         int nmt = pit_matmul_candidates(PIT_SPARSE_A, e[i].dtype, 4096, 4096, mts, PIT_MAX_CANDIDATES);
         for (int j = 0; j < nmt; ++j) {
-            pit_cuda_variant v;
+            pit_cuda_variant m;
             if (is_gathered_matmul(&e[i], &mts[j]) && pit_tile_fits(&mts[j], &e[i].tile) &&
-                pit_cuda_matmul_variant(arch, e[i].dtype, &e[i].tile, &mts[j], &aligned, &v, NULL))
-                add_variant(s, &v);
+                pit_cuda_matmul_variant(arch, e[i].dtype, &e[i].tile, &mts[j], &aligned, &m, NULL))
+                add_once(v, count, &m);
         }
     }
 }
 
 pit_cuda_variant *pit_cuda_default_variants(int arch, const char *tiledb_dir, int *count)
 {
-    variant_set s;
-    memset(&s, 0, sizeof s);
     *count = 0;
-    pit_cuda_for_each_variant(arch, add_unless_matmul, &s);
     pit_tiledb *db = NULL;
     if (open_shipped_tiledb(arch, tiledb_dir, &db) != PIT_SUCCESS) {
         fprintf(stderr, "the tile database of sm_%d: %s\n", arch, pit_last_error());
-        free(s.v);
         return NULL;
     }
     /* a malformed shipped file would quietly shrink the set */
     const char *warnings = pit_tiledb_warnings(db);
-    if (warnings[0]) {
-        fprintf(stderr, "the tile database of sm_%d: %s\n", arch, warnings);
-        s.failed = 1;
-    }
-    add_matmul_variants(&s, arch, db);
+    int ntable = 0, nentries = 0;
+    pit_cuda_variant *table = warnings[0] ? NULL : pit_cuda_variant_list(arch, &ntable);
+    pit_tiledb_entries(db, &nentries);
+    pit_cuda_variant *v = table ? malloc(((size_t)ntable + (size_t)nentries * PIT_MAX_CANDIDATES) * sizeof *v) : NULL;
+    if (warnings[0]) fprintf(stderr, "the tile database of sm_%d: %s\n", arch, warnings);
+    else if (!v) fprintf(stderr, "default variants of sm_%d: out of memory\n", arch);
+    for (int i = 0; v && i < ntable; ++i)
+        if (table[i].kind != PIT_CUDA_MATMUL) add_once(v, count, &table[i]);
+    if (v) add_matmul_variants(v, count, arch, db);
+    free(table);
     pit_tiledb_close(db);
-    if (s.failed) {
-        free(s.v);
-        return NULL;
-    }
-    *count = s.count;
-    return s.v;
+    return v;
 }
-

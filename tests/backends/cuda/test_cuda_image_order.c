@@ -17,22 +17,10 @@
 #include "cuda_compile.h"
 #include "cuda_internal.h"
 #include "cuda_prebuilt.h"
+#include "test_check.h"
 
 #define ARCH 90
 #define MAX_ENTRIES 8
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                             \
-    do {                                                             \
-        ++checks;                                                    \
-        if (!(cond)) {                                               \
-            ++failures;                                              \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
-            printf(__VA_ARGS__);                                     \
-            printf("\n");                                            \
-        }                                                            \
-    } while (0)
 
 /* ---- the stub driver: what was loaded, the blob "BAD..." never loads ---- */
 static char loaded[16][16]; /* first bytes of each image asked for, in order */

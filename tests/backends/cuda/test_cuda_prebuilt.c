@@ -22,21 +22,9 @@
 #include "cuda_libs.h"
 #include "cuda_prebuilt.h"
 #include "prebuilt_defaults.h"
+#include "test_check.h"
 
 #define EM_CUDA 190
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                             \
-    do {                                                             \
-        ++checks;                                                    \
-        if (!(cond)) {                                               \
-            ++failures;                                              \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
-            printf(__VA_ARGS__);                                     \
-            printf("\n");                                            \
-        }                                                            \
-    } while (0)
 
 /* a 64-bit little-endian ELF for EM_CUDA */
 static int is_cubin(const pit_cuda_prebuilt *e)
