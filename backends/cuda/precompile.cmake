@@ -5,8 +5,10 @@
 # nothing here runs: the plug-in then compiles every variant with NVRTC at
 # run time, as it does the variants not built in.
 find_program(PIT_CUDA_NVCC nvcc HINTS ${CUDAToolkit_BIN_DIR} DOC "nvcc that pre-compiles the default CUDA kernels")
+# which variants are the defaults comes from core's tile database: a build
+# of the plug-in alone (standalone/) has no core, and no built-in kernels
 set(_pit_precompile_default OFF)
-if(PIT_CUDA_NVCC)
+if(PIT_CUDA_NVCC AND TARGET pit_core_static)
   set(_pit_precompile_default ON)
 endif()
 option(PIT_CUDA_PRECOMPILE
@@ -24,8 +26,10 @@ set_target_properties(pit-cuda-prebuilt PROPERTIES POSITION_INDEPENDENT_CODE ON)
 target_include_directories(pit-cuda-prebuilt PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 # which variants are the defaults: the variant table, the tile database and
 # core's micro-tile candidates (prebuilt_defaults.h), for the tool and tests
-add_library(pit-cuda-defaults STATIC prebuilt_defaults.c)
-target_link_libraries(pit-cuda-defaults PUBLIC pit-cuda-kernels pit_core_static)
+if(TARGET pit_core_static)
+  add_library(pit-cuda-defaults STATIC prebuilt_defaults.c)
+  target_link_libraries(pit-cuda-defaults PUBLIC pit-cuda-kernels pit_core_static)
+endif()
 
 if(NOT PIT_CUDA_PRECOMPILE)
   message(STATUS "pit: CUDA kernels built in: none (PIT_CUDA_PRECOMPILE OFF; nvcc: ${PIT_CUDA_NVCC})")
@@ -43,8 +47,9 @@ const pit_cuda_prebuilt *pit_cuda_prebuilt_table(int *count)
 ]])
   return()
 endif()
-if(NOT PIT_CUDA_NVCC)
-  message(FATAL_ERROR "PIT_CUDA_PRECOMPILE needs nvcc: set PIT_CUDA_NVCC, or -DPIT_CUDA_PRECOMPILE=OFF")
+if(NOT PIT_CUDA_NVCC OR NOT TARGET pit-cuda-defaults)
+  message(FATAL_ERROR "PIT_CUDA_PRECOMPILE needs nvcc (PIT_CUDA_NVCC) and core's tile database (not in a build "
+                      "of the plug-in alone); or -DPIT_CUDA_PRECOMPILE=OFF")
 endif()
 message(STATUS "pit: CUDA kernels built in: sm ${PIT_CUDA_PRECOMPILE_ARCHS} with ${PIT_CUDA_NVCC}")
 
