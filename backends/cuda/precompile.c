@@ -282,14 +282,18 @@ static int embed_line(FILE *f, FILE *t, char *line, int index)
     return 0;
 }
 
+/* Writes OUT.c.tmp, renamed to OUT.c when whole: a failed embed leaves no
+ * table that a later build would take for done. */
 static int embed_main(const char *out, int nman, char **manifests)
 {
-    FILE *f = fopen(out, "w");
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%.1000s.tmp", out);
+    FILE *f = fopen(tmp, "w");
     char *table = NULL;
     size_t table_len = 0;
     FILE *t = f ? open_memstream(&table, &table_len) : NULL;
     if (!t) {
-        fprintf(stderr, TOOL ": cannot write %s\n", out);
+        fprintf(stderr, TOOL ": cannot write %s\n", tmp);
         if (f) fclose(f);
         return 1;
     }
@@ -305,8 +309,8 @@ static int embed_main(const char *out, int nman, char **manifests)
         }
         while (!bad && fgets(line, sizeof line, in)) {
             line[strcspn(line, "\n")] = 0;
-            if ((bad = embed_line(f, t, line, count) != 0)) fprintf(stderr, TOOL ": %s: bad line: %s\n", manifests[m], line);
-            ++count;
+            bad = embed_line(f, t, line, count++) != 0;
+            if (bad) fprintf(stderr, TOOL ": %s: bad line: %s\n", manifests[m], line);
         }
         fclose(in);
     }
@@ -314,9 +318,15 @@ static int embed_main(const char *out, int nman, char **manifests)
     /* one row more than the count: a C array is never empty */
     fprintf(f, "\nstatic const pit_cuda_prebuilt table[] = {\n%s    {0, \"\", {0, 0}, 0, 0}};\n\n", table ? table : "");
     fprintf(f, "const pit_cuda_prebuilt *pit_cuda_prebuilt_table(int *count)\n{\n    *count = %d;\n    return table;\n}\n",
-            bad ? 0 : count);
+            count);
     free(table);
-    return (fclose(f) != 0 || bad) ? 1 : 0;
+    bad = fclose(f) != 0 || bad;
+    if (!bad && rename(tmp, out) != 0) {
+        fprintf(stderr, TOOL ": cannot write %s\n", out);
+        bad = 1;
+    }
+    if (bad) remove(tmp);
+    return bad;
 }
 
 /* ---- main -------------------------------------------------------------------- */

@@ -16,8 +16,13 @@ option(PIT_CUDA_PRECOMPILE
   ${_pit_precompile_default})
 set(PIT_CUDA_PRECOMPILE_ARCHS "80;90" CACHE STRING
   "Architectures of the built-in cubins (compute capability x 10; 90 compiles sm_90a)")
-set(PIT_CUDA_PRECOMPILE_JOBS 1 CACHE STRING
-  "nvcc runs at a time per architecture (make -jN already runs the architectures in parallel)")
+# the architectures compile in parallel (one build step each): the cores
+# shared among them, 1 each on 2 cores
+cmake_host_system_information(RESULT _pit_cores QUERY NUMBER_OF_LOGICAL_CORES)
+list(LENGTH PIT_CUDA_PRECOMPILE_ARCHS _pit_narchs)
+math(EXPR _pit_jobs "(${_pit_cores} + ${_pit_narchs} - 1) / ${_pit_narchs}")
+set(PIT_CUDA_PRECOMPILE_JOBS ${_pit_jobs} CACHE STRING
+  "nvcc runs at a time per architecture (default: the cores shared among the architectures)")
 
 set(_pit_prebuilt_c ${CMAKE_CURRENT_BINARY_DIR}/pit_cuda_prebuilt.c)
 # one library owns the generated file: the plug-in and the tests link it

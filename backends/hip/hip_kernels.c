@@ -37,8 +37,9 @@ pit_status pit_vendor_kernel_image(pit_hip_ctx *c, const pit_cuda_variant *v, co
     }
     if (!pit_hiprtc.CreateProgram)
         return pit_hip_host->error(PIT_ERR_UNSUPPORTED,
-                                   "hip: kernel %s has no built-in code object for %s and no hiprtc was found to "
-                                   "compile it", key, c->vendor.gfx);
+                                   "hip: kernel %s has no built-in code object for %s%s and no hiprtc was found "
+                                   "to compile it", key, c->vendor.gfx,
+                                   image->after >= PIT_IMAGE_BUILTIN ? " that loads," : "");
     char *code = NULL;
     size_t size = 0;
     pit_status st = pit_hip_rtc_compile(c->vendor.gfx, v, key, &code, &size);
