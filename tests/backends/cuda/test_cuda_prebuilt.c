@@ -7,7 +7,8 @@
  *       variants of each ARCH (prebuilt_defaults.h): each has one entry,
  *       found by the run-time lookup with the inputs the run-time path
  *       computes (pit_cuda_key_inputs of the disk cache's key, where NVRTC
- *       loads), holding a CUDA ELF; every entry is such a variant. Lists
+ *       loads), holding a CUDA ELF that names the kernel's entry; every
+ *       entry is such a variant. Lists
  *       the entries and their sizes. Variants not built in (unaligned
  *       operands, another architecture, other inputs) find nothing, so
  *       they go to the disk cache and NVRTC.
@@ -26,12 +27,22 @@
 
 #define EM_CUDA 190
 
-/* a 64-bit little-endian ELF for EM_CUDA */
-static int is_cubin(const pit_cuda_prebuilt *e)
+/* name and its NUL among the bytes d[size] (a string table's entry) */
+static int holds_name(const unsigned char *d, size_t size, const char *name)
+{
+    size_t n = strlen(name) + 1;
+    for (size_t i = 0; i + n <= size; ++i)
+        if (!memcmp(d + i, name, n)) return 1;
+    return 0;
+}
+
+/* a 64-bit little-endian ELF for EM_CUDA that names the kernel's entry */
+static int is_cubin(const pit_cuda_prebuilt *e, const pit_cuda_variant *v)
 {
     const unsigned char *d = e->data;
-    return e->end - e->data > 64 && !memcmp(d, "\x7f" "ELF", 4) && d[4] == 2 && d[5] == 1 &&
-           (d[18] | d[19] << 8) == EM_CUDA;
+    size_t size = (size_t)(e->end - e->data);
+    return size > 64 && !memcmp(d, "\x7f" "ELF", 4) && d[4] == 2 && d[5] == 1 && (d[18] | d[19] << 8) == EM_CUDA &&
+           holds_name(d, size, pit_cuda_kernel_name(v->kind));
 }
 
 /* The inputs as the run-time path has them: the disk cache's key past its
@@ -91,7 +102,8 @@ static int check_arch(const pit_cuda_prebuilt *table, int count, int arch, const
             pit_cuda_inputs_digest(inputs, d);
             CHECK(e->digest[0] == d[0] && e->digest[1] == d[1] && !strcmp(e->variant, label),
                   "entry of %s keyed otherwise", label);
-            CHECK(is_cubin(e), "sm_%d: %s: no CUDA ELF (%ld bytes)", arch, label, (long)(e->end - e->data));
+            CHECK(is_cubin(e, &v[i]), "sm_%d: %s: no CUDA ELF of its entry (%ld bytes)", arch, label,
+                  (long)(e->end - e->data));
             printf("sm_%d %7ld %s\n", arch, (long)(e->end - e->data), label);
             bytes += (size_t)(e->end - e->data);
             ++found;
