@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "cuda_internal.h"
+#include "cuda_prebuilt.h"
 
 pit_status pit_cuda_push(pit_cuda_ctx *c)
 {
@@ -43,16 +44,26 @@ pit_status pit_vendor_describe(CUdevice dev, pit_device_info *info)
              (version % 1000) / 10);
     info->has_f16 = arch >= 53;
     info->has_bf16 = arch >= 70; /* below sm_80 through f32 arithmetic */
-    snprintf(info->tiledb_family, sizeof info->tiledb_family, "%s",
-             arch >= 90 ? "nvidia-sm90" : arch >= 80 ? "nvidia-sm80" : "nvidia-sm70");
+    snprintf(info->tiledb_family, sizeof info->tiledb_family, "%s", pit_cuda_tiledb_family(arch));
     info->dlpack_device_type = PIT_DLPACK_CUDA;
     return PIT_SUCCESS;
+}
+
+/* the kernels built into the plug-in for arch (cuda_prebuilt.h) */
+static int builtin_kernels(int arch)
+{
+    int count = 0, n = 0;
+    const pit_cuda_prebuilt *table = pit_cuda_prebuilt_table(&count);
+    for (int i = 0; i < count; ++i) n += table[i].arch == arch;
+    return n;
 }
 
 pit_status pit_vendor_context_open(pit_cuda_ctx *c)
 {
     pit_status st = device_arch(c->dev, &c->arch);
     if (st != PIT_SUCCESS) return st;
+    pit_cuda_host->log_debug("cuda: %d kernels built in for sm_%d; others compiled by NVRTC", builtin_kernels(c->arch),
+                             c->arch);
     CU_CHECK(pit_cu.DevicePrimaryCtxRetain(&c->vendor.ctx, c->dev), "cuDevicePrimaryCtxRetain");
     /* Once, here: a pool attribute set inside a call would invalidate a
      * CUDA-graph capture of that call. */

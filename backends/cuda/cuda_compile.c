@@ -8,21 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_OPTIONS 32
+#define MAX_OPTIONS PIT_CUDA_MAX_OPTIONS
 
-/* NVRTC's options for v on sm_<arch> into opts (pointing into archopt and
- * defines, which the caller keeps); returns their count. */
-static int compile_options(const pit_cuda_variant *v, int arch, char *archopt, size_t archopt_size,
-                           char *defines, size_t defines_size, const char **opts)
+int pit_cuda_compile_options(const pit_cuda_variant *v, int arch, char *archopt, size_t archopt_size,
+                             char *defines, size_t defines_size, const char **opts, int max)
 {
     /* sm_90 gets sm_90a: the Hopper-only instructions (wgmma); the JIT
      * compiles for the device's exact architecture, which runs it */
     snprintf(archopt, archopt_size, "--gpu-architecture=sm_%d%s", arch, arch == 90 ? "a" : "");
     int n = 0;
+    if (max < 2) return 0;
     opts[n++] = archopt;
     opts[n++] = "--std=c++17";
     pit_cuda_variant_defines(v, defines, defines_size);
-    return n + pit_cuda_split_options(defines, opts + n, MAX_OPTIONS - n);
+    return n + pit_cuda_split_options(defines, opts + n, max - n);
 }
 
 static char *append(char *p, const char *text)
@@ -32,28 +31,48 @@ static char *append(char *p, const char *text)
     return p + n;
 }
 
-char *pit_cuda_variant_key(const pit_cuda_variant *v, int arch)
+/* first, then the options, every header with its name, the kernel's name
+ * and source (cuda_compile.h) */
+static char *variant_text(const char *first, const pit_cuda_variant *v, int arch)
 {
     const char *const *hsrc, *const *hname;
     int nh = pit_cuda_kernel_headers(&hsrc, &hname);
     const char *src = pit_cuda_kernel_source(v->kind);
-    char archopt[64], defines[512], version[64];
+    char archopt[64], defines[512];
     const char *opts[MAX_OPTIONS];
-    int nopts = compile_options(v, arch, archopt, sizeof archopt, defines, sizeof defines, opts);
-    int major = 0, minor = 0;
-    nvrtcVersion(&major, &minor);
-    snprintf(version, sizeof version, "nvrtc %d.%d\n", major, minor);
-    size_t n = strlen(version) + strlen(pit_cuda_kernel_name(v->kind)) + 2 + strlen(src);
+    int nopts = pit_cuda_compile_options(v, arch, archopt, sizeof archopt, defines, sizeof defines, opts,
+                                         MAX_OPTIONS);
+    size_t n = strlen(first) + strlen(pit_cuda_kernel_name(v->kind)) + 2 + strlen(src);
     for (int i = 0; i < nopts; ++i) n += strlen(opts[i]) + 1;
     for (int i = 0; i < nh; ++i) n += strlen(hname[i]) + 1 + strlen(hsrc[i]);
     char *key = malloc(n);
     if (!key) return NULL;
-    char *p = append(key, version);
+    char *p = append(key, first);
     for (int i = 0; i < nopts; ++i) p = append(append(p, opts[i]), "\n");
     for (int i = 0; i < nh; ++i) p = append(append(append(p, hname[i]), "\n"), hsrc[i]);
     p = append(append(p, pit_cuda_kernel_name(v->kind)), "\n");
     *append(p, src) = '\0';
     return key;
+}
+
+char *pit_cuda_variant_inputs(const pit_cuda_variant *v, int arch)
+{
+    return variant_text("", v, arch);
+}
+
+char *pit_cuda_variant_key(const pit_cuda_variant *v, int arch)
+{
+    char version[64];
+    int major = 0, minor = 0;
+    nvrtcVersion(&major, &minor);
+    snprintf(version, sizeof version, "nvrtc %d.%d\n", major, minor);
+    return variant_text(version, v, arch);
+}
+
+const char *pit_cuda_key_inputs(const char *key)
+{
+    const char *nl = strchr(key, '\n');
+    return nl ? nl + 1 : key;
 }
 
 /* the program's log (malloc'd), NULL when empty */
@@ -91,7 +110,7 @@ int pit_cuda_compile(const pit_cuda_variant *v, int arch, char **cubin, size_t *
     *cubin = NULL;
     *size = 0;
     if (log) *log = NULL;
-    int n = compile_options(v, arch, archopt, sizeof archopt, defines, sizeof defines, opts);
+    int n = pit_cuda_compile_options(v, arch, archopt, sizeof archopt, defines, sizeof defines, opts, MAX_OPTIONS);
 
     nvrtcResult r = nvrtcCreateProgram(&prog, pit_cuda_kernel_source(v->kind), pit_cuda_kernel_name(v->kind),
                                        nh, hsrc, hname);

@@ -88,6 +88,13 @@ char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size
     return buf;
 }
 
+char *pit_cuda_variant_label(const pit_cuda_variant *v, char *buf, size_t size)
+{
+    char defines[512];
+    snprintf(buf, size, "%s %s", pit_cuda_kernel_name(v->kind), pit_cuda_variant_defines(v, defines, sizeof defines));
+    return buf;
+}
+
 /* ---- tile rules: mirror the constexpr pickers of pit_matmul.cu ---------- */
 static int cuda_core_layout_exists(int bm, int bn, int threads)
 {
@@ -166,6 +173,41 @@ int pit_cuda_tile_valid(pit_dtype dtype, const pit_tile *t, const char **why)
         return 0;
     }
     return 1;
+}
+
+int pit_cuda_matmul_variant(int arch, pit_dtype dt, const pit_tile *tile, const pit_microtile *mt,
+                            const pit_cuda_mm_align *al, pit_cuda_variant *v, const char **why)
+{
+    memset(v, 0, sizeof *v);
+    v->kind = PIT_CUDA_MATMUL;
+    v->dtype = dt;
+    v->axis = mt->axis;
+    v->mt_rows = mt->rows;
+    v->mt_cols = mt->cols;
+    pit_tile *t = &v->tile;
+    *t = *tile;
+    if (t->stages < 2) t->stages = 2;
+    if (mt->axis == PIT_AXIS_K) t->bm = mt->rows;
+    t->tensor_core = t->tensor_core && dt != PIT_F32 && arch >= 80 && t->bm >= 16;
+    if (!pit_cuda_tile_valid(dt, t, why)) return 0;
+    int vec = dt == PIT_F32 ? 4 : 8;
+    v->a_vec = al->a && mt->cols % vec == 0 && t->bk % vec == 0;
+    v->b_vec = al->b && t->bn % vec == 0;
+    /* axis K with micro-tiles narrower than a 16-byte vector (32x1): gather
+     * A densely first (pit_compact), then read it with 16-byte copies */
+    if (mt->axis == PIT_AXIS_K && !v->a_vec && t->bk % vec == 0) {
+        v->a_comp = 1;
+        v->a_vec = 1;
+    }
+    /* SWrite vectors: C's rows (axis K, and axis M for f32, which reduces
+     * into C) or the f32 scratch (axis M, 16-bit: ld = N) 16-byte aligned */
+    v->c_vec = mt->axis == PIT_AXIS_K || dt == PIT_F32 ? al->c : al->n4;
+    return 1;
+}
+
+const char *pit_cuda_tiledb_family(int arch)
+{
+    return arch >= 90 ? "nvidia-sm90" : arch >= 80 ? "nvidia-sm80" : "nvidia-sm70";
 }
 
 /* ---- the one table of variants CI compiles ------------------------------ */
@@ -368,9 +410,8 @@ pit_status pit_kernel_cache_get(const pit_host *host, pthread_mutex_t *lock,
                                 pit_kernel_build_fn build, pit_kernel_release_fn release,
                                 pit_kernel_link **out)
 {
-    char key[600], defines[512];
-    snprintf(key, sizeof key, "%s %s", pit_cuda_kernel_name(v->kind),
-             pit_cuda_variant_defines(v, defines, sizeof defines));
+    char key[PIT_CUDA_LABEL_MAX];
+    pit_cuda_variant_label(v, key, sizeof key);
     pthread_mutex_lock(lock);
     for (pit_kernel_link *k = *head; k; k = k->next) {
         if (!strcmp(k->key, key)) {

@@ -52,9 +52,36 @@ int pit_cuda_kernel_headers(const char *const **sources, const char *const **nam
  * written into buf; returns buf. The JIT splits it at spaces. */
 char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size);
 
+/* "<entry> <defines>" ("pit_matmul -DPIT_KERNEL_MATMUL -DPIT_DTYPE=1 ..."),
+ * written into buf; returns buf. The name of a variant: the per-context
+ * cache's key, the built-in binaries' (cuda_prebuilt.h, HIP's code
+ * objects). */
+#define PIT_CUDA_LABEL_MAX 600
+char *pit_cuda_variant_label(const pit_cuda_variant *v, char *buf, size_t size);
+
 /* 1 when the kernel sources accept this matmul tile (the same rules as the
  * static_asserts and layout pickers of pit_matmul.cu); why says what fails. */
 int pit_cuda_tile_valid(pit_dtype dtype, const pit_tile *t, const char **why);
+
+/* The 16-byte alignment of a matmul's operands, which picks its vector
+ * loads and stores: a, b: A's and B's rows (pointer, leading dimension,
+ * batch stride and width); c: C's rows (pointer, leading dimension, batch
+ * stride); n4: N a multiple of 4 (the f32 scratch of axis M, 16-bit). */
+typedef struct pit_cuda_mm_align {
+    int a, b, c, n4;
+} pit_cuda_mm_align;
+
+/* The fused matmul variant that runs tile for micro-tile mt of dtype dt on
+ * sm_<arch> with operands aligned as al: along K the tile's bm becomes the
+ * micro-tile's rows, 16-bit data uses tensor cores from sm_80 and 16 rows,
+ * A narrower than a vector is compacted first. The one rule of the
+ * plug-in's matmul (ops/matmul.c) and of the build's pre-compiled set
+ * (precompile.c). Returns 0 and why when the tile cannot run. */
+int pit_cuda_matmul_variant(int arch, pit_dtype dt, const pit_tile *tile, const pit_microtile *mt,
+                            const pit_cuda_mm_align *al, pit_cuda_variant *v, const char **why);
+
+/* The shipped tile database of sm_<arch> ("nvidia-sm90", ...). */
+const char *pit_cuda_tiledb_family(int arch);
 
 /* Every variant CI compiles for arch (sm_XY as XY). Calls fn for each;
  * returns how many. Tensor-core variants only for arch >= 80. */

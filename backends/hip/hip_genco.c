@@ -22,18 +22,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "cuda_kernels.h"
+#include "kernel_tools.h"
 
 #define MAX_ARGS 64
 
 typedef struct job {
     pit_cuda_variant v;
-    char key[600];
-    pid_t pid;
-    int done, failed;
+    char key[PIT_CUDA_LABEL_MAX];
 } job;
 
 typedef struct job_list {
@@ -76,62 +73,29 @@ static int fill_jobs(job_list *l, int all)
         if (!all && !builtin_variant(&v[i])) continue;
         job *j = &l->jobs[l->count++];
         j->v = v[i];
-        char defines[512];
-        snprintf(j->key, sizeof j->key, "%s %s", pit_cuda_kernel_name(v[i].kind),
-                 pit_cuda_variant_defines(&v[i], defines, sizeof defines));
+        pit_cuda_variant_label(&v[i], j->key, sizeof j->key);
     }
     free(v);
     return l->jobs != NULL;
 }
 
-static int write_text(const char *dir, const char *name, const char *text)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    /* headers live in folders (common/port.cuh): make the one they name */
-    char *slash = strrchr(path, '/');
-    if (slash > path + strlen(dir)) {
-        *slash = 0;
-        if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-            fprintf(stderr, "pit-hip-genco: cannot create %s: %s\n", path, strerror(errno));
-            return -1;
-        }
-        *slash = '/';
-    }
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-        fprintf(stderr, "pit-hip-genco: cannot write %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
+typedef struct run {
+    const options *o;
+    const char *dir;
+    const job_list *l;
+} run;
 
-/* The sources exactly as embedded for hiprtc: the headers, and for every
- * kernel the jobs use, its source as KERNEL.cu. */
-static int write_sources(const char *dir, const job_list *l)
+static pid_t start_job(int index, void *user)
 {
-    const char *const *hsrc, *const *hname;
-    int nh = pit_cuda_kernel_headers(&hsrc, &hname);
-    for (int i = 0; i < nh; ++i)
-        if (write_text(dir, hname[i], hsrc[i])) return -1;
-    for (int i = 0; i < l->count; ++i) {
-        int first = 1;
-        for (int j = 0; j < i && first; ++j) first = l->jobs[j].v.kind != l->jobs[i].v.kind;
-        char name[128];
-        snprintf(name, sizeof name, "%s.cu", pit_cuda_kernel_name(l->jobs[i].v.kind));
-        if (first && write_text(dir, name, pit_cuda_kernel_source(l->jobs[i].v.kind))) return -1;
-    }
-    return 0;
-}
-
-static pid_t start_job(const options *o, const char *dir, int index, job *j)
-{
+    const run *r = user;
+    const options *o = r->o;
+    const job *j = &r->l->jobs[index];
     char arch[64], src[1024], out[1024], log[1024], cov[64], defines[512];
     snprintf(arch, sizeof arch, "--offload-arch=%s", o->arch);
     /* a folder name too long for the paths: no job (a failure, not a truncated path) */
-    if ((size_t)snprintf(src, sizeof src, "%.900s/%.60s.cu", dir, pit_cuda_kernel_name(j->v.kind)) >= sizeof src ||
-        (size_t)snprintf(out, sizeof out, "%s/%d.co", dir, index) >= sizeof out ||
-        (size_t)snprintf(log, sizeof log, "%s/%d.log", dir, index) >= sizeof log) {
+    if ((size_t)snprintf(src, sizeof src, "%.900s/%.60s.cu", r->dir, pit_cuda_kernel_name(j->v.kind)) >= sizeof src ||
+        (size_t)snprintf(out, sizeof out, "%s/%d.co", r->dir, index) >= sizeof out ||
+        (size_t)snprintf(log, sizeof log, "%s/%d.log", r->dir, index) >= sizeof log) {
         errno = ENAMETOOLONG;
         return -1;
     }
@@ -142,62 +106,22 @@ static pid_t start_job(const options *o, const char *dir, int index, job *j)
     const char *fixed[] = {o->cc, "-x", "hip", arch, "--cuda-device-only", "--no-gpu-bundle-output", "-nogpulib",
                            "-nogpuinc", "-O3", "-std=c++17", cov, "-DPIT_HIP_BARE=1"};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; ++i) argv[n++] = fixed[i];
-    for (char *p = strtok(defines, " "); p && n < MAX_ARGS - 4; p = strtok(NULL, " ")) argv[n++] = p;
+    n += pit_cuda_split_options(defines, argv + n, MAX_ARGS - 4 - n);
     argv[n++] = src;
     argv[n++] = "-o";
     argv[n++] = out;
     argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        FILE *l = freopen(log, "w", stderr);
-        (void)l;
-        execvp(argv[0], (char *const *)argv);
-        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    return pid;
+    return pit_tool_spawn(argv, log);
 }
 
-static void report_failure(const char *dir, int index, const job *j)
+static void job_done(int index, int ok, void *user)
 {
-    char path[1024], line[1024];
-    int n = snprintf(path, sizeof path, "%.900s/%d.log", dir, index);
-    fprintf(stderr, "pit-hip-genco: FAILED %s\n", j->key);
-    FILE *f = n > 0 && (size_t)n < sizeof path ? fopen(path, "r") : NULL;
-    for (int n = 0; f && n < 40 && fgets(line, sizeof line, f); ++n) fputs(line, stderr);
-    if (f) fclose(f);
-}
-
-/* Runs every job, at most o->jobs at once; returns the failure count. */
-static int run_jobs(const options *o, const char *dir, job_list *l)
-{
-    int next = 0, running = 0, failed = 0;
-    while (next < l->count || running > 0) {
-        while (running < o->jobs && next < l->count) {
-            l->jobs[next].pid = start_job(o, dir, next, &l->jobs[next]);
-            if (l->jobs[next].pid < 0) {
-                fprintf(stderr, "pit-hip-genco: fork failed: %s\n", strerror(errno));
-                return l->count;
-            }
-            ++next;
-            ++running;
-        }
-        int status = 0;
-        pid_t pid = wait(&status);
-        if (pid < 0) break;
-        for (int i = 0; i < next; ++i) {
-            if (l->jobs[i].pid != pid || l->jobs[i].done) continue;
-            l->jobs[i].done = 1;
-            l->jobs[i].failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-            if (l->jobs[i].failed) {
-                report_failure(dir, i, &l->jobs[i]);
-                ++failed;
-            }
-        }
-        --running;
-    }
-    return failed;
+    const run *r = user;
+    if (ok) return;
+    char path[1024];
+    fprintf(stderr, "pit-hip-genco: FAILED %s\n", r->l->jobs[index].key);
+    snprintf(path, sizeof path, "%.900s/%d.log", r->dir, index);
+    pit_tool_print_log(path, 40);
 }
 
 static int write_manifest(const options *o, const char *dir, const job_list *l)
@@ -221,11 +145,12 @@ static int compile_main(const options *o)
         fprintf(stderr, "pit-hip-genco: out of memory\n");
         return 1;
     }
-    if (write_sources(dir, &l)) {
+    if (pit_tool_write_sources("pit-hip-genco", dir)) {
         free(l.jobs);
         return 1;
     }
-    int failed = run_jobs(o, dir, &l);
+    run r = {o, dir, &l};
+    int failed = pit_tool_run_jobs(l.count, o->jobs, start_job, job_done, &r);
     printf("pit-hip-genco: %s: %d code objects with %s, %d failed\n", o->arch, l.count - failed, o->cc, failed);
     if (!failed && write_manifest(o, dir, &l)) {
         fprintf(stderr, "pit-hip-genco: cannot write the manifest of %s\n", o->arch);
@@ -236,16 +161,6 @@ static int compile_main(const options *o)
 }
 
 /* ---- embed ---------------------------------------------------------------- */
-static void c_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; ++s) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* "DIR/gfx90a.manifest" -> "gfx90a" */
 static void manifest_arch(const char *path, char *arch, size_t size)
 {
@@ -275,14 +190,14 @@ static int embed_main(const char *out, int nman, char **manifests)
         while (fgets(line, sizeof line, in)) {
             line[strcspn(line, "\n")] = 0;
             char *tab = strchr(line, '\t');
-            if (!tab || strchr(line, '"')) continue;
+            if (!tab) continue;
             *tab = 0;
-            fprintf(f, "__asm__(\".section .rodata\\n.balign 64\\npit_hip_co_%d:\\n.incbin \\\"%s\\\"\\n"
-                       "pit_hip_co_%d_end:\\n.previous\");\n",
-                    count, line, count);
-            fprintf(f, "extern const unsigned char pit_hip_co_%d[], pit_hip_co_%d_end[];\n", count, count);
+            if (pit_tool_embed_file(f, "pit_hip_co_", count, line)) {
+                fprintf(stderr, "pit-hip-genco: cannot embed %s (a quote or backslash in its path)\n", line);
+                return 1;
+            }
             fprintf(t, "    {\"%s\", ", arch);
-            c_string(t, tab + 1);
+            pit_tool_c_string(t, tab + 1);
             fprintf(t, ", pit_hip_co_%d, pit_hip_co_%d_end},\n", count, count);
             ++count;
         }

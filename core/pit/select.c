@@ -83,7 +83,7 @@ static int tile_op_for(const pit_problem *p, pit_axis axis, pit_tile_op *op)
     return 0; /* e.g. a K-axis gather of sparse B: no kernel kind for it */
 }
 
-static int tile_fits(const pit_microtile *t, const pit_tile *tile)
+int pit_tile_fits(const pit_microtile *t, const pit_tile *tile)
 {
     switch (t->axis) {
     case PIT_AXIS_K: return tile->bm == t->rows;
@@ -334,7 +334,7 @@ static option best_for_candidate(const cost_ctx *cx, cand_summary *cs, const pit
     if (!tile_op_for(cx->p, t->axis, &op))
         return best;
     for (int i = 0; i < n; i++) {
-        if (v[i].op != op || v[i].dtype != cx->p->dtype || !tile_fits(t, &v[i].tile))
+        if (v[i].op != op || v[i].dtype != cx->p->dtype || !pit_tile_fits(t, &v[i].tile))
             continue;
         int64_t gathered = summary_tiles(cs, gather_divisor(t, &v[i].tile)), tiles;
         double us = sparse_cost(cx, t, &v[i], gathered, cs->nonzero, cs->st->groups, &tiles);
@@ -498,7 +498,7 @@ pit_status pit_select_fixed(const pit_tiledb *db, const pit_problem *problem,
     /* No statistics: the grid is sized for a full index, so cost it full. */
     option best = {0};
     for (int i = 0; i < n; i++) {
-        if (v[i].op != op || v[i].dtype != problem->dtype || !tile_fits(tile, &v[i].tile))
+        if (v[i].op != op || v[i].dtype != problem->dtype || !pit_tile_fits(tile, &v[i].tile))
             continue;
         int64_t per_group = ceil_div(capacity * gathered_extent(tile),
                                      gather_divisor(tile, &v[i].tile)), tiles;

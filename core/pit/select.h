@@ -103,6 +103,10 @@ int pit_matmul_candidates(pit_sparse_operand sparse, pit_dtype dtype,
                           int64_t rows, int64_t cols,
                           pit_microtile *out, int max);
 
+/* 1 when a database tile can compute micro-tile t (select.c's table:
+ * matmul_k bm == Tm, matmul_m bk == Tk, matmul_n bk == Tk). */
+int pit_tile_fits(const pit_microtile *t, const pit_tile *tile);
+
 /* ---- tile database -------------------------------------------------------- */
 typedef struct pit_tiledb pit_tiledb;
 

@@ -163,15 +163,27 @@ pit_status pit_vendor_context_open(pit_cuda_ctx *c);
 /* Releases what pit_vendor_context_open holds, after the context's work. */
 void pit_vendor_context_close(pit_cuda_ctx *c);
 
+/* Where the code of a kernel variant comes from, in the order the sources
+ * are tried: built into the plug-in (cubins pre-compiled by nvcc on CUDA,
+ * code objects on HIP), the disk cache (CUDA), compiled now (NVRTC,
+ * hiprtc). */
+typedef enum pit_image_origin {
+    PIT_IMAGE_NONE,
+    PIT_IMAGE_BUILTIN,
+    PIT_IMAGE_DISK_CACHE,
+    PIT_IMAGE_COMPILED
+} pit_image_origin;
+
 /* The code of a kernel variant, ready to load: data, and owned (freed once
- * loaded; NULL where data is built into the plug-in). fresh (set by the
- * caller): compile anew and replace the disk cache's entry; from_disk_cache
- * (set by the hook): data came from the disk cache (CUDA; HIP has none). */
+ * loaded; NULL where data is built into the plug-in). after (set by the
+ * caller): try only the sources after this one, whose binary did not load;
+ * after the disk cache, compile anew and replace its entry. origin (set by
+ * the hook): where data came from. */
 typedef struct pit_kernel_image {
     const void *data;
     void *owned;
-    int fresh;
-    int from_disk_cache;
+    pit_image_origin after;
+    pit_image_origin origin;
 } pit_kernel_image;
 pit_status pit_vendor_kernel_image(pit_cuda_ctx *c, const pit_cuda_variant *v, const char *key,
                                    pit_kernel_image *image);

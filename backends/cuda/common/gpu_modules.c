@@ -3,8 +3,9 @@
  * alike: the vendor's code image of a variant (NVRTC and the disk cache in
  * cuda_jit.c; built-in code objects or hiprtc in hip_kernels.c) loaded into
  * a module, cached per context (pit_kernel_cache_get, key: kernel name +
- * defines), and launched. A cubin from the disk cache that does not load
- * (another kernel's binary under this key) is compiled anew, once.
+ * defines), and launched. A binary that does not load (a built-in one the
+ * driver cannot take, another kernel's under this key in the disk cache)
+ * gives way to the next source, down to a fresh compile.
  */
 #include <stdlib.h>
 
@@ -48,6 +49,11 @@ static pit_status load_image(pit_cuda_ctx *c, const pit_cuda_variant *v, const c
     return st;
 }
 
+static const char *origin_name(pit_image_origin o)
+{
+    return o == PIT_IMAGE_BUILTIN ? "built-in" : o == PIT_IMAGE_DISK_CACHE ? "disk cache's" : "compiled";
+}
+
 static pit_status build_kernel(void *ctx, const pit_cuda_variant *v, const char *key, pit_kernel_link **out)
 {
     pit_cuda_ctx *c = ctx;
@@ -56,10 +62,13 @@ static pit_status build_kernel(void *ctx, const pit_cuda_variant *v, const char 
     pit_kernel_image image = {0};
     pit_status st = load_image(c, v, key, &image, k);
     /* a device limit (UNSUPPORTED) is no fault of the binary */
-    if (st != PIT_SUCCESS && st != PIT_ERR_UNSUPPORTED && image.from_disk_cache) {
-        pit_cuda_host->log_debug(PIT_VENDOR_NAME ": the disk cache's binary of %s does not load: compiling it", key);
-        pit_kernel_image fresh = {.fresh = 1};
-        st = load_image(c, v, key, &fresh, k);
+    while (st != PIT_SUCCESS && st != PIT_ERR_UNSUPPORTED &&
+           (image.origin == PIT_IMAGE_BUILTIN || image.origin == PIT_IMAGE_DISK_CACHE)) {
+        pit_cuda_host->log_debug(PIT_VENDOR_NAME ": the %s binary of %s does not load: trying the next source",
+                                 origin_name(image.origin), key);
+        pit_kernel_image next = {.after = image.origin};
+        image = next;
+        st = load_image(c, v, key, &image, k);
     }
     if (st != PIT_SUCCESS) {
         free(k);

@@ -31,23 +31,6 @@ static pit_status matmul_views(const pit_tdesc *A, const pit_tdesc *B, const pit
     return PIT_SUCCESS;
 }
 
-/* The tile actually compiled: axis K takes the micro-tile's rows as BM;
- * 16-bit inputs use tensor cores from sm_80 and at least 16 rows. */
-static pit_status effective_tile(const pit_cuda_ctx *c, const mm_problem *p, const pit_tile *tile,
-                                 const pit_microtile *mt, pit_tile *t)
-{
-    *t = *tile;
-    if (t->stages < 2) t->stages = 2;
-    if (mt->axis == PIT_AXIS_K) t->bm = mt->rows;
-    t->tensor_core = t->tensor_core && p->dt != PIT_F32 && c->arch >= 80 && t->bm >= 16;
-    const char *why = "";
-    if (!pit_cuda_tile_valid(p->dt, t, &why))
-        return pit_cuda_host->error(
-            PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " matmul: tile %dx%dx%d (%d threads, %s) for micro-tile %dx%d: %s",
-            t->bm, t->bn, t->bk, t->threads, t->tensor_core ? "tensor cores" : "CUDA cores", mt->rows, mt->cols, why);
-    return PIT_SUCCESS;
-}
-
 static void fill_pit_mm_args(const mm_problem *p, const pit_index *idx, pit_mm_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -219,29 +202,16 @@ pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile
     if (mt->rows < 1 || mt->cols < 1)
         return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " matmul: micro-tile %dx%d", mt->rows,
                                     mt->cols);
-    pit_cuda_variant v;
-    memset(&v, 0, sizeof v);
-    v.kind = PIT_CUDA_MATMUL;
-    v.dtype = p.dt;
-    v.axis = mt->axis;
-    v.mt_rows = mt->rows;
-    v.mt_cols = mt->cols;
-    if ((st = effective_tile(c, &p, tile, mt, &v.tile)) != PIT_SUCCESS) return st;
     int vec = (int)(16 / pit_cuda_el_bytes(p.dt));
-    v.a_vec = pit_cuda_rows_aligned(&p.a, p.K, 16) && mt->cols % vec == 0 && v.tile.bk % vec == 0;
-    v.b_vec = pit_cuda_rows_aligned(&p.b, p.N, 16) && v.tile.bn % vec == 0;
-    /* axis K with micro-tiles narrower than a 16-byte vector (32x1): gather
-     * A densely first (pit_compact), then read it with 16-byte copies */
-    if (mt->axis == PIT_AXIS_K && !v.a_vec && v.tile.bk % vec == 0) {
-        v.a_comp = 1;
-        v.a_vec = 1;
-    }
-    /* SWrite vectors: C's rows (axis K, and axis M for f32, which reduces
-     * into C) or the f32 scratch (axis M, 16-bit: ld = N) 16-byte aligned */
-    if (mt->axis == PIT_AXIS_K || p.dt == PIT_F32)
-        v.c_vec = p.c.ptr % 16 == 0 && p.c.ld % vec == 0 && p.c.bs % vec == 0;
-    else
-        v.c_vec = p.N % 4 == 0;
+    pit_cuda_mm_align al = {pit_cuda_rows_aligned(&p.a, p.K, 16), pit_cuda_rows_aligned(&p.b, p.N, 16),
+                            p.c.ptr % 16 == 0 && p.c.ld % vec == 0 && p.c.bs % vec == 0, p.N % 4 == 0};
+    pit_cuda_variant v;
+    const char *why = "";
+    if (!pit_cuda_matmul_variant(c->arch, p.dt, tile, mt, &al, &v, &why))
+        return pit_cuda_host->error(
+            PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " matmul: tile %dx%dx%d (%d threads, %s) for micro-tile %dx%d: %s",
+            v.tile.bm, v.tile.bn, v.tile.bk, v.tile.threads, v.tile.tensor_core ? "tensor cores" : "CUDA cores",
+            mt->rows, mt->cols, why);
     if ((st = pit_cuda_push(c)) != PIT_SUCCESS) return st;
     CUstream s = pit_cuda_stream_of(stream);
     if (p.M > 0 && p.N > 0 && p.batch > 0) {

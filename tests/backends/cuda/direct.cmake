@@ -52,3 +52,32 @@ if(BUILD_TESTING)
     ENVIRONMENT "PIT_CUDA_LIB_DIRS=${_pit_no_cuda_libs}:${CUDAToolkit_LIBRARY_DIR}")
   add_test(NAME cuda_libs_driver_limit COMMAND test_cuda_libs driver)
 endif()
+
+# ---- the built-in cubins (PIT_CUDA_PRECOMPILE; no driver, no GPU: CI) --------
+# The plug-in's generated table is exactly the default variants, keyed as the
+# run-time path keys them (or empty with the option off; which variants are
+# the defaults needs core: not in a build of the plug-in alone); and the
+# order of the sources of a kernel's binary, against a stub driver and host.
+set(_pit_cuda_dir ${_pit_root}/backends/cuda)
+add_executable(test_cuda_image_order ${_pit_cuda_tests}/test_cuda_image_order.c ${_pit_cuda_dir}/cuda_driver.c
+  ${_pit_cuda_dir}/cuda_jit.c ${_pit_cuda_dir}/common/gpu_modules.c)
+target_include_directories(test_cuda_image_order PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
+target_link_libraries(test_cuda_image_order PRIVATE pit-cuda-kernels ${CMAKE_DL_LIBS} Threads::Threads)
+if(TARGET pit-cuda-defaults)
+  add_executable(test_cuda_prebuilt ${_pit_cuda_tests}/test_cuda_prebuilt.c)
+  target_link_libraries(test_cuda_prebuilt PRIVATE pit-cuda-prebuilt pit-cuda-defaults)
+endif()
+
+if(BUILD_TESTING)
+  if(PIT_CUDA_PRECOMPILE)
+    add_test(NAME cuda_prebuilt_kernels COMMAND test_cuda_prebuilt ${_pit_root}/tiledb ${PIT_CUDA_PRECOMPILE_ARCHS})
+  elseif(TARGET test_cuda_prebuilt)
+    add_test(NAME cuda_prebuilt_kernels COMMAND test_cuda_prebuilt --none)
+  endif()
+  add_test(NAME cuda_kernel_image_order COMMAND test_cuda_image_order)
+  set_tests_properties(cuda_kernel_image_order PROPERTIES SKIP_RETURN_CODE 77
+    ENVIRONMENT "PIT_CUDA_LIB_DIRS=${CUDAToolkit_LIBRARY_DIR}")
+  if(TARGET test_cuda_prebuilt)
+    set_tests_properties(cuda_prebuilt_kernels PROPERTIES ENVIRONMENT "PIT_CUDA_LIB_DIRS=${CUDAToolkit_LIBRARY_DIR}")
+  endif()
+endif()

@@ -23,18 +23,7 @@
 #include <unistd.h>
 
 #include "cuda_libs.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                        \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            ++failures;                                                                         \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                              \
-            printf(__VA_ARGS__);                                                                \
-            printf("\n");                                                                       \
-        }                                                                                       \
-    } while (0)
+#include "test_check.h"
 
 static const char *const sonames[PIT_CUDA_LIB_COUNT][2] = {
     {"libnvrtc.so.13", "libnvrtc.so.12"}, {"libcublas.so.13", "libcublas.so.12"}, {"libcusparse.so.12", NULL}};
