@@ -31,10 +31,11 @@
 extern "C" {
 #endif
 
-#define PIT_BACKEND_ABI_VERSION 5 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
+#define PIT_BACKEND_ABI_VERSION 6 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
                                     4: switches to context_create;
                                     5: mem_query; pit_host.cache_load / cache_store /
-                                       cache_drop; set_scratch_allocator */
+                                       cache_drop; set_scratch_allocator;
+                                    6: attention_ex (pit_attention_desc) */
 #define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
 
 /* ---- services core offers to plug-ins --------------------------------- */
@@ -169,6 +170,41 @@ typedef struct pit_scratch_allocator {
     void (*free)(void *owner, void *mem, void *native_stream);
     void *owner;
 } pit_scratch_allocator;
+
+/* ---- attention with every option (pit_attention) ------------------------- *
+ * Q [B, Hq, Lq, D], K [B, Hkv, Lk, D], V [B, Hkv, Lk, Dv], O [B, Hq, Lq, Dv]
+ * (rank 4, one float dtype; Hkv > 0 divides Hq: query head h reads kv head
+ * h / (Hq / Hkv)). Unlike every other entry, their dimensions may come in any
+ * stride order (a [B, L, H, D] buffer): the innermost stride is 1 where its
+ * extent is above 1, and no two elements share memory.
+ * Key j is allowed for query i when every condition holds:
+ *   - window_left >= 0:  j >= i + (Lk - Lq) - window_left
+ *   - window_right >= 0: j <= i + (Lk - Lq) + window_right (causal is
+ *     window_right 0; core folds it in)
+ *   - mask (may be NULL): mask[b, h, i, j] non-zero, read as detect reads a
+ *     pattern; rank 4 [B, Hq, Lq, Lk] row-major in its last two dimensions,
+ *     batch or head stride 0 where one mask serves every batch or head
+ *   - idx (may be NULL): block (i / tile.rows, j / tile.cols) is listed in
+ *     group b * idx_batch_stride + h * idx_head_stride + i / tile.rows
+ *     (entries are key-block indices; strides 0 where the index is shared;
+ *     PIT_ENTRY_FULL marks, when idx->flag_full, to be stripped). Without idx
+ *     every key block is visited, so the backend may block the keys as it
+ *     likes; with one, tile is idx->tile and capacity its key blocks.
+ * Core reads no counts back before the call: any group may be empty. Rows of
+ * O with no allowed key are 0 and their lse -inf. lse (may be NULL): rank 3
+ * [B, Hq, Lq] f32, log of the sum of exp(scale * Q.K) over the allowed keys.
+ * PIT_ERR_UNSUPPORTED, before anything is queued, for what the backend
+ * cannot run (core then says so to the user). */
+typedef struct pit_attention_desc {
+    pit_tdesc Q, K, V, O;
+    const pit_tdesc *mask;      /* NULL: no element mask */
+    const pit_tdesc *lse;       /* NULL: not wanted */
+    const pit_index *idx;       /* NULL: every key block */
+    int64_t idx_batch_stride, idx_head_stride;
+    pit_microtile tile;         /* query rows x keys of a block */
+    float scale;
+    int64_t window_left, window_right; /* -1: no bound */
+} pit_attention_desc;
 
 /* ---- device timers (events) ---------------------------------------------- */
 typedef struct pit_event pit_event;
@@ -365,6 +401,12 @@ typedef struct pit_backend {
      * while no call runs on the context. NULL entry: pit_context_set_allocator
      * is refused with PIT_ERR_UNSUPPORTED. */
     pit_status (*set_scratch_allocator)(void *bctx, const pit_scratch_allocator *a);
+
+    /* Optional (ABI 6): attention with every option of pit_attention, as
+     * pit_attention_desc above says. NULL: core runs the calls that reduce
+     * to attention_sparse there (an element mask alone, Lq == Lk, Hq == Hkv,
+     * no lse) and refuses the others with PIT_ERR_UNSUPPORTED. */
+    pit_status (*attention_ex)(void *bctx, void *stream, const pit_attention_desc *a);
 } pit_backend;
 
 typedef const pit_backend *(*pit_backend_register_fn)(const pit_host *host);

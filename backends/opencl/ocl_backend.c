@@ -618,6 +618,7 @@ static const pit_backend ocl_backend = {
     .transpose = ocl_transpose,
     .mem_query = ocl_mem_query,
     .set_scratch_allocator = ocl_set_scratch_allocator,
+    .attention_ex = ocl_attention_ex,
 };
 
 __attribute__((visibility("default"))) const pit_backend *

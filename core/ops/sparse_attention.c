@@ -1,16 +1,17 @@
 /*
- * core/ops/sparse_attention.c - dynamic sparse attention: O = softmax(scale Q K^T
- * masked) V. One block index of the mask, built on the device each call, is
- * reused by the three steps: SDDMM (only the allowed score blocks), the sparse
- * softmax, and P . V with P gathered along K by the same blocks (tile bm =
- * block, so a row block of P is one group of the index).
+ * core/ops/sparse_attention.c - pit_sparse_attention, a wrapper of
+ * pit_attention's call (attention_run.c) with an element mask and block x
+ * block micro-tiles, and the path of backends without attention_ex: the
+ * calls that reduce to attention_sparse. There one block index of the mask,
+ * built on the device each call, serves the backend's fused kernel, or the
+ * three steps core composes: SDDMM (only the allowed score blocks), the
+ * sparse softmax, and P . V with P gathered along K by the same blocks (tile
+ * bm = block, so a row block of P is one group of the index).
  */
 #include <string.h>
 
+#include "attention.h"
 #include "choice.h"
-#include "ops.h"
-
-#define ATTENTION_DEFAULT_BLOCK 64
 
 static const char *const FN = "pit_sparse_attention";
 
@@ -178,6 +179,120 @@ static pit_status attend(pit_context *ctx, void *bs, const pit_tensor *Q, const 
     return attend_composed(ctx, bs, Q, K, V, mask, O, scale, t, bh, report);
 }
 
+/* ---- calls that reduce to attention_sparse ------------------------------------ */
+
+/* 1 when batch and heads of a rank-4 view merge into one dimension. */
+static int heads_merge(const pit_tdesc *d)
+{
+    return d->shape[0] <= 1 || d->shape[1] <= 1 || d->strides[0] == d->shape[1] * d->strides[1];
+}
+
+/* The rank-3 view [B * H, L, cols] of a rank-4 view whose batch and heads merge. */
+static pit_tdesc merge_heads(const pit_tdesc *d)
+{
+    pit_tdesc v = *d;
+    v.rank = 3;
+    v.shape[0] = d->shape[0] * d->shape[1];
+    v.strides[0] = d->shape[1] > 1 ? d->strides[1] : d->strides[0];
+    for (int i = 1; i < 3; i++) {
+        v.shape[i] = d->shape[i + 1];
+        v.strides[i] = d->strides[i + 1];
+    }
+    v.shape[3] = v.strides[3] = 0;
+    return v;
+}
+
+static int reduces_to_rank3(const pit_tdesc *d)
+{
+    if (!heads_merge(d))
+        return 0;
+    pit_tdesc v = merge_heads(d);
+    return pit_tdesc_row_major(&v);
+}
+
+/* A mask for every (batch, head), or one for all of them. */
+static int mask_reduces(const pit_tdesc *mask, int64_t bh)
+{
+    ops_mask_lead l = ops_attention_lead(mask);
+    return l.batch * l.heads == 1 || l.batch * l.heads == bh;
+}
+
+/* What attention_sparse lacks for this call, or NULL. */
+static const char *beyond_attention_sparse(const ops_attention *a)
+{
+    const int64_t bh = a->Q.shape[0] * a->Q.shape[1];
+    if (a->causal)
+        return "the causal bound (pit_attention_options.causal)";
+    if (a->window_left >= 0 || a->window_right >= 0)
+        return "a window (pit_attention_options.window_left / window_right)";
+    if (a->block_mask)
+        return "a block mask (pit_attention_options.block_mask)";
+    if (a->lse)
+        return "the log-sum-exp output (lse)";
+    if (!a->mask)
+        return "attention without an element mask";
+    if (a->Q.shape[2] != a->K.shape[2])
+        return "a query length other than the key length (Lq != Lk)";
+    if (a->Q.shape[1] != a->K.shape[1])
+        return "grouped-query attention (Hq != Hkv)";
+    if (a->tile.rows != a->tile.cols)
+        return "a micro-tile that is not square";
+    if (!reduces_to_rank3(&a->Q) || !reduces_to_rank3(&a->K) || !reduces_to_rank3(&a->V) ||
+        !reduces_to_rank3(&a->O))
+        return "Q, K, V or O whose batch and heads do not merge into one row-major dimension "
+               "(such as a [B, L, H, D] buffer)";
+    if (!mask_reduces(a->mask, bh))
+        return "a mask shared by the batches but not the heads, or the reverse";
+    return NULL;
+}
+
+pit_status ops_attention_reducible(const pit_context *ctx, const ops_attention *a)
+{
+    const char *what = beyond_attention_sparse(a);
+    if (!what)
+        return PIT_SUCCESS;
+    return pit_error(PIT_ERR_UNSUPPORTED, "%s: backend %s does not implement %s (it has no "
+                     "attention_ex entry; its attention takes an element mask alone)", a->fn,
+                     ctx->be->name, what);
+}
+
+pit_status ops_attention_reduced(pit_context *ctx, void *bs, const ops_attention *a,
+                                 int32_t block, pit_report *report)
+{
+    const int64_t bh = a->Q.shape[0] * a->Q.shape[1];
+    pit_tdesc q = merge_heads(&a->Q), k = merge_heads(&a->K), v = merge_heads(&a->V);
+    pit_tdesc o = merge_heads(&a->O), m = ops_attention_mask_view3(a->mask);
+    if (m.shape[0] == 1) { /* one mask for every batch and head: rank 2, indexed once */
+        m.rank = 2;
+        m.shape[0] = m.shape[1];
+        m.shape[1] = m.shape[2];
+        m.strides[0] = m.strides[1];
+        m.strides[1] = 1;
+        m.shape[2] = m.strides[2] = 0;
+    }
+    pit_tensor Q = ops_tensor_of(ctx, &q), K = ops_tensor_of(ctx, &k), V = ops_tensor_of(ctx, &v);
+    pit_tensor O = ops_tensor_of(ctx, &o), M = ops_tensor_of(ctx, &m);
+    return attend(ctx, bs, &Q, &K, &V, &M, &O, a->scale, block, bh, report);
+}
+
+/* ---- pit_sparse_attention ------------------------------------------------------ */
+
+/* [1, n, rows, cols] of a rank-3 [n, rows, cols] (or rank-2) tensor. */
+static pit_tdesc heads_view4(const pit_tdesc *d)
+{
+    pit_tdesc v = ops_view3(d, ops_batch(d));
+    for (int i = 3; i > 0; i--) {
+        v.shape[i] = v.shape[i - 1];
+        v.strides[i] = v.strides[i - 1];
+    }
+    v.rank = 4;
+    v.shape[0] = 1;
+    v.strides[0] = v.shape[1] * v.strides[1];
+    if (d->rank == 2)
+        v.strides[1] = v.shape[2] * v.strides[2];
+    return v;
+}
+
 PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, const pit_tensor *Q,
                                         const pit_tensor *K, const pit_tensor *V,
                                         const pit_tensor *mask, pit_tensor *O, float scale,
@@ -186,20 +301,11 @@ PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, co
     void *bs;
     PIT_TRY(ops_begin_report(ctx, stream, FN, report, &bs));
     PIT_TRY(check_attention(ctx, Q, K, V, mask, O, block));
-    int64_t bh = ops_batch(&Q->d), l = ops_rows(&Q->d);
-    if (bh == 0 || l == 0 || ops_cols(&V->d) == 0)
-        return PIT_SUCCESS;
-    if (block == 0)
-        block = ATTENTION_DEFAULT_BLOCK;
-    /* The block is a micro-tile, not part of the result: a finer index of the
-     * same mask is exact. When the device cannot stage a block this large
-     * (local memory), halve it. */
-    for (;;) {
-        pit_status s = attend(ctx, bs, Q, K, V, mask, O, scale, block, bh, report);
-        if (s != PIT_ERR_UNSUPPORTED || block <= 16)
-            return s;
-        pit_log_debug("%s: block %d refused (%s): trying %d", FN, block, pit_last_error(), block / 2);
-        block /= 2;
-        pit_clear_error();
-    }
+    /* [BH, L, D] is one batch of BH heads; a [BH, L, L] mask one per head */
+    ops_attention a = {
+        .fn = FN, .Q = heads_view4(&Q->d), .K = heads_view4(&K->d), .V = heads_view4(&V->d),
+        .O = heads_view4(&O->d), .mask = &mask->d, .scale = scale, .window_left = -1,
+        .window_right = -1, .tile = {block, block, PIT_AXIS_K},
+    };
+    return ops_attention_run(ctx, bs, &a, report);
 }
