@@ -94,10 +94,11 @@ typedef struct pit_switches {
  * asserts: dtype is a pit_dtype and the one the operator's contract names
  * (inputs and outputs of one float dtype the device supports, has_f16 /
  * has_bf16); rank and shapes agree with the operator (batch dimensions are
- * passed as they are, never folded; attention's operands and a pattern's
- * detection view come as rank 3); every dimension of extent > 1 has a
- * stride at least the span of the dimensions inside it, the innermost one
- * stride 1 (a dimension of extent 1 may carry any stride); offset is a
+ * passed as they are, never folded; attention_sparse's operands and a
+ * pattern's detection view come as rank 3); every dimension of extent > 1
+ * has a stride at least the span of the dimensions inside it, the innermost
+ * one stride 1 (a dimension of extent 1 may carry any stride; attention_ex's
+ * operands are the one exception: pit_attention_desc); offset is a
  * multiple of the element size; outputs overlap no input (except where an
  * entry says in place). Core skips calls whose output is empty, but an empty
  * reduction can still arrive (attention's head dimension, the MoE backward's

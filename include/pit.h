@@ -553,10 +553,11 @@ PIT_API pit_attention_options pit_attention_options_default(void);
  * "attention RxC", micro-tile and counts of the index or of the blocks the
  * causal bound and window leave).
  * Where it runs: OpenCL takes every option. A backend without the full
- * entry (CUDA today) takes the calls pit_sparse_attention could make (an
- * element mask and no other option, Lq == Lk, Hq == Hkv, no lse, batch and
- * heads mergeable) and refuses the rest with PIT_ERR_UNSUPPORTED naming the
- * backend and the option. Errors: PIT_ERR_INVALID_ARGUMENT (NULL, bad
+ * entry (CUDA and HIP today) takes the calls pit_sparse_attention's kernels
+ * can run (an element mask and no other option, Lq == Lk, Hq == Hkv, no
+ * lse, a square micro-tile; a call a batch or a head where the mask or the
+ * strides ask for it) and refuses the rest with PIT_ERR_UNSUPPORTED naming
+ * the backend and the option. Errors: PIT_ERR_INVALID_ARGUMENT (NULL, bad
  * option), PIT_ERR_SHAPE_MISMATCH, PIT_ERR_UNSUPPORTED_DTYPE,
  * PIT_ERR_BAD_STRIDES, PIT_ERR_ALIASING, PIT_ERR_CONTEXT_MISMATCH,
  * PIT_ERR_UNSUPPORTED, backend errors. */

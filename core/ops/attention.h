@@ -50,12 +50,12 @@ pit_status ops_attention_run(pit_context *ctx, void *bs, const ops_attention *a,
 /* A backend without attention_ex (sparse_attention.c): PIT_ERR_UNSUPPORTED,
  * naming the backend and the option, unless the call reduces to
  * attention_sparse (an element mask and no other condition, Lq == Lk, Hq ==
- * Hkv, no lse, square micro-tile, batch and heads that merge into rank 3
- * row-major views). */
+ * Hkv, no lse, square micro-tile). */
 pit_status ops_attention_reducible(const pit_context *ctx, const ops_attention *a);
 /* The reduced call with block x block micro-tiles: attention_sparse (or
  * attention_detect), else core composes SDDMM, softmax and the sparse
- * product. */
+ * product; one call for every batch and head where the views and the mask
+ * merge into rank 3, else one a batch, else one a head. */
 pit_status ops_attention_reduced(pit_context *ctx, void *bs, const ops_attention *a,
                                  int32_t block, pit_report *report);
 

@@ -181,46 +181,82 @@ static pit_status attend(pit_context *ctx, void *bs, const pit_tensor *Q, const 
 
 /* ---- calls that reduce to attention_sparse ------------------------------------ */
 
-/* 1 when batch and heads of a rank-4 view merge into one dimension. */
-static int heads_merge(const pit_tdesc *d)
-{
-    return d->shape[0] <= 1 || d->shape[1] <= 1 || d->strides[0] == d->shape[1] * d->strides[1];
-}
+/* How a reduced call is cut into calls of attention_sparse's rank-3 views:
+ * one call (batch and heads merged into one dimension), one a batch ([H, L,
+ * cols] views), or one a (batch, head) ([L, cols] views); the coarsest the
+ * views and the mask allow. */
+typedef enum attention_cut { CUT_NONE, CUT_BATCH, CUT_HEAD } attention_cut;
 
-/* The rank-3 view [B * H, L, cols] of a rank-4 view whose batch and heads merge. */
-static pit_tdesc merge_heads(const pit_tdesc *d)
+/* The part of a rank-4 view [B, H, L, cols] a cut gives for (b, h). */
+static pit_tdesc slice(const pit_tdesc *d, attention_cut c, int64_t b, int64_t h)
 {
     pit_tdesc v = *d;
-    v.rank = 3;
-    v.shape[0] = d->shape[0] * d->shape[1];
-    v.strides[0] = d->shape[1] > 1 ? d->strides[1] : d->strides[0];
-    for (int i = 1; i < 3; i++) {
-        v.shape[i] = d->shape[i + 1];
-        v.strides[i] = d->strides[i + 1];
+    const int64_t s0 = d->shape[0] > 1 ? d->strides[0] : 0, s1 = d->shape[1] > 1 ? d->strides[1] : 0;
+    if (c == CUT_NONE) {
+        v.rank = 3;
+        v.shape[0] = d->shape[0] * d->shape[1];
+        v.strides[0] = d->shape[1] > 1 ? s1 : s0;
+    } else {
+        v.offset += (size_t)(b * s0 + (c == CUT_HEAD ? h * s1 : 0)) * pit_dtype_size(d->dtype);
+        v.rank = c == CUT_BATCH ? 3 : 2;
+        v.shape[0] = d->shape[1];
+        v.strides[0] = d->strides[1];
     }
-    v.shape[3] = v.strides[3] = 0;
+    const int first = v.rank - 2; /* L and cols follow */
+    v.shape[first] = d->shape[2];
+    v.strides[first] = d->strides[2];
+    v.shape[first + 1] = d->shape[3];
+    v.strides[first + 1] = 1;
+    for (int i = v.rank; i < PIT_MAX_RANK; i++)
+        v.shape[i] = v.strides[i] = 0;
     return v;
 }
 
-static int reduces_to_rank3(const pit_tdesc *d)
+/* The mask of the part (b, h): [n, L, L] where it differs along the part's
+ * batch dimension, else [L, L] (indexed once for the part). */
+static pit_tdesc mask_slice(const pit_tdesc *m, attention_cut c, int64_t b, int64_t h)
 {
-    if (!heads_merge(d))
-        return 0;
-    pit_tdesc v = merge_heads(d);
-    return pit_tdesc_row_major(&v);
+    ops_mask_lead l = ops_attention_lead(m);
+    pit_tdesc v = ops_attention_mask_view3(m);
+    if (c != CUT_NONE) {
+        v.offset += (size_t)(b * l.batch_stride + (c == CUT_HEAD ? h * l.head_stride : 0)) *
+                    pit_dtype_size(m->dtype);
+        v.shape[0] = c == CUT_BATCH ? l.heads : 1;
+        v.strides[0] = l.head_stride;
+    }
+    if (v.shape[0] > 1)
+        return v;
+    v.rank = 2;
+    v.shape[0] = v.shape[1];
+    v.strides[0] = v.strides[1];
+    v.shape[1] = v.shape[2];
+    v.strides[1] = 1;
+    v.shape[2] = v.strides[2] = 0;
+    return v;
 }
 
-/* A mask for every (batch, head), or one for all of them. */
-static int mask_reduces(const pit_tdesc *mask, int64_t bh)
+static int cut_fits(const ops_attention *a, attention_cut c)
 {
-    ops_mask_lead l = ops_attention_lead(mask);
-    return l.batch * l.heads == 1 || l.batch * l.heads == bh;
+    const pit_tdesc *all[4] = {&a->Q, &a->K, &a->V, &a->O};
+    for (int i = 0; i < 4; i++) {
+        const pit_tdesc *d = all[i];
+        if (c == CUT_NONE && d->shape[0] > 1 && d->shape[1] > 1 &&
+            d->strides[0] != d->shape[1] * d->strides[1])
+            return 0; /* batch and heads do not merge */
+        pit_tdesc v = slice(d, c, 0, 0);
+        if (!pit_tdesc_row_major(&v))
+            return 0;
+    }
+    if (c != CUT_NONE)
+        return 1;
+    ops_mask_lead l = ops_attention_lead(a->mask);
+    const int64_t sets = l.batch * l.heads;
+    return sets == 1 || sets == a->Q.shape[0] * a->Q.shape[1];
 }
 
 /* What attention_sparse lacks for this call, or NULL. */
 static const char *beyond_attention_sparse(const ops_attention *a)
 {
-    const int64_t bh = a->Q.shape[0] * a->Q.shape[1];
     if (a->causal)
         return "the causal bound (pit_attention_options.causal)";
     if (a->window_left >= 0 || a->window_right >= 0)
@@ -237,12 +273,6 @@ static const char *beyond_attention_sparse(const ops_attention *a)
         return "grouped-query attention (Hq != Hkv)";
     if (a->tile.rows != a->tile.cols)
         return "a micro-tile that is not square";
-    if (!reduces_to_rank3(&a->Q) || !reduces_to_rank3(&a->K) || !reduces_to_rank3(&a->V) ||
-        !reduces_to_rank3(&a->O))
-        return "Q, K, V or O whose batch and heads do not merge into one row-major dimension "
-               "(such as a [B, L, H, D] buffer)";
-    if (!mask_reduces(a->mask, bh))
-        return "a mask shared by the batches but not the heads, or the reverse";
     return NULL;
 }
 
@@ -256,23 +286,43 @@ pit_status ops_attention_reducible(const pit_context *ctx, const ops_attention *
                      ctx->be->name, what);
 }
 
+/* A part's report added to the call's: counts over every part. */
+static void add_report(pit_report *to, const pit_report *part, int first)
+{
+    if (first) {
+        *to = *part;
+        return;
+    }
+    to->nonzero_tiles += part->nonzero_tiles;
+    to->total_tiles += part->total_tiles;
+    to->skipped_compute &= part->skipped_compute;
+}
+
+/* One part: the fused kernel or the composition, on rank-3 (or 2) views. */
+static pit_status attend_part(pit_context *ctx, void *bs, const ops_attention *a, attention_cut c,
+                              int64_t b, int64_t h, int32_t block, pit_report *report)
+{
+    pit_tdesc q = slice(&a->Q, c, b, h), k = slice(&a->K, c, b, h), v = slice(&a->V, c, b, h);
+    pit_tdesc o = slice(&a->O, c, b, h), m = mask_slice(a->mask, c, b, h);
+    pit_tensor Q = ops_tensor_of(ctx, &q), K = ops_tensor_of(ctx, &k), V = ops_tensor_of(ctx, &v);
+    pit_tensor O = ops_tensor_of(ctx, &o), M = ops_tensor_of(ctx, &m);
+    return attend(ctx, bs, &Q, &K, &V, &M, &O, a->scale, block, ops_batch(&q), report);
+}
+
 pit_status ops_attention_reduced(pit_context *ctx, void *bs, const ops_attention *a,
                                  int32_t block, pit_report *report)
 {
-    const int64_t bh = a->Q.shape[0] * a->Q.shape[1];
-    pit_tdesc q = merge_heads(&a->Q), k = merge_heads(&a->K), v = merge_heads(&a->V);
-    pit_tdesc o = merge_heads(&a->O), m = ops_attention_mask_view3(a->mask);
-    if (m.shape[0] == 1) { /* one mask for every batch and head: rank 2, indexed once */
-        m.rank = 2;
-        m.shape[0] = m.shape[1];
-        m.shape[1] = m.shape[2];
-        m.strides[0] = m.strides[1];
-        m.strides[1] = 1;
-        m.shape[2] = m.strides[2] = 0;
-    }
-    pit_tensor Q = ops_tensor_of(ctx, &q), K = ops_tensor_of(ctx, &k), V = ops_tensor_of(ctx, &v);
-    pit_tensor O = ops_tensor_of(ctx, &o), M = ops_tensor_of(ctx, &m);
-    return attend(ctx, bs, &Q, &K, &V, &M, &O, a->scale, block, bh, report);
+    const attention_cut c = cut_fits(a, CUT_NONE) ? CUT_NONE
+                            : cut_fits(a, CUT_BATCH) ? CUT_BATCH : CUT_HEAD;
+    const int64_t nb = c == CUT_NONE ? 1 : a->Q.shape[0], nh = c == CUT_HEAD ? a->Q.shape[1] : 1;
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t h = 0; h < nh; h++) {
+            pit_report part;
+            PIT_TRY(attend_part(ctx, bs, a, c, b, h, block, report ? &part : NULL));
+            if (report)
+                add_report(report, &part, b == 0 && h == 0);
+        }
+    return PIT_SUCCESS;
 }
 
 /* ---- pit_sparse_attention ------------------------------------------------------ */
