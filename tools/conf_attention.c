@@ -275,16 +275,6 @@ static double lse_tolerance(pit_dtype dt)
     return pit_ref_tolerance(dt) / 10.0;
 }
 
-static void compare_out(conf_tally *t, const conf_opts *o, const char *what, abuf *x,
-                        const double *ref, double tol)
-{
-    pit_status s = conf_download(x->t, x->h, x->n);
-    if (s != PIT_SUCCESS) {
-        conf_call_failed(t, what, s);
-        return;
-    }
-    conf_check(t, o, what, pit_ref_rel_error(ref, x->h, x->n), tol);
-}
 
 /* A refusal off OpenCL is a skip, printed with the case's name. */
 static void refused(conf_tally *t, const char *backend, const char *what, pit_status s)
@@ -330,11 +320,11 @@ static void run_case(pit_context *ctx, const conf_opts *o, conf_tally *t, const 
     if (s != PIT_SUCCESS) {
         refused(t, backend, what, s);
     } else {
-        compare_out(t, o, what, &a.O, a.ref_o, pit_ref_tolerance(dt));
+        conf_compare(t, o, what, a.O.t, a.O.h, a.ref_o, a.O.n, pit_ref_tolerance(dt));
         if (c->lse) {
             char lw[260];
             snprintf(lw, sizeof lw, "%s lse", what);
-            compare_out(t, o, lw, &a.lse, a.ref_lse, lse_tolerance(dt));
+            conf_compare(t, o, lw, a.lse.t, a.lse.h, a.ref_lse, a.lse.n, lse_tolerance(dt));
         }
     }
     bufs_free(&a);

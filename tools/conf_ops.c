@@ -72,12 +72,7 @@ static pit_status dbuf_upload(dbuf *b)
 static void compare(conf_tally *t, const conf_opts *o, const char *what, dbuf *out,
                     const double *ref, pit_dtype dt)
 {
-    pit_status s = conf_download(out->t, out->h, out->n);
-    if (s != PIT_SUCCESS) {
-        conf_call_failed(t, what, s);
-        return;
-    }
-    conf_check(t, o, what, pit_ref_rel_error(ref, out->h, out->n), pit_ref_tolerance(dt));
+    conf_compare(t, o, what, out->t, out->h, ref, out->n, pit_ref_tolerance(dt));
 }
 
 /* A call's status: a failure is recorded; returns 1 when it succeeded. */

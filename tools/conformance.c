@@ -84,6 +84,17 @@ void conf_check(conf_tally *t, const conf_opts *o, const char *what, double err,
         printf("    %s %s: rel error %.3g (tolerance %.0e)\n", ok ? "pass" : "FAIL", what, err, tol);
 }
 
+void conf_compare(conf_tally *t, const conf_opts *o, const char *what, const pit_tensor *out,
+                  double *host, const double *ref, size_t n, double tol)
+{
+    pit_status s = conf_download(out, host, n);
+    if (s != PIT_SUCCESS) {
+        conf_call_failed(t, what, s);
+        return;
+    }
+    conf_check(t, o, what, pit_ref_rel_error(ref, host, n), tol);
+}
+
 void conf_call_failed(conf_tally *t, const char *what, pit_status s)
 {
     t->failed++;

@@ -49,6 +49,10 @@ pit_status conf_poison(pit_tensor *t, size_t n);
 void conf_round(pit_dtype dt, double *x, size_t n);
 /* Records one compared case; prints a line when it fails (or verbose). */
 void conf_check(conf_tally *t, const conf_opts *o, const char *what, double err, double tol);
+/* Downloads t into host (n elements) and records the comparison with ref
+ * (relative norm against tol); a failed download is a failed case. */
+void conf_compare(conf_tally *t, const conf_opts *o, const char *what, const pit_tensor *out,
+                  double *host, const double *ref, size_t n, double tol);
 /* Records a case whose pit call failed. */
 void conf_call_failed(conf_tally *t, const char *what, pit_status s);
 

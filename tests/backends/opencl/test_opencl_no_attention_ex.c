@@ -47,13 +47,7 @@ enum { B = 2, H = 3, L = 37, D = 16, DV = 8 };
 
 static pit_tensor *tensor4(pit_dtype dt, int64_t a, int64_t b, int64_t c, int64_t d)
 {
-    const int64_t shape[4] = {a, b, c, d};
-    pit_tensor *t = NULL;
-    if (pit_tensor_create(g_ctx, dt, 4, shape, &t) != PIT_SUCCESS) {
-        printf("FATAL: pit_tensor_create: %s\n", pit_last_error());
-        exit(1);
-    }
-    return t;
+    return rt_tensor4(g_ctx, dt, a, b, c, d);
 }
 
 typedef struct problem {
