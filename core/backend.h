@@ -35,7 +35,7 @@ extern "C" {
                                     4: switches to context_create;
                                     5: mem_query; pit_host.cache_load / cache_store /
                                        cache_drop; set_scratch_allocator;
-                                    6: attention_ex (pit_attention_desc) */
+                                    6: attention_ex (pit_attention_desc), attention_backward */
 #define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
 
 /* ---- services core offers to plug-ins --------------------------------- */
@@ -408,6 +408,16 @@ typedef struct pit_backend {
      * to attention_sparse there (an element mask alone, Lq == Lk, Hq == Hkv,
      * no lse) and refuses the others with PIT_ERR_UNSUPPORTED. */
     pit_status (*attention_ex)(void *bctx, void *stream, const pit_attention_desc *a);
+    /* Optional (ABI 6): the backward of attention_ex on the same descriptor
+     * (a->O and a->lse are the forward's, inputs here; lse is never NULL):
+     * dQ = sum_j dS_ij K_j, dK_j = sum over i and the group's query heads
+     * of dS_ij Q_i, dV_j = sum P_ij dO_i, with P_ij = exp(scale Q_i.K_j -
+     * lse_i) on the allowed pairs (0 elsewhere), dS_ij = scale P_ij (dO_i.V_j
+     * - dO_i.O_i). dQ [B, Hq, Lq, D], dK, dV like K and V; any may be NULL
+     * (not wanted); each one given is written whole. */
+    pit_status (*attention_backward)(void *bctx, void *stream, const pit_attention_desc *a,
+                                     const pit_tdesc *dO, const pit_tdesc *dQ,
+                                     const pit_tdesc *dK, const pit_tdesc *dV);
 } pit_backend;
 
 typedef const pit_backend *(*pit_backend_register_fn)(const pit_host *host);

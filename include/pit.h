@@ -566,6 +566,23 @@ PIT_API pit_status pit_attention(pit_context *ctx, pit_stream *stream, const pit
                                  const pit_attention_options *opt, pit_tensor *lse,
                                  pit_report *report);
 
+/* Backward of pit_attention: given dO [B, Hq, Lq, Dv] and the forward's O
+ * and lse (same Q, K, V and options), dQ [B, Hq, Lq, D], dK [B, Hkv, Lk, D]
+ * and dV [B, Hkv, Lk, Dv]; dK and dV sum over the query heads that share a
+ * kv head. Any of the three may be NULL to skip it; each one given is
+ * overwritten whole (0 where no allowed pair touches it). Same dtype and
+ * stride rules as the forward (O, dO and the gradients in the data's dtype,
+ * lse f32, f32 arithmetic); the probabilities are recomputed from lse, and
+ * the masks are indexed as in the forward. The gradients must not overlap
+ * any input or each other. Where it runs: OpenCL; a backend without the
+ * entry (CUDA and HIP today) returns PIT_ERR_UNSUPPORTED. */
+PIT_API pit_status pit_attention_backward(pit_context *ctx, pit_stream *stream,
+                                          const pit_tensor *Q, const pit_tensor *K,
+                                          const pit_tensor *V, const pit_tensor *O,
+                                          const pit_tensor *dO, const pit_tensor *lse,
+                                          const pit_attention_options *opt, pit_tensor *dQ,
+                                          pit_tensor *dK, pit_tensor *dV);
+
 /* Mixture-of-Experts expert layer without padding: token t goes to experts
  * expert_ids[t, j] (i32, [T,k]) with gate weights gates[t, j] (f32, [T,k]);
  * Y[t] = sum_j gates[t,j] * X[t] . W[expert_ids[t,j]]. X [T,H], W [E,H,N],

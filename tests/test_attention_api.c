@@ -2,8 +2,9 @@
  * tests/test_attention_api.c - pit_attention's contract outside its numbers
  * (those are the conformance suite's): every bad argument refused with its
  * status and a message, the report of each index form, an output dimension
- * of 0 with lse, and views whose strides are not in row-major order (taken
- * by pit_attention, refused by the other operators). Needs an OpenCL device
+ * of 0 with lse, views whose strides are not in row-major order (taken by
+ * pit_attention, refused by the other operators), and the backward's own
+ * checks. Needs an OpenCL device
  * (PoCL in CI); exit 77 without one.
  */
 #include <math.h>
@@ -301,6 +302,45 @@ static void test_lse_without_values(void)
         pit_tensor_destroy(all[i]);
 }
 
+/* pit_attention_backward's own checks (the rest are the forward's). */
+static void test_backward_checks(void)
+{
+    operands x = make_operands();
+    pit_tensor *lse = rt_tensor(g_ctx, PIT_F32, 3, 1, 4, 10), *dO = tensor4(PIT_F32, 1, 4, 10, 6);
+    pit_tensor *dQ = tensor4(PIT_F32, 1, 4, 10, 8), *dK = tensor4(PIT_F32, 1, 2, 12, 8);
+    pit_tensor *dV = tensor4(PIT_F32, 1, 2, 12, 6), *bad = tensor4(PIT_F32, 1, 4, 10, 7);
+    expect("backward without lse",
+           pit_attention_backward(g_ctx, NULL, x.Q, x.K, x.V, x.O, dO, NULL, NULL, dQ, dK, dV),
+           PIT_ERR_INVALID_ARGUMENT, "'lse'");
+    expect("backward dO of 7 columns for 6",
+           pit_attention_backward(g_ctx, NULL, x.Q, x.K, x.V, x.O, bad, lse, NULL, dQ, dK, dV),
+           PIT_ERR_SHAPE_MISMATCH, "'dO'");
+    expect("backward dQ of 7 columns for 8",
+           pit_attention_backward(g_ctx, NULL, x.Q, x.K, x.V, x.O, dO, lse, NULL, bad, dK, dV),
+           PIT_ERR_SHAPE_MISMATCH, "'dQ'");
+    expect("backward dV is dO",
+           pit_attention_backward(g_ctx, NULL, x.Q, x.K, x.V, x.O, dO, lse, NULL, dQ, dK, dO),
+           PIT_ERR_SHAPE_MISMATCH, "'dV'"); /* dO [1, 4, 10, 6] is no [1, 2, 12, 6] */
+    pit_tensor_desc kd;
+    pit_tensor_get_desc(dK, &kd);
+    const int64_t vshape[4] = {1, 2, 12, 6};
+    pit_tensor *dv_in_dk = NULL;
+    pit_tensor_wrap(g_ctx, PIT_F32, 4, vshape, NULL, kd.data, 0, &dv_in_dk);
+    expect("backward dV overlaps dK",
+           pit_attention_backward(g_ctx, NULL, x.Q, x.K, x.V, x.O, dO, lse, NULL, dQ, dK, dv_in_dk),
+           PIT_ERR_ALIASING, "'dV' overlaps 'dK'");
+    expect("backward dQ is Q",
+           pit_attention_backward(g_ctx, NULL, x.Q, x.K, x.V, x.O, dO, lse, NULL, x.Q, NULL, NULL),
+           PIT_ERR_ALIASING, "'dQ' overlaps 'Q'");
+    expect("backward with no gradient asked",
+           pit_attention_backward(g_ctx, NULL, x.Q, x.K, x.V, x.O, dO, lse, NULL, NULL, NULL, NULL),
+           PIT_SUCCESS, NULL);
+    pit_tensor *all[] = {lse, dO, dQ, dK, dV, bad, dv_in_dk};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pit_tensor_destroy(all[i]);
+    free_operands(&x);
+}
+
 int main(void)
 {
     test_defaults();
@@ -312,6 +352,7 @@ int main(void)
     test_permuted_views();
     test_reports();
     test_lse_without_values();
+    test_backward_checks();
     pit_context_destroy(g_ctx);
     return rt_finish("test_attention_api");
 }

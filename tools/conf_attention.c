@@ -293,6 +293,75 @@ static void refused(conf_tally *t, const char *backend, const char *what, pit_st
     }
 }
 
+/* ---- the backward, on the forward's O and lse ------------------------------------ */
+
+typedef struct grad_bufs {
+    abuf dO, dQ, dK, dV;
+    double *ref[3];
+} grad_bufs;
+
+static void grads_free(grad_bufs *g)
+{
+    abuf *all[] = {&g->dO, &g->dQ, &g->dK, &g->dV};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        abuf_free(all[i]);
+    for (int i = 0; i < 3; i++)
+        free(g->ref[i]);
+}
+
+/* dO random, dQ, dK, dV poisoned, laid out as the case's Q, K, V. */
+static pit_status make_grads(pit_context *ctx, const attn_case *c, pit_dtype dt, pit_rng *rng,
+                             grad_bufs *g)
+{
+    memset(g, 0, sizeof *g);
+    CONF_TRY(abuf_heads(ctx, dt, c->b, c->hq, c->lq, c->dv, c->blhd, &g->dO));
+    CONF_TRY(abuf_heads(ctx, dt, c->b, c->hq, c->lq, c->d, c->blhd, &g->dQ));
+    CONF_TRY(abuf_heads(ctx, dt, c->b, c->hkv, c->lk, c->d, c->blhd, &g->dK));
+    CONF_TRY(abuf_heads(ctx, dt, c->b, c->hkv, c->lk, c->dv, c->blhd, &g->dV));
+    CONF_TRY(abuf_random(&g->dO, dt, rng));
+    abuf *out[3] = {&g->dQ, &g->dK, &g->dV};
+    for (int i = 0; i < 3; i++) {
+        g->ref[i] = calloc(out[i]->n + 1, sizeof(double));
+        if (!g->ref[i])
+            return PIT_ERR_OUT_OF_MEMORY;
+        CONF_TRY(conf_poison(out[i]->t, out[i]->n));
+    }
+    return PIT_SUCCESS;
+}
+
+/* The backward of a forward case that wrote O and lse: dQ, dK and dV against
+ * the reference (recomputed in double from Q, K, V and dO). */
+static void backward_case(pit_context *ctx, const conf_opts *o, conf_tally *t,
+                          const char *backend, const attn_case *c, pit_dtype dt,
+                          const attn_bufs *a, const pit_attention_options *opt,
+                          const char *what, pit_rng *rng)
+{
+    char bw[280];
+    snprintf(bw, sizeof bw, "%s backward", what);
+    grad_bufs g;
+    pit_status s = make_grads(ctx, c, dt, rng, &g);
+    if (s == PIT_SUCCESS)
+        s = pit_attention_backward(ctx, NULL, a->Q.t, a->K.t, a->V.t, a->O.t, g.dO.t, a->lse.t,
+                                   opt, g.dQ.t, g.dK.t, g.dV.t);
+    if (s == PIT_SUCCESS) {
+        pit_ref_attention_backward(&a->ref, a->Q.h, a->K.h, a->V.h, g.dO.h, g.ref[0], g.ref[1],
+                                   g.ref[2]);
+        abuf *out[3] = {&g.dQ, &g.dK, &g.dV};
+        const char *names[3] = {"dQ", "dK", "dV"};
+        for (int i = 0; i < 3; i++) {
+            char gw[300];
+            snprintf(gw, sizeof gw, "%s %s", bw, names[i]);
+            conf_compare(t, o, gw, out[i]->t, out[i]->h, g.ref[i], out[i]->n,
+                         pit_ref_tolerance(dt));
+        }
+    } else if (g.ref[2]) {
+        refused(t, backend, bw, s);
+    } else {
+        conf_call_failed(t, bw, s);
+    }
+    grads_free(&g);
+}
+
 static void run_case(pit_context *ctx, const conf_opts *o, conf_tally *t, const char *backend,
                      const attn_case *c, pit_dtype dt, pit_dtype mdt, pit_rng *rng)
 {
@@ -325,6 +394,7 @@ static void run_case(pit_context *ctx, const conf_opts *o, conf_tally *t, const 
             char lw[260];
             snprintf(lw, sizeof lw, "%s lse", what);
             conf_compare(t, o, lw, a.lse.t, a.lse.h, a.ref_lse, a.lse.n, lse_tolerance(dt));
+            backward_case(ctx, o, t, backend, c, dt, &a, &opt, what, rng);
         }
     }
     bufs_free(&a);

@@ -619,6 +619,7 @@ static const pit_backend ocl_backend = {
     .mem_query = ocl_mem_query,
     .set_scratch_allocator = ocl_set_scratch_allocator,
     .attention_ex = ocl_attention_ex,
+    .attention_backward = ocl_attention_backward,
 };
 
 __attribute__((visibility("default"))) const pit_backend *

@@ -259,6 +259,9 @@ pit_status ocl_attention(void *bctx, void *stream, const pit_index *idx, const p
                          const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask,
                          const pit_tdesc *O, float scale);
 pit_status ocl_attention_ex(void *bctx, void *stream, const pit_attention_desc *d);
+pit_status ocl_attention_backward(void *bctx, void *stream, const pit_attention_desc *d,
+                                  const pit_tdesc *dO, const pit_tdesc *dQ, const pit_tdesc *dK,
+                                  const pit_tdesc *dV);
 /* Mixture of Experts: routing and the grouped expert products */
 pit_status ocl_moe_route(void *bctx, void *stream, const pit_tdesc *ids, const pit_index *idx);
 pit_status ocl_moe_matmul(void *bctx, void *stream, int mode, pit_tile *tile,

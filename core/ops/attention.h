@@ -47,6 +47,13 @@ pit_tdesc ops_attention_mask_view3(const pit_tdesc *m);
 pit_status ops_attention_run(pit_context *ctx, void *bs, const ops_attention *a,
                              pit_report *report);
 
+/* The backward of a validated call (a->O and a->lse are its inputs): the
+ * backend's attention_backward on the forward's index, or
+ * PIT_ERR_UNSUPPORTED naming the backend. NULL gradients are skipped. */
+pit_status ops_attention_backward_run(pit_context *ctx, void *bs, const ops_attention *a,
+                                      const pit_tdesc *dO, const pit_tdesc *dQ,
+                                      const pit_tdesc *dK, const pit_tdesc *dV);
+
 /* A backend without attention_ex (sparse_attention.c): PIT_ERR_UNSUPPORTED,
  * naming the backend and the option, unless the call reduces to
  * attention_sparse (an element mask and no other condition, Lq == Lk, Hq ==

@@ -102,41 +102,59 @@ static pit_status report_ex(pit_context *ctx, void *bs, const pit_attention_desc
     return PIT_SUCCESS;
 }
 
-/* The backend's attention_ex with the index core builds (file comment). */
+/* The descriptor of a call and the index core builds for it (file
+ * comment), for the forward and the backward alike. mask4 and idx hold what
+ * d points to. */
+static pit_status describe_call(pit_context *ctx, void *bs, const ops_attention *a,
+                                pit_microtile tile, pit_attention_desc *d, pit_tdesc *mask4,
+                                pit_index *idx)
+{
+    memset(d, 0, sizeof *d);
+    d->Q = a->Q;
+    d->K = a->K;
+    d->V = a->V;
+    d->O = a->O;
+    d->lse = a->lse;
+    d->scale = a->scale;
+    d->window_left = a->window_left;
+    d->window_right = a->window_right;
+    d->tile = tile;
+    /* no key at all: nothing to index, every row is 0 (lse -inf) */
+    const int keys = a->K.shape[2] > 0;
+    if (a->mask && keys) {
+        *mask4 = mask_view4(a->mask, &a->Q);
+        d->mask = mask4;
+    }
+    if (a->block_mask && keys) {
+        PIT_TRY(index_pattern(ctx, bs, "attention.block", a->block_mask,
+                              (pit_microtile){1, 1, PIT_AXIS_K}, 0, idx, d));
+        idx->tile = (pit_microtile){a->block_q, a->block_k, PIT_AXIS_K};
+        d->idx = idx;
+    } else if (a->mask && keys) {
+        /* marks of all-allowed blocks spare their mask loads (backend.h) */
+        PIT_TRY(index_pattern(ctx, bs, "attention", a->mask, tile, 1, idx, d));
+        d->idx = idx;
+    }
+    if (d->idx)
+        d->tile = d->idx->tile;
+    return PIT_SUCCESS;
+}
+
+static pit_microtile tile_of(const ops_attention *a)
+{
+    if (a->tile.rows > 0)
+        return (pit_microtile){a->tile.rows, a->tile.cols, PIT_AXIS_K};
+    return (pit_microtile){ATTENTION_DEFAULT_BLOCK, ATTENTION_DEFAULT_BLOCK, PIT_AXIS_K};
+}
+
+/* The backend's attention_ex with the index core builds. */
 static pit_status attend_ex(pit_context *ctx, void *bs, const ops_attention *a,
                             pit_microtile tile, pit_report *report)
 {
     pit_attention_desc d;
-    memset(&d, 0, sizeof d);
-    d.Q = a->Q;
-    d.K = a->K;
-    d.V = a->V;
-    d.O = a->O;
-    d.lse = a->lse;
-    d.scale = a->scale;
-    d.window_left = a->window_left;
-    d.window_right = a->window_right;
-    d.tile = tile;
-    /* no key at all: nothing to index, every row is 0 (lse -inf) */
-    const int keys = a->K.shape[2] > 0;
     pit_tdesc mask4;
     pit_index idx;
-    if (a->mask && keys) {
-        mask4 = mask_view4(a->mask, &a->Q);
-        d.mask = &mask4;
-    }
-    if (a->block_mask && keys) {
-        PIT_TRY(index_pattern(ctx, bs, "attention.block", a->block_mask,
-                              (pit_microtile){1, 1, PIT_AXIS_K}, 0, &idx, &d));
-        idx.tile = (pit_microtile){a->block_q, a->block_k, PIT_AXIS_K};
-        d.idx = &idx;
-    } else if (a->mask && keys) {
-        /* marks of all-allowed blocks spare their mask loads (backend.h) */
-        PIT_TRY(index_pattern(ctx, bs, "attention", a->mask, tile, 1, &idx, &d));
-        d.idx = &idx;
-    }
-    if (d.idx)
-        d.tile = d.idx->tile;
+    PIT_TRY(describe_call(ctx, bs, a, tile, &d, &mask4, &idx));
     PIT_TRY(ctx->be->attention_ex(ctx->bctx, bs, &d));
     return report_ex(ctx, bs, &d, report);
 }
@@ -157,9 +175,7 @@ pit_status ops_attention_run(pit_context *ctx, void *bs, const ops_attention *a,
         return PIT_SUCCESS;
     if (!ctx->be->attention_ex)
         PIT_TRY(ops_attention_reducible(ctx, a));
-    pit_microtile t = {ATTENTION_DEFAULT_BLOCK, ATTENTION_DEFAULT_BLOCK, PIT_AXIS_K};
-    if (a->tile.rows > 0)
-        t = (pit_microtile){a->tile.rows, a->tile.cols, PIT_AXIS_K};
+    pit_microtile t = tile_of(a);
     /* The micro-tile an element mask is indexed in is not part of the
      * result: a finer index of the same mask is exact. When the device
      * cannot stage a block this large (local memory), halve it. */
@@ -176,4 +192,28 @@ pit_status ops_attention_run(pit_context *ctx, void *bs, const ops_attention *a,
         t.rows = t.rows > 16 ? t.rows / 2 : t.rows;
         t.cols = t.cols > 16 ? t.cols / 2 : t.cols;
     }
+}
+
+static int64_t elements(const pit_tdesc *t)
+{
+    return t ? pit_tensor_numel(t) : 0;
+}
+
+pit_status ops_attention_backward_run(pit_context *ctx, void *bs, const ops_attention *a,
+                                      const pit_tdesc *dO, const pit_tdesc *dQ,
+                                      const pit_tdesc *dK, const pit_tdesc *dV)
+{
+    if (!ctx->be->attention_backward)
+        return ops_unsupported(ctx, "attention_backward (pit_attention_backward)");
+    /* a gradient without an element is not asked for */
+    dQ = elements(dQ) > 0 ? dQ : NULL;
+    dK = elements(dK) > 0 ? dK : NULL;
+    dV = elements(dV) > 0 ? dV : NULL;
+    if (!dQ && !dK && !dV)
+        return PIT_SUCCESS;
+    pit_attention_desc d;
+    pit_tdesc mask4;
+    pit_index idx;
+    PIT_TRY(describe_call(ctx, bs, a, tile_of(a), &d, &mask4, &idx));
+    return ctx->be->attention_backward(ctx->bctx, bs, &d, dO, dQ, dK, dV);
 }

@@ -106,6 +106,12 @@ int pit_ref_attention_allowed(const pit_ref_attn *p, int64_t b, int64_t h, int64
  * key: O 0, lse -inf. */
 void pit_ref_attention_full(const pit_ref_attn *p, const double *Q, const double *K,
                             const double *V, double *O, double *lse);
+/* Its backward given dO [b, hq, lq, dv]: dQ like Q, dK like K, dV like V
+ * (dK and dV summed over the query heads of a kv head); any may be NULL.
+ * P is recomputed in double from Q and K. */
+void pit_ref_attention_backward(const pit_ref_attn *p, const double *Q, const double *K,
+                                const double *V, const double *dO, double *dQ, double *dK,
+                                double *dV);
 
 /* MoE: X [t,h], ids [t,k] (ids outside 0..e-1 skipped), gates [t,k], W [e,h,n],
  * Y [t,n] = sum_j gates[t,j] * X[t] . W[ids[t,j]]. */

@@ -52,6 +52,20 @@ inline int key_allowed(const att_rule *u, __global const mword_t *Mk, long ldm, 
     return !u->use_mask || mask_on(Mk, row * ldm + key);
 }
 
+/* The scaled score of query `row` and key `key`, -INFINITY where the key
+ * weighs nothing. */
+inline float pair_score(__global const st_t *Q, long ldq, __global const st_t *K, long ldk,
+                        __global const mword_t *Mk, long ldm, const att_rule *u, long row,
+                        long key, int D, float scale)
+{
+    if (!key_allowed(u, Mk, ldm, row, key))
+        return -INFINITY;
+    float dot = 0.0f;
+    for (int k = 0; k < D; ++k)
+        dot += LOAD(Q, row * ldq + k) * LOAD(K, key * ldk + k);
+    return scale * dot;
+}
+
 /* Scores of the chunk's keys (row-major BM x BK) into S; -INFINITY where
  * the key weighs nothing. */
 inline void score_chunk(__local float *S, __global const st_t *Q, long ldq,
@@ -61,15 +75,9 @@ inline void score_chunk(__local float *S, __global const st_t *Q, long ldq,
 {
     for (int i = lid; i < BM * BK; i += WG) {
         const int r = i / BK, j = i % BK;
-        const long row = row0 + r, key = key0 + j;
-        float s = -INFINITY;
-        if (r < rows && j < keys && key_allowed(u, Mk, ldm, row, key)) {
-            float dot = 0.0f;
-            for (int k = 0; k < D; ++k)
-                dot += LOAD(Q, row * ldq + k) * LOAD(K, key * ldk + k);
-            s = scale * dot;
-        }
-        S[i] = s;
+        S[i] = r < rows && j < keys
+                   ? pair_score(Q, ldq, K, ldk, Mk, ldm, u, row0 + r, key0 + j, D, scale)
+                   : -INFINITY;
     }
 }
 
@@ -193,5 +201,233 @@ void pit_attention(__global const st_t *Q, long q_off, long q_sb, long q_sh, lon
                     l > 0.0f ? row_max[r] + log(l) : -INFINITY;
             }
         barrier(CLK_LOCAL_MEM_FENCE); /* acc and the row state are reset next */
+    }
+}
+
+/* ---- the backward (core/backend.h, attention_backward) ----------------------------
+ * P = exp(score - lse) recomputed from the forward's lse; dS = scale P (dP - Di)
+ * with dP = dO_i . V_j and Di = dO_i . O_i. pit_attention_dq takes query rows
+ * as the forward does and accumulates dQ = dS K over the same keys;
+ * pit_attention_dkv takes BM keys of one key block of one (batch, kv head),
+ * walks the query blocks of every query head of its group whose index
+ * lists the key block (every one without an index) inside the bounds, and
+ * accumulates dV = P dO and dK = dS Q. Each writes its rows whole.
+ */
+#define ATT_DK 8  /* pit_attention_dkv writes dK */
+#define ATT_DV 16 /* and dV */
+
+inline float row_dot(__global const st_t *a, __global const st_t *b, int n)
+{
+    float s = 0.0f;
+    for (int c = 0; c < n; ++c)
+        s += LOAD(a, c) * LOAD(b, c);
+    return s;
+}
+
+/* dS of a pair from its score, the row's lse and Di (0 off the pattern). */
+inline float pair_ds(float s, float lse, float di, __global const st_t *dOrow,
+                     __global const st_t *Vrow, int DV, float scale, float *p)
+{
+    *p = s == -INFINITY || lse == -INFINITY ? 0.0f : exp(s - lse);
+    return *p == 0.0f ? 0.0f : scale * *p * (row_dot(dOrow, Vrow, DV) - di);
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void pit_attention_dq(__global const st_t *Q, long q_off, long q_sb, long q_sh, long ldq,
+                      __global const st_t *K, long k_off, long k_sb, long k_sh, long ldk,
+                      __global const st_t *V, long v_off, long v_sb, long v_sh, long ldv,
+                      __global const mword_t *Mk, long m_off, long m_sb, long m_sh, long ldm,
+                      __global const st_t *O, long o_off, long o_sb, long o_sh, long ldo,
+                      __global const st_t *dO, long g_off, long g_sb, long g_sh, long ldg,
+                      __global st_t *dQ, long d_off, long d_sb, long d_sh, long ldd,
+                      __global const float *lse, long l_off, long l_sb, long l_sh,
+                      int Lq, int Lk, int D, int DV, int Hq, int group, int br, int bc,
+                      float scale, long wl, long wr, int flags,
+                      __global const int *counts, __global const int *entries, long i_sb,
+                      long i_sh, int cap)
+{
+    __local float S[BM * BK];
+    __local float acc[BM * BN];
+    __local float row_lse[BM], row_di[BM];
+    const int lid = (int)get_local_id(0);
+    const int parts = (br + BM - 1) / BM;
+    const int qb = (int)get_group_id(0) / parts, part = (int)get_group_id(0) % parts;
+    const int z = (int)get_group_id(1), b = z / Hq, h = z % Hq, hk = h / group;
+    const long row0 = (long)qb * br + (long)part * BM;
+    const int rows = (int)max(0L, min((long)BM, min((long)br - (long)part * BM, Lq - row0)));
+    const att_rule u = {(long)Lk - Lq, wl, wr, (flags & ATT_MASK) != 0};
+    long lo = wl >= 0 ? row0 + u.diag - wl : 0;
+    long hi = wr >= 0 ? row0 + rows - 1 + u.diag + wr + 1 : (long)Lk;
+    lo = max(lo, 0L);
+    hi = rows > 0 ? min(hi, (long)Lk) : lo;
+    const int use_index = (flags & ATT_INDEX) != 0;
+    const long g = use_index ? b * i_sb + h * i_sh + qb : 0;
+    const int n = use_index ? min(counts[g], cap) : 1;
+    __global const int *ent = entries + g * cap;
+    Q += q_off + b * q_sb + h * q_sh;
+    K += k_off + b * k_sb + hk * k_sh;
+    V += v_off + b * v_sb + hk * v_sh;
+    Mk += m_off + b * m_sb + h * m_sh;
+    O += o_off + b * o_sb + h * o_sh;
+    dO += g_off + b * g_sb + h * g_sh;
+    dQ += d_off + b * d_sb + h * d_sh;
+    lse += l_off + b * l_sb + h * l_sh;
+    for (int r = lid; r < BM; r += WG) {
+        row_lse[r] = r < rows ? lse[row0 + r] : -INFINITY;
+        row_di[r] = r < rows ? row_dot(dO + (row0 + r) * ldg, O + (row0 + r) * ldo, DV) : 0.0f;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int c0 = 0; c0 < D; c0 += BN) {
+        for (int i = lid; i < BM * BN; i += WG)
+            acc[i] = 0.0f;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int e = 0; e < n; ++e) {
+            long k_lo = lo, k_hi = hi;
+            if (use_index) {
+                const long kb = ent[e] & ~ENTRY_FULL;
+                k_lo = max(lo, kb * bc);
+                k_hi = min(hi, min(kb * bc + bc, (long)Lk));
+            }
+            for (long key0 = k_lo; key0 < k_hi; key0 += BK) {
+                const int keys = (int)min((long)BK, k_hi - key0);
+                score_chunk(S, Q, ldq, K, ldk, Mk, ldm, &u, row0, rows, key0, keys, D, scale,
+                            lid);
+                barrier(CLK_LOCAL_MEM_FENCE);
+                for (int i = lid; i < BM * BK; i += WG) {
+                    const int r = i / BK, j = i % BK;
+                    float p;
+                    S[i] = r < rows && j < keys
+                               ? pair_ds(S[i], row_lse[r], row_di[r], dO + (row0 + r) * ldg,
+                                         V + (key0 + j) * ldv, DV, scale, &p)
+                               : 0.0f;
+                }
+                barrier(CLK_LOCAL_MEM_FENCE);
+                for (int i = lid; i < BM * BN; i += WG) {
+                    const int r = i / BN, c = c0 + i % BN;
+                    float a = acc[i];
+                    if (c < D)
+                        for (int j = 0; j < keys; ++j)
+                            a += S[r * BK + j] * LOAD(K, (key0 + j) * ldk + c);
+                    acc[i] = a;
+                }
+                barrier(CLK_LOCAL_MEM_FENCE);
+            }
+        }
+        for (int i = lid; i < BM * BN; i += WG) {
+            const int r = i / BN, c = c0 + i % BN;
+            if (r < rows && c < D)
+                STORE(dQ, (row0 + r) * ldd + c, acc[i]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+/* Whether group g of the index lists key block kb (uniform in a work-group). */
+inline int block_listed(__global const int *counts, __global const int *entries, long g,
+                        int cap, long kb)
+{
+    const int n = min(counts[g], cap);
+    for (int e = 0; e < n; ++e)
+        if ((entries[g * cap + e] & ~ENTRY_FULL) == kb)
+            return 1;
+    return 0;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void pit_attention_dkv(__global const st_t *Q, long q_off, long q_sb, long q_sh, long ldq,
+                       __global const st_t *K, long k_off, long k_sb, long k_sh, long ldk,
+                       __global const st_t *V, long v_off, long v_sb, long v_sh, long ldv,
+                       __global const mword_t *Mk, long m_off, long m_sb, long m_sh, long ldm,
+                       __global const st_t *O, long o_off, long o_sb, long o_sh, long ldo,
+                       __global const st_t *dO, long g_off, long g_sb, long g_sh, long ldg,
+                       __global st_t *dK, long dk_off, long dk_sb, long dk_sh, long lddk,
+                       __global st_t *dV, long dv_off, long dv_sb, long dv_sh, long lddv,
+                       __global const float *lse, long l_off, long l_sb, long l_sh,
+                       int Lq, int Lk, int D, int DV, int Hkv, int group, int br, int bc,
+                       float scale, long wl, long wr, int flags,
+                       __global const int *counts, __global const int *entries, long i_sb,
+                       long i_sh, int cap)
+{
+    __local float S[BM * BK], P[BM * BK];
+    __local float acc_k[BM * BN], acc_v[BM * BN];
+    __local float q_lse[BK], q_di[BK];
+    const int lid = (int)get_local_id(0);
+    const int parts = (bc + BM - 1) / BM; /* work-groups of one key block */
+    const int kb = (int)get_group_id(0) / parts, part = (int)get_group_id(0) % parts;
+    const int z = (int)get_group_id(1), b = z / Hkv, hk = z % Hkv;
+    const long key0 = (long)kb * bc + (long)part * BM;
+    const int keys = (int)max(0L, min((long)BM, min((long)bc - (long)part * BM, Lk - key0)));
+    const att_rule u = {(long)Lk - Lq, wl, wr, (flags & ATT_MASK) != 0};
+    /* the queries the bounds leave to any of the keys: [qlo, qhi) */
+    long qlo = wr >= 0 ? key0 - u.diag - wr : 0;
+    long qhi = wl >= 0 ? key0 + keys - 1 - u.diag + wl + 1 : (long)Lq;
+    qlo = max(qlo, 0L);
+    qhi = keys > 0 ? min(qhi, (long)Lq) : qlo;
+    const int use_index = (flags & ATT_INDEX) != 0;
+    K += k_off + b * k_sb + hk * k_sh;
+    V += v_off + b * v_sb + hk * v_sh;
+    const int cols = max(D, DV);
+    for (int c0 = 0; c0 < cols; c0 += BN) {
+        for (int i = lid; i < BM * BN; i += WG)
+            acc_k[i] = acc_v[i] = 0.0f;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int h = hk * group; h < (hk + 1) * group; ++h) {
+            __global const st_t *Qh = Q + q_off + b * q_sb + h * q_sh;
+            __global const st_t *Oh = O + o_off + b * o_sb + h * o_sh;
+            __global const st_t *dOh = dO + g_off + b * g_sb + h * g_sh;
+            __global const mword_t *Mh = Mk + m_off + b * m_sb + h * m_sh;
+            __global const float *lh = lse + l_off + b * l_sb + h * l_sh;
+            for (long qb = qlo / br; qb * br < qhi; ++qb) {
+                if (use_index && !block_listed(counts, entries, b * i_sb + h * i_sh + qb, cap,
+                                               kb))
+                    continue;
+                const long q_end = min(qhi, qb * br + br);
+                for (long q0 = max(qlo, qb * br); q0 < q_end; q0 += BK) {
+                    const int nq = (int)min((long)BK, q_end - q0);
+                    for (int j = lid; j < BK; j += WG) {
+                        q_lse[j] = j < nq ? lh[q0 + j] : -INFINITY;
+                        q_di[j] = j < nq ? row_dot(dOh + (q0 + j) * ldg, Oh + (q0 + j) * ldo, DV)
+                                         : 0.0f;
+                    }
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    for (int i = lid; i < BM * BK; i += WG) {
+                        const int r = i / BK, j = i % BK;
+                        float p = 0.0f, ds = 0.0f;
+                        if (r < keys && j < nq) {
+                            const float s = pair_score(Qh, ldq, K, ldk, Mh, ldm, &u, q0 + j,
+                                                       key0 + r, D, scale);
+                            ds = pair_ds(s, q_lse[j], q_di[j], dOh + (q0 + j) * ldg,
+                                         V + (key0 + r) * ldv, DV, scale, &p);
+                        }
+                        S[i] = ds;
+                        P[i] = p;
+                    }
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    for (int i = lid; i < BM * BN; i += WG) {
+                        const int r = i / BN, c = c0 + i % BN;
+                        float ak = acc_k[i], av = acc_v[i];
+                        for (int j = 0; j < nq; ++j) {
+                            if (c < D)
+                                ak += S[r * BK + j] * LOAD(Qh, (q0 + j) * ldq + c);
+                            if (c < DV)
+                                av += P[r * BK + j] * LOAD(dOh, (q0 + j) * ldg + c);
+                        }
+                        acc_k[i] = ak;
+                        acc_v[i] = av;
+                    }
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                }
+            }
+        }
+        for (int i = lid; i < BM * BN; i += WG) {
+            const int r = i / BN, c = c0 + i % BN;
+            if (r >= keys)
+                continue;
+            if ((flags & ATT_DK) && c < D)
+                STORE(dK, dk_off + b * dk_sb + hk * dk_sh + (key0 + r) * lddk + c, acc_k[i]);
+            if ((flags & ATT_DV) && c < DV)
+                STORE(dV, dv_off + b * dv_sb + hk * dv_sh + (key0 + r) * lddv + c, acc_v[i]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
 }

@@ -16,10 +16,12 @@
 #define ATT_COLS 64 /* output columns accumulated in one pass */
 #define ATT_WG 128
 
-/* the kernel's flags */
+/* the kernels' flags */
 #define ATT_MASK 1
 #define ATT_LSE 2
 #define ATT_INDEX 4
+#define ATT_DK 8
+#define ATT_DV 16
 
 /* Query rows a work-group takes: the block's rows up to ATT_ROWS, a power of
  * two (a program per size, so few sizes). */
@@ -43,6 +45,18 @@ static void arg_view4(ocl_args *a, const pit_tdesc *t)
     ocl_arg_long(a, elements_of(t));
     for (int i = 0; i < 3; i++)
         ocl_arg_long(a, (cl_long)t->strides[i]);
+}
+
+/* A rank-4 view, or for an absent one a stand-in the kernel never reads. */
+static void arg_view4_or_none(ocl_args *a, const pit_tdesc *t, cl_mem none)
+{
+    if (t) {
+        arg_view4(a, t);
+        return;
+    }
+    ocl_arg_mem(a, none);
+    for (int i = 0; i < 4; i++)
+        ocl_arg_long(a, 0);
 }
 
 /* lse [B, Hq, Lq]: buffer, element offset, batch and head strides. */
@@ -80,9 +94,50 @@ static pit_status check_desc(const pit_attention_desc *d)
     return PIT_SUCCESS;
 }
 
+/* Lengths, dims, heads (hq for the forward and dQ, Hkv for dK and dV), the
+ * group, the block, scale, bounds, flags and the index: the arguments every
+ * kernel of the family ends with. */
+static void arg_rest(ocl_args *a, const pit_attention_desc *d, int64_t heads, int flags,
+                     cl_mem none)
+{
+    const cl_int dims[8] = {(cl_int)d->Q.shape[2], (cl_int)d->K.shape[2], (cl_int)d->Q.shape[3],
+                            (cl_int)d->V.shape[3], (cl_int)heads,
+                            (cl_int)(d->Q.shape[1] / d->K.shape[1]), d->tile.rows,
+                            d->tile.cols};
+    for (int i = 0; i < 8; i++)
+        ocl_arg_int(a, dims[i]);
+    ocl_arg_raw(a, sizeof(cl_float), &d->scale);
+    ocl_arg_long(a, (cl_long)d->window_left);
+    ocl_arg_long(a, (cl_long)d->window_right);
+    ocl_arg_int(a, flags);
+    arg_index(a, d, none);
+}
+
 static int flags_of(const pit_attention_desc *d)
 {
     return (d->mask ? ATT_MASK : 0) | (d->lse ? ATT_LSE : 0) | (d->idx ? ATT_INDEX : 0);
+}
+
+/* Kernel kname of the family for blocks of `rows` rows (query rows, or keys
+ * for pit_attention_dkv). */
+static pit_status family_kernel(ocl_ctx *c, const pit_attention_desc *d, int rows,
+                                const char *kname, ocl_op_config *k, cl_kernel *kern)
+{
+    *k = (ocl_op_config){d->Q.dtype, PIT_U8, rows_per_group(rows), ATT_COLS, ATT_KEYS,
+                         ocl_op_fit_wg(c, ATT_WG)};
+    if (d->mask)
+        OCL_TRY(ocl_pattern_code(d->mask, "attention: mask", &k->mask_code));
+    return ocl_op_kernel(c, "pit_attention", k, kname, k->wg, kern);
+}
+
+/* The work-groups of `n` rows (or keys) in blocks of `block`, for B x heads. */
+static pit_status launch_blocks(ocl_args *a, ocl_stream *s, const ocl_op_config *k, int64_t n,
+                                int block, int64_t batch_heads)
+{
+    size_t groups = (size_t)ocl_cdiv(n, block) * (size_t)ocl_cdiv(block, k->bm);
+    size_t global[2] = {groups * k->wg, (size_t)batch_heads};
+    size_t local[2] = {k->wg, 1};
+    return ocl_launch(a, s->queue, 2, global, local);
 }
 
 pit_status ocl_attention_ex(void *bctx, void *stream, const pit_attention_desc *d)
@@ -94,13 +149,9 @@ pit_status ocl_attention_ex(void *bctx, void *stream, const pit_attention_desc *
     if (batch * hq * lq == 0 || (dv == 0 && !d->lse))
         return PIT_SUCCESS;
     OCL_TRY(check_desc(d));
-    const int br = d->tile.rows;
-    ocl_op_config k = {d->Q.dtype, PIT_U8, rows_per_group(br), ATT_COLS, ATT_KEYS,
-                       ocl_op_fit_wg(c, ATT_WG)};
-    if (d->mask)
-        OCL_TRY(ocl_pattern_code(d->mask, "attention: mask", &k.mask_code));
+    ocl_op_config k;
     cl_kernel kern;
-    OCL_TRY(ocl_op_kernel(c, "pit_attention", &k, "pit_attention", k.wg, &kern));
+    OCL_TRY(family_kernel(c, d, d->tile.rows, "pit_attention", &k, &kern));
     /* what stands in for an absent mask, lse or index: never read */
     cl_mem none = (cl_mem)d->Q.mem;
     ocl_args a;
@@ -108,31 +159,86 @@ pit_status ocl_attention_ex(void *bctx, void *stream, const pit_attention_desc *
     arg_view4(&a, &d->Q);
     arg_view4(&a, &d->K);
     arg_view4(&a, &d->V);
-    if (d->mask) {
-        arg_view4(&a, d->mask);
-    } else {
-        ocl_arg_mem(&a, none);
-        for (int i = 0; i < 4; i++)
-            ocl_arg_long(&a, 0);
-    }
+    arg_view4_or_none(&a, d->mask, none);
     arg_view4(&a, &d->O);
     arg_lse(&a, d->lse, none);
-    const cl_int dims[8] = {(cl_int)lq, (cl_int)d->K.shape[2], (cl_int)d->Q.shape[3],
-                            (cl_int)dv, (cl_int)hq, (cl_int)(hq / d->K.shape[1]), br,
-                            d->tile.cols};
-    for (int i = 0; i < 8; i++)
-        ocl_arg_int(&a, dims[i]);
-    ocl_arg_raw(&a, sizeof(cl_float), &d->scale);
-    ocl_arg_long(&a, (cl_long)d->window_left);
-    ocl_arg_long(&a, (cl_long)d->window_right);
-    ocl_arg_int(&a, flags_of(d));
-    arg_index(&a, d, none);
+    arg_rest(&a, d, d->Q.shape[1], flags_of(d), none);
     /* every query block gets its work-groups: an empty group writes zeros,
      * and nothing is read back between detection and this launch */
-    size_t groups = (size_t)ocl_cdiv(lq, br) * (size_t)ocl_cdiv(br, k.bm);
-    size_t global[2] = {groups * k.wg, (size_t)(batch * hq)};
-    size_t local[2] = {k.wg, 1};
-    return ocl_launch(&a, s->queue, 2, global, local);
+    return launch_blocks(&a, s, &k, lq, d->tile.rows, batch * hq);
+}
+
+static int has_elements(const pit_tdesc *t)
+{
+    if (!t)
+        return 0;
+    for (int i = 0; i < t->rank; i++)
+        if (t->shape[i] == 0)
+            return 0;
+    return 1;
+}
+
+static pit_status attention_dq(ocl_ctx *c, ocl_stream *s, const pit_attention_desc *d,
+                               const pit_tdesc *dO, const pit_tdesc *dQ)
+{
+    ocl_op_config k;
+    cl_kernel kern;
+    OCL_TRY(family_kernel(c, d, d->tile.rows, "pit_attention_dq", &k, &kern));
+    cl_mem none = (cl_mem)d->Q.mem;
+    ocl_args a;
+    ocl_args_begin(&a, kern, "pit_attention_dq");
+    arg_view4(&a, &d->Q);
+    arg_view4(&a, &d->K);
+    arg_view4(&a, &d->V);
+    arg_view4_or_none(&a, d->mask, none);
+    arg_view4(&a, &d->O);
+    arg_view4(&a, dO);
+    arg_view4(&a, dQ);
+    arg_lse(&a, d->lse, none);
+    arg_rest(&a, d, d->Q.shape[1], flags_of(d), none);
+    return launch_blocks(&a, s, &k, d->Q.shape[2], d->tile.rows, d->Q.shape[0] * d->Q.shape[1]);
+}
+
+static pit_status attention_dkv(ocl_ctx *c, ocl_stream *s, const pit_attention_desc *d,
+                                const pit_tdesc *dO, const pit_tdesc *dK, const pit_tdesc *dV)
+{
+    ocl_op_config k;
+    cl_kernel kern;
+    OCL_TRY(family_kernel(c, d, d->tile.cols, "pit_attention_dkv", &k, &kern));
+    cl_mem none = (cl_mem)d->Q.mem;
+    ocl_args a;
+    ocl_args_begin(&a, kern, "pit_attention_dkv");
+    arg_view4(&a, &d->Q);
+    arg_view4(&a, &d->K);
+    arg_view4(&a, &d->V);
+    arg_view4_or_none(&a, d->mask, none);
+    arg_view4(&a, &d->O);
+    arg_view4(&a, dO);
+    arg_view4_or_none(&a, dK, none);
+    arg_view4_or_none(&a, dV, none);
+    arg_lse(&a, d->lse, none);
+    const int flags = flags_of(d) | (dK ? ATT_DK : 0) | (dV ? ATT_DV : 0);
+    arg_rest(&a, d, d->K.shape[1], flags, none);
+    return launch_blocks(&a, s, &k, d->K.shape[2], d->tile.cols, d->K.shape[0] * d->K.shape[1]);
+}
+
+pit_status ocl_attention_backward(void *bctx, void *stream, const pit_attention_desc *d,
+                                  const pit_tdesc *dO, const pit_tdesc *dQ, const pit_tdesc *dK,
+                                  const pit_tdesc *dV)
+{
+    ocl_ctx *c = bctx;
+    ocl_stream *s = stream;
+    if (!d->lse)
+        return ocl_host->error(PIT_ERR_INVALID_ARGUMENT, "opencl attention backward: no lse");
+    OCL_TRY(check_desc(d));
+    dQ = has_elements(dQ) ? dQ : NULL;
+    dK = has_elements(dK) ? dK : NULL;
+    dV = has_elements(dV) ? dV : NULL;
+    if (dQ)
+        OCL_TRY(attention_dq(c, s, d, dO, dQ));
+    if (dK || dV)
+        OCL_TRY(attention_dkv(c, s, d, dO, dK, dV));
+    return PIT_SUCCESS;
 }
 
 /* [batch, 1, rows, cols] of a rank-2 or rank-3 operand (one head a batch). */

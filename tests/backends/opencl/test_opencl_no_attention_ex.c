@@ -5,8 +5,9 @@
  * installed in the "cuda" slot (pit_debug_install_backend). The calls that
  * reduce to attention_sparse must run there and match the reference (cut
  * into one call a batch or a head where the mask or the views ask for it);
- * every other option must be refused with PIT_ERR_UNSUPPORTED naming the
- * backend and the option. Exit 77 without an OpenCL device.
+ * every other option, and the backward, must be refused with
+ * PIT_ERR_UNSUPPORTED naming the backend and the option. Exit 77 without an
+ * OpenCL device.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -207,6 +208,14 @@ static void test_refusals(problem *p)
     K = p->K;
     V = p->V;
 #undef REFUSE
+    pit_tensor *lse2 = rt_tensor(g_ctx, PIT_F32, 3, B, H, L), *dQ = tensor4(PIT_F32, B, H, L, D);
+    pit_status bs = pit_attention_backward(g_ctx, NULL, p->Q, p->K, p->V, p->O, p->O, lse2, NULL,
+                                           dQ, NULL, NULL);
+    RT_CHECK(bs == PIT_ERR_UNSUPPORTED && strstr(pit_last_error(), "backend cuda") &&
+                 strstr(pit_last_error(), "attention_backward"),
+             "the backward without its entry: %s", pit_status_string(bs));
+    pit_tensor_destroy(lse2);
+    pit_tensor_destroy(dQ);
     pit_tensor *all[] = {bm, q_short, o_short, m_short, k1, v1};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         pit_tensor_destroy(all[i]);
@@ -248,6 +257,7 @@ int main(void)
     table = *ocl;
     table.name = "cuda";
     table.attention_ex = NULL;
+    table.attention_backward = NULL;
     if (pit_debug_install_backend("cuda", &table) != PIT_SUCCESS ||
         pit_context_create("cuda", 0, &g_ctx) != PIT_SUCCESS) {
         printf("test_opencl_no_attention_ex: SKIPPED: no OpenCL device: %s %s\n", pit_last_error(),
