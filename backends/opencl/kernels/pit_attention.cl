@@ -120,6 +120,58 @@ inline void accumulate_chunk(__local float *acc, __local const float *S,
     }
 }
 
+/* The query rows a work-group of the forward or of dQ takes, the keys their
+ * bounds leave, and the index group that lists their key blocks. */
+typedef struct att_rows {
+    int b, h, hk;    /* batch, query head, its kv head */
+    long row0;       /* rows row0 .. row0 + rows - 1, inside the block and Lq */
+    int rows;        /* may be 0: no early return, see pit_sddmm.cl */
+    long lo, hi;     /* keys [lo, hi) the bounds leave to any of the rows */
+    long g;          /* index group (0 without an index) */
+    int n;           /* its entries (1 without an index: every key in the bounds) */
+    att_rule u;
+} att_rows;
+
+inline att_rows query_rows(int Lq, int Lk, int Hq, int group, int br, long wl, long wr,
+                           int flags, __global const int *counts, long i_sb, long i_sh,
+                           int cap)
+{
+    att_rows w;
+    const int parts = (br + BM - 1) / BM; /* work-groups of one query block */
+    const int qb = (int)get_group_id(0) / parts, part = (int)get_group_id(0) % parts;
+    const int z = (int)get_group_id(1);
+    w.b = z / Hq;
+    w.h = z % Hq;
+    w.hk = w.h / group;
+    w.row0 = (long)qb * br + (long)part * BM;
+    w.rows = (int)max(0L, min((long)BM, min((long)br - (long)part * BM, Lq - w.row0)));
+    w.u.diag = (long)Lk - Lq;
+    w.u.wl = wl;
+    w.u.wr = wr;
+    w.u.use_mask = (flags & ATT_MASK) != 0;
+    w.lo = max(wl >= 0 ? w.row0 + w.u.diag - wl : 0L, 0L);
+    w.hi = wr >= 0 ? w.row0 + w.rows - 1 + w.u.diag + wr + 1 : (long)Lk;
+    w.hi = w.rows > 0 ? min(w.hi, (long)Lk) : w.lo;
+    const int use_index = (flags & ATT_INDEX) != 0;
+    w.g = use_index ? w.b * i_sb + w.h * i_sh + qb : 0;
+    w.n = use_index ? min(counts[w.g], cap) : 1;
+    return w;
+}
+
+/* The keys [*k_lo, *k_hi) of entry e of w's group: its key block inside the
+ * bounds, or without an index every key in them. */
+inline void entry_keys(const att_rows *w, __global const int *entries, int cap, int e,
+                       int flags, int bc, int Lk, long *k_lo, long *k_hi)
+{
+    *k_lo = w->lo;
+    *k_hi = w->hi;
+    if (!(flags & ATT_INDEX))
+        return;
+    const long kb = entries[w->g * cap + e] & ~ENTRY_FULL;
+    *k_lo = max(w->lo, kb * bc);
+    *k_hi = min(w->hi, min(kb * bc + bc, (long)Lk));
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void pit_attention(__global const st_t *Q, long q_off, long q_sb, long q_sh, long ldq,
                    __global const st_t *K, long k_off, long k_sb, long k_sh, long ldk,
@@ -136,26 +188,12 @@ void pit_attention(__global const st_t *Q, long q_off, long q_sb, long q_sh, lon
     __local float acc[BM * BN];
     __local float row_max[BM], row_sum[BM], rescale[BM];
     const int lid = (int)get_local_id(0);
-    const int parts = (br + BM - 1) / BM; /* work-groups of one query block */
-    const int qb = (int)get_group_id(0) / parts, part = (int)get_group_id(0) % parts;
-    const int z = (int)get_group_id(1), b = z / Hq, h = z % Hq, hk = h / group;
-    const long row0 = (long)qb * br + (long)part * BM;
-    /* rows of this work-group inside the block and inside Lq (may be 0: no
-     * early return, see pit_sddmm.cl) */
-    const int rows = (int)max(0L, min((long)BM, min((long)br - (long)part * BM, Lq - row0)));
-    const att_rule u = {(long)Lk - Lq, wl, wr, (flags & ATT_MASK) != 0};
-    /* the keys the bounds leave to any of the rows: [lo, hi) */
-    long lo = wl >= 0 ? row0 + u.diag - wl : 0;
-    long hi = wr >= 0 ? row0 + rows - 1 + u.diag + wr + 1 : (long)Lk;
-    lo = max(lo, 0L);
-    hi = rows > 0 ? min(hi, (long)Lk) : lo;
-    const int use_index = (flags & ATT_INDEX) != 0;
-    const long g = use_index ? b * i_sb + h * i_sh + qb : 0;
-    const int n = use_index ? min(counts[g], cap) : 1;
-    __global const int *ent = entries + g * cap;
+    const att_rows w = query_rows(Lq, Lk, Hq, group, br, wl, wr, flags, counts, i_sb, i_sh, cap);
+    const int b = w.b, h = w.h, rows = w.rows;
+    const long row0 = w.row0;
     Q += q_off + b * q_sb + h * q_sh;
-    K += k_off + b * k_sb + hk * k_sh;
-    V += v_off + b * v_sb + hk * v_sh;
+    K += k_off + b * k_sb + w.hk * k_sh;
+    V += v_off + b * v_sb + w.hk * v_sh;
     Mk += m_off + b * m_sb + h * m_sh;
     O += o_off + b * o_sb + h * o_sh;
     const int passes = max(1, (DV + BN - 1) / BN); /* one at least: the lse */
@@ -169,16 +207,12 @@ void pit_attention(__global const st_t *Q, long q_off, long q_sb, long q_sh, lon
         for (int i = lid; i < BM * BN; i += WG)
             acc[i] = 0.0f;
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int e = 0; e < n; ++e) {
-            long k_lo = lo, k_hi = hi; /* without an index, every key in the bounds */
-            if (use_index) {
-                const long kb = ent[e] & ~ENTRY_FULL;
-                k_lo = max(lo, kb * bc);
-                k_hi = min(hi, min(kb * bc + bc, (long)Lk));
-            }
+        for (int e = 0; e < w.n; ++e) {
+            long k_lo, k_hi;
+            entry_keys(&w, entries, cap, e, flags, bc, Lk, &k_lo, &k_hi);
             for (long key0 = k_lo; key0 < k_hi; key0 += BK) {
                 const int keys = (int)min((long)BK, k_hi - key0);
-                score_chunk(S, Q, ldq, K, ldk, Mk, ldm, &u, row0, rows, key0, keys, D, scale,
+                score_chunk(S, Q, ldq, K, ldk, Mk, ldm, &w.u, row0, rows, key0, keys, D, scale,
                             lid);
                 barrier(CLK_LOCAL_MEM_FENCE);
                 weigh_chunk(S, row_max, row_sum, rescale, lid);
@@ -250,23 +284,12 @@ void pit_attention_dq(__global const st_t *Q, long q_off, long q_sb, long q_sh, 
     __local float acc[BM * BN];
     __local float row_lse[BM], row_di[BM];
     const int lid = (int)get_local_id(0);
-    const int parts = (br + BM - 1) / BM;
-    const int qb = (int)get_group_id(0) / parts, part = (int)get_group_id(0) % parts;
-    const int z = (int)get_group_id(1), b = z / Hq, h = z % Hq, hk = h / group;
-    const long row0 = (long)qb * br + (long)part * BM;
-    const int rows = (int)max(0L, min((long)BM, min((long)br - (long)part * BM, Lq - row0)));
-    const att_rule u = {(long)Lk - Lq, wl, wr, (flags & ATT_MASK) != 0};
-    long lo = wl >= 0 ? row0 + u.diag - wl : 0;
-    long hi = wr >= 0 ? row0 + rows - 1 + u.diag + wr + 1 : (long)Lk;
-    lo = max(lo, 0L);
-    hi = rows > 0 ? min(hi, (long)Lk) : lo;
-    const int use_index = (flags & ATT_INDEX) != 0;
-    const long g = use_index ? b * i_sb + h * i_sh + qb : 0;
-    const int n = use_index ? min(counts[g], cap) : 1;
-    __global const int *ent = entries + g * cap;
+    const att_rows w = query_rows(Lq, Lk, Hq, group, br, wl, wr, flags, counts, i_sb, i_sh, cap);
+    const int b = w.b, h = w.h, rows = w.rows;
+    const long row0 = w.row0;
     Q += q_off + b * q_sb + h * q_sh;
-    K += k_off + b * k_sb + hk * k_sh;
-    V += v_off + b * v_sb + hk * v_sh;
+    K += k_off + b * k_sb + w.hk * k_sh;
+    V += v_off + b * v_sb + w.hk * v_sh;
     Mk += m_off + b * m_sb + h * m_sh;
     O += o_off + b * o_sb + h * o_sh;
     dO += g_off + b * g_sb + h * g_sh;
@@ -281,16 +304,12 @@ void pit_attention_dq(__global const st_t *Q, long q_off, long q_sb, long q_sh, 
         for (int i = lid; i < BM * BN; i += WG)
             acc[i] = 0.0f;
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int e = 0; e < n; ++e) {
-            long k_lo = lo, k_hi = hi;
-            if (use_index) {
-                const long kb = ent[e] & ~ENTRY_FULL;
-                k_lo = max(lo, kb * bc);
-                k_hi = min(hi, min(kb * bc + bc, (long)Lk));
-            }
+        for (int e = 0; e < w.n; ++e) {
+            long k_lo, k_hi;
+            entry_keys(&w, entries, cap, e, flags, bc, Lk, &k_lo, &k_hi);
             for (long key0 = k_lo; key0 < k_hi; key0 += BK) {
                 const int keys = (int)min((long)BK, k_hi - key0);
-                score_chunk(S, Q, ldq, K, ldk, Mk, ldm, &u, row0, rows, key0, keys, D, scale,
+                score_chunk(S, Q, ldq, K, ldk, Mk, ldm, &w.u, row0, rows, key0, keys, D, scale,
                             lid);
                 barrier(CLK_LOCAL_MEM_FENCE);
                 for (int i = lid; i < BM * BK; i += WG) {

@@ -59,6 +59,16 @@ static void arg_view4_or_none(ocl_args *a, const pit_tdesc *t, cl_mem none)
         ocl_arg_long(a, 0);
 }
 
+/* Q, K, V, the mask and O: the arguments every kernel of the family starts with. */
+static void arg_operands(ocl_args *a, const pit_attention_desc *d, cl_mem none)
+{
+    arg_view4(a, &d->Q);
+    arg_view4(a, &d->K);
+    arg_view4(a, &d->V);
+    arg_view4_or_none(a, d->mask, none);
+    arg_view4(a, &d->O);
+}
+
 /* lse [B, Hq, Lq]: buffer, element offset, batch and head strides. */
 static void arg_lse(ocl_args *a, const pit_tdesc *lse, cl_mem none)
 {
@@ -156,11 +166,7 @@ pit_status ocl_attention_ex(void *bctx, void *stream, const pit_attention_desc *
     cl_mem none = (cl_mem)d->Q.mem;
     ocl_args a;
     ocl_args_begin(&a, kern, "pit_attention");
-    arg_view4(&a, &d->Q);
-    arg_view4(&a, &d->K);
-    arg_view4(&a, &d->V);
-    arg_view4_or_none(&a, d->mask, none);
-    arg_view4(&a, &d->O);
+    arg_operands(&a, d, none);
     arg_lse(&a, d->lse, none);
     arg_rest(&a, d, d->Q.shape[1], flags_of(d), none);
     /* every query block gets its work-groups: an empty group writes zeros,
@@ -187,11 +193,7 @@ static pit_status attention_dq(ocl_ctx *c, ocl_stream *s, const pit_attention_de
     cl_mem none = (cl_mem)d->Q.mem;
     ocl_args a;
     ocl_args_begin(&a, kern, "pit_attention_dq");
-    arg_view4(&a, &d->Q);
-    arg_view4(&a, &d->K);
-    arg_view4(&a, &d->V);
-    arg_view4_or_none(&a, d->mask, none);
-    arg_view4(&a, &d->O);
+    arg_operands(&a, d, none);
     arg_view4(&a, dO);
     arg_view4(&a, dQ);
     arg_lse(&a, d->lse, none);
@@ -208,11 +210,7 @@ static pit_status attention_dkv(ocl_ctx *c, ocl_stream *s, const pit_attention_d
     cl_mem none = (cl_mem)d->Q.mem;
     ocl_args a;
     ocl_args_begin(&a, kern, "pit_attention_dkv");
-    arg_view4(&a, &d->Q);
-    arg_view4(&a, &d->K);
-    arg_view4(&a, &d->V);
-    arg_view4_or_none(&a, d->mask, none);
-    arg_view4(&a, &d->O);
+    arg_operands(&a, d, none);
     arg_view4(&a, dO);
     arg_view4_or_none(&a, dK, none);
     arg_view4_or_none(&a, dV, none);
