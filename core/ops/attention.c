@@ -153,8 +153,8 @@ static pit_status check_lse(const char *fn, pit_context *ctx, const pit_tensor *
 /* The forward's outputs, O and lse: writable, overlapping no input and not
  * each other. */
 static pit_status check_outputs(const pit_tensor *Q, const pit_tensor *K, const pit_tensor *V,
-                                 const pit_tensor *O, const pit_attention_options *o,
-                                 const pit_tensor *lse)
+                                const pit_tensor *O, const pit_attention_options *o,
+                                const pit_tensor *lse)
 {
     PIT_TRY(pit_tensor_check_writable(O, FN, "O"));
     PIT_TRY(pit_tensor_check_writable(lse, FN, "lse"));
@@ -175,8 +175,7 @@ static int64_t blocks_of(int64_t n, int32_t side)
 /* Operands, options, masks and lse, as inputs (the forward's outputs are
  * check_outputs'). */
 static pit_status check_attention(const char *fn, pit_context *ctx, const pit_tensor *Q,
-                                  const pit_tensor *K,
-                                  const pit_tensor *V, const pit_tensor *O,
+                                  const pit_tensor *K, const pit_tensor *V, const pit_tensor *O,
                                   const pit_attention_options *o, const pit_tensor *lse,
                                   attn_dims *s)
 {
@@ -185,8 +184,8 @@ static pit_status check_attention(const char *fn, pit_context *ctx, const pit_te
     if (o->mask)
         PIT_TRY(check_pattern(fn, ctx, o->mask, "mask", s, s->lq, s->lk));
     if (o->block_mask)
-        PIT_TRY(check_pattern(fn, ctx, o->block_mask, "block_mask", s, blocks_of(s->lq, o->block_q),
-                              blocks_of(s->lk, o->block_k)));
+        PIT_TRY(check_pattern(fn, ctx, o->block_mask, "block_mask", s,
+                              blocks_of(s->lq, o->block_q), blocks_of(s->lk, o->block_k)));
     if (lse)
         PIT_TRY(check_lse(fn, ctx, lse, s));
     return PIT_SUCCESS;
