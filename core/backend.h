@@ -36,7 +36,8 @@ extern "C" {
                                     5: mem_query; pit_host.cache_load / cache_store /
                                        cache_drop; set_scratch_allocator;
                                     6: moe_matmul's slot rows (PIT_MOE_SLOT_X,
-                                       PIT_MOE_SLOT_Y); moe_activation */
+                                       PIT_MOE_SLOT_Y); moe_activation; attention_ex
+                                       (pit_attention_desc), attention_backward */
 #define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
 
 /* ---- services core offers to plug-ins --------------------------------- */
@@ -95,10 +96,11 @@ typedef struct pit_switches {
  * asserts: dtype is a pit_dtype and the one the operator's contract names
  * (inputs and outputs of one float dtype the device supports, has_f16 /
  * has_bf16); rank and shapes agree with the operator (batch dimensions are
- * passed as they are, never folded; attention's operands and a pattern's
- * detection view come as rank 3); every dimension of extent > 1 has a
- * stride at least the span of the dimensions inside it, the innermost one
- * stride 1 (a dimension of extent 1 may carry any stride); offset is a
+ * passed as they are, never folded; attention_sparse's operands and a
+ * pattern's detection view come as rank 3); every dimension of extent > 1
+ * has a stride at least the span of the dimensions inside it, the innermost
+ * one stride 1 (a dimension of extent 1 may carry any stride; attention_ex's
+ * operands are the one exception: pit_attention_desc); offset is a
  * multiple of the element size; outputs overlap no input (except where an
  * entry says in place). Core skips calls whose output is empty, but an empty
  * reduction can still arrive (attention's head dimension, the MoE backward's
@@ -171,6 +173,41 @@ typedef struct pit_scratch_allocator {
     void (*free)(void *owner, void *mem, void *native_stream);
     void *owner;
 } pit_scratch_allocator;
+
+/* ---- attention with every option (pit_attention) ------------------------- *
+ * Q [B, Hq, Lq, D], K [B, Hkv, Lk, D], V [B, Hkv, Lk, Dv], O [B, Hq, Lq, Dv]
+ * (rank 4, one float dtype; Hkv > 0 divides Hq: query head h reads kv head
+ * h / (Hq / Hkv)). Unlike every other entry, their dimensions may come in any
+ * stride order (a [B, L, H, D] buffer): the innermost stride is 1 where its
+ * extent is above 1, and no two elements share memory.
+ * Key j is allowed for query i when every condition holds:
+ *   - window_left >= 0:  j >= i + (Lk - Lq) - window_left
+ *   - window_right >= 0: j <= i + (Lk - Lq) + window_right (causal is
+ *     window_right 0; core folds it in)
+ *   - mask (may be NULL): mask[b, h, i, j] non-zero, read as detect reads a
+ *     pattern; rank 4 [B, Hq, Lq, Lk] row-major in its last two dimensions,
+ *     batch or head stride 0 where one mask serves every batch or head
+ *   - idx (may be NULL): block (i / tile.rows, j / tile.cols) is listed in
+ *     group b * idx_batch_stride + h * idx_head_stride + i / tile.rows
+ *     (entries are key-block indices; strides 0 where the index is shared;
+ *     PIT_ENTRY_FULL marks, when idx->flag_full, to be stripped). Without idx
+ *     every key block is visited, so the backend may block the keys as it
+ *     likes; with one, tile is idx->tile and capacity its key blocks.
+ * Core reads no counts back before the call: any group may be empty. Rows of
+ * O with no allowed key are 0 and their lse -inf. lse (may be NULL): rank 3
+ * [B, Hq, Lq] f32, log of the sum of exp(scale * Q.K) over the allowed keys.
+ * PIT_ERR_UNSUPPORTED, before anything is queued, for what the backend
+ * cannot run (core then says so to the user). */
+typedef struct pit_attention_desc {
+    pit_tdesc Q, K, V, O;
+    const pit_tdesc *mask;      /* NULL: no element mask */
+    const pit_tdesc *lse;       /* NULL: not wanted */
+    const pit_index *idx;       /* NULL: every key block */
+    int64_t idx_batch_stride, idx_head_stride;
+    pit_microtile tile;         /* query rows x keys of a block */
+    float scale;
+    int64_t window_left, window_right; /* -1: no bound */
+} pit_attention_desc;
 
 /* ---- device timers (events) ---------------------------------------------- */
 typedef struct pit_event pit_event;
@@ -400,6 +437,21 @@ typedef struct pit_backend {
     pit_status (*moe_activation)(void *bctx, void *stream, int act, const pit_tdesc *U,
                                  const pit_tdesc *dA, const pit_tdesc *gates, const pit_tdesc *A,
                                  const pit_tdesc *dU, const pit_tdesc *dgates);
+    /* Optional (ABI 6): attention with every option of pit_attention, as
+     * pit_attention_desc above says. NULL: core runs the calls that reduce
+     * to attention_sparse there (an element mask alone, Lq == Lk, Hq == Hkv,
+     * no lse) and refuses the others with PIT_ERR_UNSUPPORTED. */
+    pit_status (*attention_ex)(void *bctx, void *stream, const pit_attention_desc *a);
+    /* Optional (ABI 6): the backward of attention_ex on the same descriptor
+     * (a->O and a->lse are the forward's, inputs here; lse is never NULL):
+     * dQ = sum_j dS_ij K_j, dK_j = sum over i and the group's query heads
+     * of dS_ij Q_i, dV_j = sum P_ij dO_i, with P_ij = exp(scale Q_i.K_j -
+     * lse_i) on the allowed pairs (0 elsewhere), dS_ij = scale P_ij (dO_i.V_j
+     * - dO_i.O_i). dQ [B, Hq, Lq, D], dK, dV like K and V; any may be NULL
+     * (not wanted); each one given is written whole. */
+    pit_status (*attention_backward)(void *bctx, void *stream, const pit_attention_desc *a,
+                                     const pit_tdesc *dO, const pit_tdesc *dQ,
+                                     const pit_tdesc *dK, const pit_tdesc *dV);
 } pit_backend;
 
 /* moe_matmul's slot-row flags (ABI 6), or'ed into its mode */

@@ -257,7 +257,11 @@ PIT_API pit_status pit_tensor_create(pit_context *ctx, pit_dtype dtype, int rank
 /* Describes device memory the caller owns (borrowed: pit never frees it).
  * data is a device pointer (CUDA, HIP) or a cl_mem (OpenCL); strides in
  * elements, NULL for contiguous row-major. The innermost stride must be 1 and
- * the others must not overlap rows (row-major compatible), else
+ * no two elements may share memory, else PIT_ERR_BAD_STRIDES: the other
+ * dimensions may come in any stride order (each stride, taken in ascending
+ * order, at least the span of the smaller ones), so a [B, L, H, D] buffer
+ * can be seen as [B, H, L, D]. Only pit_attention takes views whose strides
+ * are not in row-major order; every other operator refuses them with
  * PIT_ERR_BAD_STRIDES. byte_offset must be a multiple of the element size.
  * The view must lie inside data's buffer (a cl_mem's size, a sub-buffer's
  * own; on CUDA/HIP the allocation holding the pointer), else
@@ -475,7 +479,8 @@ PIT_API pit_status pit_sparse_softmax_backward(pit_context *ctx, pit_stream *str
                                                const pit_tensor *Y, const pit_tensor *dY,
                                                const pit_tensor *mask, pit_tensor *dX, float scale);
 
-/* Dynamic sparse attention: O = softmax(scale * Q K^T masked) V, with one
+/* Dynamic sparse attention (pit_attention with an element mask and a
+ * micro-tile of block x block): O = softmax(scale * Q K^T masked) V, with one
  * block index of the mask (built on the device each call) reused by the
  * SDDMM, the softmax and the sparse x dense product. Q, K [BH,L,D], V, O
  * [BH,L,Dv], mask [L,L] or [BH,L,L]; block = micro-tile side (0 = 64).
@@ -495,6 +500,88 @@ PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, co
                                         const pit_tensor *K, const pit_tensor *V,
                                         const pit_tensor *mask, pit_tensor *O, float scale,
                                         int32_t block, pit_report *report);
+
+/* Options of pit_attention; start from pit_attention_options_default().
+ * Every condition set here combines with the others (a key is allowed for a
+ * query only where all of them allow it). Query i and key j are related
+ * through the diagonal aligned to the END of the keys, d = Lk - Lq (a KV
+ * cache holds the earlier keys): key j is "at" query i when j = i + d. */
+typedef struct pit_attention_options {
+    float scale;          /* scores are scale * Q.K; 0: 1 / sqrt(D)             */
+    int causal;           /* 1: query i sees keys j <= i + (Lk - Lq); 0: no bound */
+    int32_t window_left;  /* -1: none; else keys j >= i + (Lk - Lq) - window_left */
+    int32_t window_right; /* -1: none; else keys j <= i + (Lk - Lq) + window_right */
+    /* Optional element mask, non-zero = allowed (as for every pit mask):
+     * [Lq, Lk] (every batch and head), [Hq, Lq, Lk] (one per query head,
+     * every batch) or [B, Hq, Lq, Lk]; a leading dimension of extent 1
+     * applies to every batch or head ([1, Lq, Lk], [B, 1, Lq, Lk], ...).
+     * f32, f16, bf16, i32 or u8 (bool). Row-major strides; a rank-4 mask's
+     * batch and head dimensions must be mergeable (batch stride = Hq x head
+     * stride, or one of the two of extent 1). */
+    const pit_tensor *mask;
+    /* Optional block mask: element [.., qb, kb] non-zero allows the block of
+     * queries qb*block_q .. +block_q-1 and keys kb*block_k .. +block_k-1
+     * (the edge blocks are cut at Lq and Lk). Shape [.., ceil(Lq / block_q),
+     * ceil(Lk / block_k)] with the leading dimensions of `mask`; any mask
+     * dtype (u8 is the smallest). Long contexts never need an element mask. */
+    const pit_tensor *block_mask;
+    int32_t block_q, block_k; /* block_mask's block: both > 0 with block_mask, else 0 */
+    /* Micro-tile hint: query rows x keys of the blocks the mask is indexed
+     * in and the kernel walks; rows == 0: chosen at run time (axis AUTO or K). */
+    pit_microtile microtile;
+} pit_attention_options;
+
+/* The defaults: scale 1/sqrt(D), no causal bound, no window, no masks,
+ * micro-tile chosen at run time. */
+PIT_API pit_attention_options pit_attention_options_default(void);
+
+/* Attention: O = softmax(scale Q K^T over the allowed keys) V, per batch b
+ * and query head h, the keys and values of head h / (Hq / Hkv).
+ * Q [B, Hq, Lq, D], K [B, Hkv, Lk, D], V [B, Hkv, Lk, Dv], O [B, Hq, Lq, Dv]:
+ * one float dtype (f32, f16, bf16; f32 arithmetic), any strides with a unit
+ * innermost stride (a [B, L, H, D] buffer passes as a view with permuted
+ * strides, see pit_tensor_wrap). Hq must be a multiple of Hkv (grouped- and
+ * multi-query attention). Which keys a query sees: opt (NULL: the defaults).
+ * lse (may be NULL): [B, Hq, Lq] f32, the natural log of the sum of
+ * exp(score) over the allowed keys (the backward needs it). A query with no
+ * allowed key gets O = 0 and lse = -inf, never NaN. O and lse must not
+ * overlap any input or each other. Large scaled scores as in
+ * pit_sparse_softmax. No score matrix is stored: the device memory the call
+ * adds is the index of the masks, none without a mask. Without a report,
+ * nothing is read back (the call does not wait for the device); with one,
+ * the index's count is read after the kernel is queued (report->choice
+ * "attention RxC", micro-tile and counts of the index or of the blocks the
+ * causal bound and window leave).
+ * Where it runs: OpenCL takes every option. A backend without the full
+ * entry (CUDA and HIP today) takes the calls pit_sparse_attention's kernels
+ * can run (an element mask and no other option, Lq == Lk, Hq == Hkv, no
+ * lse, a square micro-tile; a call a batch or a head where the mask or the
+ * strides ask for it) and refuses the rest with PIT_ERR_UNSUPPORTED naming
+ * the backend and the option. Errors: PIT_ERR_INVALID_ARGUMENT (NULL, bad
+ * option), PIT_ERR_SHAPE_MISMATCH, PIT_ERR_UNSUPPORTED_DTYPE,
+ * PIT_ERR_BAD_STRIDES, PIT_ERR_ALIASING, PIT_ERR_CONTEXT_MISMATCH,
+ * PIT_ERR_UNSUPPORTED, backend errors. */
+PIT_API pit_status pit_attention(pit_context *ctx, pit_stream *stream, const pit_tensor *Q,
+                                 const pit_tensor *K, const pit_tensor *V, pit_tensor *O,
+                                 const pit_attention_options *opt, pit_tensor *lse,
+                                 pit_report *report);
+
+/* Backward of pit_attention: given dO [B, Hq, Lq, Dv] and the forward's O
+ * and lse (same Q, K, V and options), dQ [B, Hq, Lq, D], dK [B, Hkv, Lk, D]
+ * and dV [B, Hkv, Lk, Dv]; dK and dV sum over the query heads that share a
+ * kv head. Any of the three may be NULL to skip it; each one given is
+ * overwritten whole (0 where no allowed pair touches it). Same dtype and
+ * stride rules as the forward (O, dO and the gradients in the data's dtype,
+ * lse f32, f32 arithmetic); the probabilities are recomputed from lse, and
+ * the masks are indexed as in the forward. The gradients must not overlap
+ * any input or each other. Where it runs: OpenCL; a backend without the
+ * entry (CUDA and HIP today) returns PIT_ERR_UNSUPPORTED. */
+PIT_API pit_status pit_attention_backward(pit_context *ctx, pit_stream *stream,
+                                          const pit_tensor *Q, const pit_tensor *K,
+                                          const pit_tensor *V, const pit_tensor *O,
+                                          const pit_tensor *dO, const pit_tensor *lse,
+                                          const pit_attention_options *opt, pit_tensor *dQ,
+                                          pit_tensor *dK, pit_tensor *dV);
 
 /* Mixture-of-Experts expert layer without padding: token t goes to experts
  * expert_ids[t, j] (i32, [T,k]) with gate weights gates[t, j] (f32, [T,k]);

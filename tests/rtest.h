@@ -59,6 +59,20 @@ static inline pit_tensor *rt_tensor(pit_context *ctx, pit_dtype dt, int rank, in
     return t;
 }
 
+/* A rank-4 tensor [a, b, c, d]. */
+static inline pit_tensor *rt_tensor4(pit_context *ctx, pit_dtype dt, int64_t a, int64_t b,
+                                     int64_t c, int64_t d)
+{
+    const int64_t shape[4] = {a, b, c, d};
+    pit_tensor *t = NULL;
+    pit_status s = pit_tensor_create(ctx, dt, 4, shape, &t);
+    if (s != PIT_SUCCESS) {
+        printf("FATAL: pit_tensor_create: %s: %s\n", pit_status_string(s), pit_last_error());
+        exit(1);
+    }
+    return t;
+}
+
 /* Stores x in the tensor's dtype, and rounds x to what was stored. */
 static inline pit_status rt_upload(pit_tensor *t, pit_stream *s, double *x, size_t n)
 {

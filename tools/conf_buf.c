@@ -58,12 +58,7 @@ pit_status dbuf_upload(dbuf *b)
 void conf_compare(conf_tally *t, const conf_opts *o, const char *what, dbuf *out,
                   const double *ref, pit_dtype dt)
 {
-    pit_status s = conf_download(out->t, out->h, out->n);
-    if (s != PIT_SUCCESS) {
-        conf_call_failed(t, what, s);
-        return;
-    }
-    conf_check(t, o, what, pit_ref_rel_error(ref, out->h, out->n), pit_ref_tolerance(dt));
+    conf_compare_tensor(t, o, what, out->t, out->h, ref, out->n, pit_ref_tolerance(dt));
 }
 
 int conf_call_ok(conf_tally *t, const char *what, pit_status s)

@@ -54,63 +54,6 @@ static pit_status prune_probe(pit_context *c, const conf_probe_kit *k)
     return pit_prune_magnitude(c, NULL, k->m[0], 1, 1, 0.5);
 }
 
-/* ---- patterns -------------------------------------------------------------------- */
-
-typedef enum pattern_kind {
-    PAT_DENSE,
-    PAT_EMPTY,
-    PAT_BLOCKS_ALIGNED,   /* 32x32 blocks at 0.7 */
-    PAT_BLOCKS_UNALIGNED, /* 8x8 blocks offset (3, 5) at 0.6 */
-    PAT_FINE,             /* 1x1 at 0.5 */
-    PAT_MASKED_ROWS,      /* 4x8 blocks at 0.5, and rows 0 and 3 fully masked */
-    PAT_WINDOW_GLOBAL,    /* attention: sliding window 4 + 2 global tokens */
-    PAT_COUNT
-} pattern_kind;
-
-static const char *const pattern_names[PAT_COUNT] = {
-    "dense", "empty", "32x32@0.7", "8x8@0.6+unaligned", "1x1@0.5", "masked-rows",
-    "window+global"};
-
-static void fill_ones(double *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = 1.0;
-}
-
-static void window_global(double *x, int64_t batch, int64_t m, int64_t n)
-{
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) {
-                int64_t d = i > j ? i - j : j - i;
-                x[(b * m + i) * n + j] = (d <= 4 || i < 2 || j < 2) ? 1.0 : 0.0;
-            }
-}
-
-/* Fills a 0/1 pattern of batch x m x n. */
-static void make_pattern(pit_rng *rng, pattern_kind k, int64_t batch, int64_t m, int64_t n,
-                         double *x)
-{
-    size_t total = (size_t)(batch * m * n);
-    fill_ones(x, total);
-    switch (k) {
-    case PAT_DENSE: break;
-    case PAT_EMPTY: memset(x, 0, total * sizeof(double)); break;
-    case PAT_BLOCKS_ALIGNED: pit_ref_sparsify_tiles(rng, x, batch, m, n, 32, 32, 0, 0, 0.7); break;
-    case PAT_BLOCKS_UNALIGNED: pit_ref_sparsify_tiles(rng, x, batch, m, n, 8, 8, 3, 5, 0.6); break;
-    case PAT_FINE: pit_ref_sparsify_tiles(rng, x, batch, m, n, 1, 1, 0, 0, 0.5); break;
-    case PAT_MASKED_ROWS:
-        pit_ref_sparsify_tiles(rng, x, batch, m, n, 4, 8, 0, 0, 0.5);
-        for (int64_t b = 0; b < batch; b++)
-            for (int64_t i = 0; i < m; i += 3)
-                if (i == 0 || i == 3)
-                    memset(x + (b * m + i) * n, 0, (size_t)n * sizeof(double));
-        break;
-    case PAT_WINDOW_GLOBAL: window_global(x, batch, m, n); break;
-    case PAT_COUNT: break;
-    }
-}
-
 /* Zeroes the entries of v where the pattern is 0 (a sparse operand). */
 static void apply_pattern(double *v, const double *pattern, size_t n)
 {
@@ -155,7 +98,7 @@ static void sddmm_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_
     double *ref = conf_ref_alloc((size_t)(s->b * s->m * s->n));
     int64_t mb = mm.per_batch ? s->b : 1;
     if (st == PIT_SUCCESS && ref) {
-        make_pattern(rng, pk, mb, s->m, s->n, M.h);
+        conf_make_pattern(rng, pk, mb, s->m, s->n, M.h);
         pit_ref_encode_mask(mm.dtype, M.h, M.n);
         st = dbuf_random(&A, rng);
         if (st == PIT_SUCCESS)
@@ -168,7 +111,7 @@ static void sddmm_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pit_
         char what[200];
         snprintf(what, sizeof what, "sddmm %s %lldx%lldx%lldx%lld %s block %dx%d mask %s%s",
                  pit_dtype_name(dt), (long long)s->b, (long long)s->m, (long long)s->n,
-                 (long long)s->k, pattern_names[pk], sddmm_blocks[bi][0], sddmm_blocks[bi][1],
+                 (long long)s->k, conf_pattern_names[pk], sddmm_blocks[bi][0], sddmm_blocks[bi][1],
                  pit_dtype_name(mm.dtype), mm.per_batch ? " per-batch" : "");
         pit_report rep;
         if (conf_call_ok(t, what, conf_poison(C.t, C.n)) &&
@@ -301,9 +244,9 @@ static void softmax_case(pit_context *ctx, const conf_opts *o, conf_tally *t, pi
     char what[200];
     snprintf(what, sizeof what, "softmax %s %lldx%lldx%lld %s mask %s scale %g%s",
              pit_dtype_name(dt), (long long)s->b, (long long)s->m, (long long)s->n,
-             pattern_names[pk], pit_dtype_name(mask_dt), (double)scale, logit_names[lk]);
+             conf_pattern_names[pk], pit_dtype_name(mask_dt), (double)scale, logit_names[lk]);
     if (st == PIT_SUCCESS && ref && dref) {
-        make_pattern(rng, pk, s->b, s->m, s->n, M.h);
+        conf_make_pattern(rng, pk, s->b, s->m, s->n, M.h);
         pit_ref_encode_mask(mask_dt, M.h, M.n);
         st = conf_upload(M.t, M.h, M.n);
         if (st == PIT_SUCCESS)
@@ -416,7 +359,7 @@ static void attention_case(pit_context *ctx, const conf_opts *o, conf_tally *t, 
     double *ref = conf_ref_alloc((size_t)(s->bh * s->l * s->dv));
     pit_status (*fill_qk)(dbuf *, pit_rng *) = huge_scale != 0.0f ? dbuf_random_signs : dbuf_random;
     if (st == PIT_SUCCESS && ref) {
-        make_pattern(rng, pk, per_head ? s->bh : 1, s->l, s->l, M.h);
+        conf_make_pattern(rng, pk, per_head ? s->bh : 1, s->l, s->l, M.h);
         pit_ref_encode_mask(mask_dt, M.h, M.n);
         st = conf_upload(M.t, M.h, M.n);
         if (st == PIT_SUCCESS)
@@ -432,7 +375,7 @@ static void attention_case(pit_context *ctx, const conf_opts *o, conf_tally *t, 
         snprintf(what, sizeof what,
                  "attention %s %lldx%lldx%lldx%lld %s%s mask %s block %d scale %g",
                  pit_dtype_name(dt), (long long)s->bh, (long long)s->l, (long long)s->d,
-                 (long long)s->dv, pattern_names[pk], per_head ? " per-head" : "",
+                 (long long)s->dv, conf_pattern_names[pk], per_head ? " per-head" : "",
                  pit_dtype_name(mask_dt), attn_blocks[b], (double)scale);
         if (conf_call_ok(t, what, conf_poison(O.t, O.n)) &&
             conf_call_ok(t, what, pit_sparse_attention(ctx, NULL, Q.t, K.t, V.t, M.t, O.t, scale,
@@ -455,7 +398,7 @@ static pit_dtype attn_mask_dtype(pit_dtype dt, int i)
     return i % 4 == 0 ? PIT_F32 : i % 4 == 1 ? PIT_U8 : i % 4 == 2 ? dt : PIT_I32;
 }
 
-void conf_attention(pit_context *ctx, const conf_opts *o, conf_tally *t)
+void conf_sparse_attention(pit_context *ctx, const conf_opts *o, conf_tally *t)
 {
     pit_rng rng;
     pit_rng_seed(&rng, o->seed + 3);
@@ -686,10 +629,10 @@ static void backward_case(pit_context *ctx, const conf_opts *o, conf_tally *t, p
     char what[200];
     snprintf(what, sizeof what, "backward %s %lldx%lldx%lldx%lld A %s", pit_dtype_name(dt),
              (long long)s->b, (long long)s->m, (long long)s->n, (long long)s->k,
-             pattern_names[pk]);
+             conf_pattern_names[pk]);
     int ready = st == PIT_SUCCESS && daref && dbref && tref && pattern;
     if (ready) {
-        make_pattern(rng, pk, s->b, s->m, s->k, pattern);
+        conf_make_pattern(rng, pk, s->b, s->m, s->k, pattern);
         pit_ref_fill_random(rng, A.h, A.n);
         apply_pattern(A.h, pattern, A.n);
         st = dbuf_upload(&A);

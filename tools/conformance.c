@@ -85,10 +85,66 @@ void conf_check(conf_tally *t, const conf_opts *o, const char *what, double err,
         printf("    %s %s: rel error %.3g (tolerance %.0e)\n", ok ? "pass" : "FAIL", what, err, tol);
 }
 
+void conf_compare_tensor(conf_tally *t, const conf_opts *o, const char *what, const pit_tensor *out,
+                         double *host, const double *ref, size_t n, double tol)
+{
+    pit_status s = conf_download(out, host, n);
+    if (s != PIT_SUCCESS) {
+        conf_call_failed(t, what, s);
+        return;
+    }
+    conf_check(t, o, what, pit_ref_rel_error(ref, host, n), tol);
+}
+
 void conf_call_failed(conf_tally *t, const char *what, pit_status s)
 {
     t->failed++;
     printf("    FAIL %s: %s: %s\n", what, pit_status_string(s), pit_last_error());
+}
+
+/* ---- patterns ------------------------------------------------------------------ */
+
+const char *const conf_pattern_names[PAT_COUNT] = {
+    "dense", "empty", "32x32@0.7", "8x8@0.6+unaligned", "1x1@0.5", "masked-rows",
+    "window+global"};
+
+static void fill_ones(double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = 1.0;
+}
+
+static void window_global(double *x, int64_t batch, int64_t m, int64_t n)
+{
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                int64_t d = i > j ? i - j : j - i;
+                x[(b * m + i) * n + j] = (d <= 4 || i < 2 || j < 2) ? 1.0 : 0.0;
+            }
+}
+
+void conf_make_pattern(pit_rng *rng, pattern_kind k, int64_t batch, int64_t m, int64_t n,
+                       double *x)
+{
+    size_t total = (size_t)(batch * m * n);
+    fill_ones(x, total);
+    switch (k) {
+    case PAT_DENSE: break;
+    case PAT_EMPTY: memset(x, 0, total * sizeof(double)); break;
+    case PAT_BLOCKS_ALIGNED: pit_ref_sparsify_tiles(rng, x, batch, m, n, 32, 32, 0, 0, 0.7); break;
+    case PAT_BLOCKS_UNALIGNED: pit_ref_sparsify_tiles(rng, x, batch, m, n, 8, 8, 3, 5, 0.6); break;
+    case PAT_FINE: pit_ref_sparsify_tiles(rng, x, batch, m, n, 1, 1, 0, 0, 0.5); break;
+    case PAT_MASKED_ROWS:
+        pit_ref_sparsify_tiles(rng, x, batch, m, n, 4, 8, 0, 0, 0.5);
+        for (int64_t b = 0; b < batch; b++)
+            for (int64_t i = 0; i < m; i += 3)
+                if (i == 0 || i == 3)
+                    memset(x + (b * m + i) * n, 0, (size_t)n * sizeof(double));
+        break;
+    case PAT_WINDOW_GLOBAL: window_global(x, batch, m, n); break;
+    case PAT_COUNT: break;
+    }
 }
 
 static void kit_free(conf_probe_kit *k)
@@ -135,9 +191,12 @@ int conf_dtype_supported(pit_context *ctx, pit_dtype dt, conf_tally *t, int ncas
         conf_call_failed(t, what, s);
     }
     t->skipped += ncases;
+    char reason[48];
+    snprintf(reason, sizeof reason, "%s not supported by the device", pit_dtype_name(dt));
+    if (strstr(t->skip_reason, reason)) /* said once for the operators of one suite */
+        return 0;
     size_t len = strlen(t->skip_reason);
-    snprintf(t->skip_reason + len, sizeof t->skip_reason - len, "%s%s not supported by the device",
-             len ? "; " : "", pit_dtype_name(dt));
+    snprintf(t->skip_reason + len, sizeof t->skip_reason - len, "%s%s", len ? "; " : "", reason);
     return 0;
 }
 

@@ -29,8 +29,10 @@ void conf_matmul(pit_context *ctx, const conf_opts *o, conf_tally *t);
 /* The operators of dynamic-sparse models (conf_ops.c). */
 void conf_sddmm(pit_context *ctx, const conf_opts *o, conf_tally *t);
 void conf_softmax(pit_context *ctx, const conf_opts *o, conf_tally *t);
+/* pit_sparse_attention's cases (conf_ops.c), then pit_attention's (conf_attention.c). */
 void conf_attention(pit_context *ctx, const conf_opts *o, conf_tally *t);
 /* MoE: pit_moe_forward / _backward, and the expert FFN (conf_moe.c). */
+void conf_sparse_attention(pit_context *ctx, const conf_opts *o, conf_tally *t);
 void conf_moe(pit_context *ctx, const conf_opts *o, conf_tally *t);
 void conf_moe_ffn(pit_context *ctx, const conf_opts *o, conf_tally *t);
 void conf_rows(pit_context *ctx, const conf_opts *o, conf_tally *t);
@@ -49,6 +51,10 @@ pit_status conf_poison(pit_tensor *t, size_t n);
 void conf_round(pit_dtype dt, double *x, size_t n);
 /* Records one compared case; prints a line when it fails (or verbose). */
 void conf_check(conf_tally *t, const conf_opts *o, const char *what, double err, double tol);
+/* Downloads t into host (n elements) and records the comparison with ref
+ * (relative norm against tol); a failed download is a failed case. */
+void conf_compare_tensor(conf_tally *t, const conf_opts *o, const char *what, const pit_tensor *out,
+                         double *host, const double *ref, size_t n, double tol);
 /* Records a case whose pit call failed. */
 void conf_call_failed(conf_tally *t, const char *what, pit_status s);
 
@@ -77,6 +83,21 @@ int conf_call_ok(conf_tally *t, const char *what, pit_status s);
 double *conf_ref_alloc(size_t n);
 /* a when it is not PIT_ERR_UNSUPPORTED, else b: two probes' verdict. */
 pit_status conf_either(pit_status a, pit_status b);
+/* 0/1 patterns of masks and sparse operands (conformance.c). */
+typedef enum pattern_kind {
+    PAT_DENSE,
+    PAT_EMPTY,
+    PAT_BLOCKS_ALIGNED,   /* 32x32 blocks at 0.7 */
+    PAT_BLOCKS_UNALIGNED, /* 8x8 blocks offset (3, 5) at 0.6 */
+    PAT_FINE,             /* 1x1 at 0.5 */
+    PAT_MASKED_ROWS,      /* 4x8 blocks at 0.5, and rows 0 and 3 fully masked */
+    PAT_WINDOW_GLOBAL,    /* attention: sliding window 4 + 2 global tokens */
+    PAT_COUNT
+} pattern_kind;
+extern const char *const conf_pattern_names[PAT_COUNT];
+/* Fills a 0/1 pattern of batch x m x n. */
+void conf_make_pattern(pit_rng *rng, pattern_kind k, int64_t batch, int64_t m, int64_t n,
+                       double *x);
 
 /* Tiny tensors of one dtype for probing an operator with a dtype the device
  * lacks: m[] are [2,2] and b[] [1,2,2] of that dtype, mask [2,2] f32, ids

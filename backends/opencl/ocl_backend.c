@@ -619,6 +619,8 @@ static const pit_backend ocl_backend = {
     .mem_query = ocl_mem_query,
     .set_scratch_allocator = ocl_set_scratch_allocator,
     .moe_activation = ocl_moe_activation,
+    .attention_ex = ocl_attention_ex,
+    .attention_backward = ocl_attention_backward,
 };
 
 __attribute__((visibility("default"))) const pit_backend *

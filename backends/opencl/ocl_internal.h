@@ -253,10 +253,15 @@ pit_status ocl_softmax_sparse_backward(void *bctx, void *stream, const pit_index
                                        const pit_tdesc *Y, const pit_tdesc *dY,
                                        const pit_tdesc *mask, const pit_tdesc *dX,
                                        float scale);
-/* fused sparse attention: an online softmax over the listed key blocks */
+/* fused attention: an online softmax over the listed key blocks (attention_sparse), or
+ * over the keys each query may see with every option of pit_attention (attention_ex) */
 pit_status ocl_attention(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *Q,
                          const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask,
                          const pit_tdesc *O, float scale);
+pit_status ocl_attention_ex(void *bctx, void *stream, const pit_attention_desc *d);
+pit_status ocl_attention_backward(void *bctx, void *stream, const pit_attention_desc *d,
+                                  const pit_tdesc *dO, const pit_tdesc *dQ, const pit_tdesc *dK,
+                                  const pit_tdesc *dV);
 /* Mixture of Experts: routing and the grouped expert products */
 pit_status ocl_moe_route(void *bctx, void *stream, const pit_tdesc *ids, const pit_index *idx);
 pit_status ocl_moe_matmul(void *bctx, void *stream, int mode, pit_tile *tile,

@@ -127,6 +127,13 @@ pit_status ops_begin_report(pit_context *ctx, pit_stream *stream, const char *fn
 pit_status ops_check_tensor(pit_context *ctx, const pit_tensor *t, const char *fn,
                             const char *name, int rank_lo, int rank_hi)
 {
+    PIT_TRY(ops_check_view(ctx, t, fn, name, rank_lo, rank_hi));
+    return pit_tensor_check_row_major(t, fn, name);
+}
+
+pit_status ops_check_view(pit_context *ctx, const pit_tensor *t, const char *fn,
+                          const char *name, int rank_lo, int rank_hi)
+{
     if (!t)
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "%s: tensor argument '%s' is NULL", fn, name);
     if (t->ctx != ctx)
@@ -146,6 +153,13 @@ pit_status ops_check_output(pit_context *ctx, const pit_tensor *t, const char *f
                             const char *name, int rank_lo, int rank_hi)
 {
     PIT_TRY(ops_check_tensor(ctx, t, fn, name, rank_lo, rank_hi));
+    return pit_tensor_check_writable(t, fn, name);
+}
+
+pit_status ops_check_output_view(pit_context *ctx, const pit_tensor *t, const char *fn,
+                                 const char *name, int rank_lo, int rank_hi)
+{
+    PIT_TRY(ops_check_view(ctx, t, fn, name, rank_lo, rank_hi));
     return pit_tensor_check_writable(t, fn, name);
 }
 

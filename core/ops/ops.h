@@ -25,13 +25,20 @@ pit_status ops_begin(pit_context *ctx, pit_stream *stream, const char *fn, void 
  * it holds zeros whenever the call is refused. */
 pit_status ops_begin_report(pit_context *ctx, pit_stream *stream, const char *fn,
                             pit_report *report, void **bs);
-/* A tensor argument: non-NULL, of ctx, rank in lo..hi. */
+/* A tensor argument: non-NULL, of ctx, rank in lo..hi, row-major. */
 pit_status ops_check_tensor(pit_context *ctx, const pit_tensor *t, const char *fn,
                             const char *name, int rank_lo, int rank_hi);
+/* ops_check_tensor for an operator that takes its dimensions in any stride
+ * order (pit_attention's Q, K, V, O and lse). */
+pit_status ops_check_view(pit_context *ctx, const pit_tensor *t, const char *fn,
+                          const char *name, int rank_lo, int rank_hi);
 /* A tensor the operator writes: ops_check_tensor, and not read-only (a
  * DLPack import flagged read-only is an input only). */
 pit_status ops_check_output(pit_context *ctx, const pit_tensor *t, const char *fn,
                             const char *name, int rank_lo, int rank_hi);
+/* ops_check_output in any stride order (ops_check_view). */
+pit_status ops_check_output_view(pit_context *ctx, const pit_tensor *t, const char *fn,
+                                 const char *name, int rank_lo, int rank_hi);
 /* f32/f16/bf16 and supported by the device (PIT_ERR_UNSUPPORTED otherwise). */
 pit_status ops_check_float(pit_context *ctx, const pit_tensor *t, const char *fn,
                            const char *name);

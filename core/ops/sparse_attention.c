@@ -1,16 +1,17 @@
 /*
- * core/ops/sparse_attention.c - dynamic sparse attention: O = softmax(scale Q K^T
- * masked) V. One block index of the mask, built on the device each call, is
- * reused by the three steps: SDDMM (only the allowed score blocks), the sparse
- * softmax, and P . V with P gathered along K by the same blocks (tile bm =
- * block, so a row block of P is one group of the index).
+ * core/ops/sparse_attention.c - pit_sparse_attention, a wrapper of
+ * pit_attention's call (attention_run.c) with an element mask and block x
+ * block micro-tiles, and the path of backends without attention_ex: the
+ * calls that reduce to attention_sparse. There one block index of the mask,
+ * built on the device each call, serves the backend's fused kernel, or the
+ * three steps core composes: SDDMM (only the allowed score blocks), the
+ * sparse softmax, and P . V with P gathered along K by the same blocks (tile
+ * bm = block, so a row block of P is one group of the index).
  */
 #include <string.h>
 
+#include "attention.h"
 #include "choice.h"
-#include "ops.h"
-
-#define ATTENTION_DEFAULT_BLOCK 64
 
 static const char *const FN = "pit_sparse_attention";
 
@@ -178,6 +179,170 @@ static pit_status attend(pit_context *ctx, void *bs, const pit_tensor *Q, const 
     return attend_composed(ctx, bs, Q, K, V, mask, O, scale, t, bh, report);
 }
 
+/* ---- calls that reduce to attention_sparse ------------------------------------ */
+
+/* How a reduced call is cut into calls of attention_sparse's rank-3 views:
+ * one call (batch and heads merged into one dimension), one a batch ([H, L,
+ * cols] views), or one a (batch, head) ([L, cols] views); the coarsest the
+ * views and the mask allow. */
+typedef enum attention_cut { CUT_NONE, CUT_BATCH, CUT_HEAD } attention_cut;
+
+/* The part of a rank-4 view [B, H, L, cols] a cut gives for (b, h). */
+static pit_tdesc slice(const pit_tdesc *d, attention_cut c, int64_t b, int64_t h)
+{
+    pit_tdesc v = *d;
+    const int64_t s0 = d->shape[0] > 1 ? d->strides[0] : 0, s1 = d->shape[1] > 1 ? d->strides[1] : 0;
+    if (c == CUT_NONE) {
+        v.rank = 3;
+        v.shape[0] = d->shape[0] * d->shape[1];
+        v.strides[0] = d->shape[1] > 1 ? s1 : s0;
+    } else {
+        v.offset += (size_t)(b * s0 + (c == CUT_HEAD ? h * s1 : 0)) * pit_dtype_size(d->dtype);
+        v.rank = c == CUT_BATCH ? 3 : 2;
+        v.shape[0] = d->shape[1];
+        v.strides[0] = d->strides[1];
+    }
+    const int first = v.rank - 2; /* L and cols follow */
+    v.shape[first] = d->shape[2];
+    v.strides[first] = d->strides[2];
+    v.shape[first + 1] = d->shape[3];
+    v.strides[first + 1] = 1;
+    for (int i = v.rank; i < PIT_MAX_RANK; i++)
+        v.shape[i] = v.strides[i] = 0;
+    return v;
+}
+
+/* The mask of the part (b, h): [n, L, L] where it differs along the part's
+ * batch dimension, else [L, L] (indexed once for the part). */
+static pit_tdesc mask_slice(const pit_tdesc *m, attention_cut c, int64_t b, int64_t h)
+{
+    ops_mask_lead l = ops_attention_lead(m);
+    pit_tdesc v = ops_attention_mask_view3(m);
+    if (c != CUT_NONE) {
+        v.offset += (size_t)(b * l.batch_stride + (c == CUT_HEAD ? h * l.head_stride : 0)) *
+                    pit_dtype_size(m->dtype);
+        v.shape[0] = c == CUT_BATCH ? l.heads : 1;
+        v.strides[0] = l.head_stride;
+    }
+    if (v.shape[0] > 1)
+        return v;
+    v.rank = 2;
+    v.shape[0] = v.shape[1];
+    v.strides[0] = v.strides[1];
+    v.shape[1] = v.shape[2];
+    v.strides[1] = 1;
+    v.shape[2] = v.strides[2] = 0;
+    return v;
+}
+
+static int cut_fits(const ops_attention *a, attention_cut c)
+{
+    const pit_tdesc *all[4] = {&a->Q, &a->K, &a->V, &a->O};
+    for (int i = 0; i < 4; i++) {
+        const pit_tdesc *d = all[i];
+        if (c == CUT_NONE && d->shape[0] > 1 && d->shape[1] > 1 &&
+            d->strides[0] != d->shape[1] * d->strides[1])
+            return 0; /* batch and heads do not merge */
+        pit_tdesc v = slice(d, c, 0, 0);
+        if (!pit_tdesc_row_major(&v))
+            return 0;
+    }
+    if (c != CUT_NONE)
+        return 1;
+    ops_mask_lead l = ops_attention_lead(a->mask);
+    const int64_t sets = l.batch * l.heads;
+    return sets == 1 || sets == a->Q.shape[0] * a->Q.shape[1];
+}
+
+/* What attention_sparse lacks for this call, or NULL. */
+static const char *beyond_attention_sparse(const ops_attention *a)
+{
+    if (a->causal)
+        return "the causal bound (pit_attention_options.causal)";
+    if (a->window_left >= 0 || a->window_right >= 0)
+        return "a window (pit_attention_options.window_left / window_right)";
+    if (a->block_mask)
+        return "a block mask (pit_attention_options.block_mask)";
+    if (a->lse)
+        return "the log-sum-exp output (lse)";
+    if (!a->mask)
+        return "attention without an element mask";
+    if (a->Q.shape[2] != a->K.shape[2])
+        return "a query length other than the key length (Lq != Lk)";
+    if (a->Q.shape[1] != a->K.shape[1])
+        return "grouped-query attention (Hq != Hkv)";
+    if (a->tile.rows != a->tile.cols)
+        return "a micro-tile that is not square";
+    return NULL;
+}
+
+pit_status ops_attention_reducible(const pit_context *ctx, const ops_attention *a)
+{
+    const char *what = beyond_attention_sparse(a);
+    if (!what)
+        return PIT_SUCCESS;
+    return pit_error(PIT_ERR_UNSUPPORTED, "%s: backend %s does not implement %s (it has no "
+                     "attention_ex entry; its attention takes an element mask alone)", a->fn,
+                     ctx->be->name, what);
+}
+
+/* A part's report added to the call's: counts over every part. */
+static void add_report(pit_report *to, const pit_report *part, int first)
+{
+    if (first) {
+        *to = *part;
+        return;
+    }
+    to->nonzero_tiles += part->nonzero_tiles;
+    to->total_tiles += part->total_tiles;
+    to->skipped_compute &= part->skipped_compute;
+}
+
+/* One part: the fused kernel or the composition, on rank-3 (or 2) views. */
+static pit_status attend_part(pit_context *ctx, void *bs, const ops_attention *a, attention_cut c,
+                              int64_t b, int64_t h, int32_t block, pit_report *report)
+{
+    pit_tdesc q = slice(&a->Q, c, b, h), k = slice(&a->K, c, b, h), v = slice(&a->V, c, b, h);
+    pit_tdesc o = slice(&a->O, c, b, h), m = mask_slice(a->mask, c, b, h);
+    pit_tensor Q = ops_tensor_of(ctx, &q), K = ops_tensor_of(ctx, &k), V = ops_tensor_of(ctx, &v);
+    pit_tensor O = ops_tensor_of(ctx, &o), M = ops_tensor_of(ctx, &m);
+    return attend(ctx, bs, &Q, &K, &V, &M, &O, a->scale, block, ops_batch(&q), report);
+}
+
+pit_status ops_attention_reduced(pit_context *ctx, void *bs, const ops_attention *a,
+                                 int32_t block, pit_report *report)
+{
+    const attention_cut c = cut_fits(a, CUT_NONE) ? CUT_NONE
+                            : cut_fits(a, CUT_BATCH) ? CUT_BATCH : CUT_HEAD;
+    const int64_t nb = c == CUT_NONE ? 1 : a->Q.shape[0], nh = c == CUT_HEAD ? a->Q.shape[1] : 1;
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t h = 0; h < nh; h++) {
+            pit_report part;
+            PIT_TRY(attend_part(ctx, bs, a, c, b, h, block, report ? &part : NULL));
+            if (report)
+                add_report(report, &part, b == 0 && h == 0);
+        }
+    return PIT_SUCCESS;
+}
+
+/* ---- pit_sparse_attention ------------------------------------------------------ */
+
+/* [1, n, rows, cols] of a rank-3 [n, rows, cols] (or rank-2) tensor. */
+static pit_tdesc heads_view4(const pit_tdesc *d)
+{
+    pit_tdesc v = ops_view3(d, ops_batch(d));
+    for (int i = 3; i > 0; i--) {
+        v.shape[i] = v.shape[i - 1];
+        v.strides[i] = v.strides[i - 1];
+    }
+    v.rank = 4;
+    v.shape[0] = 1;
+    v.strides[0] = v.shape[1] * v.strides[1];
+    if (d->rank == 2)
+        v.strides[1] = v.shape[2] * v.strides[2];
+    return v;
+}
+
 PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, const pit_tensor *Q,
                                         const pit_tensor *K, const pit_tensor *V,
                                         const pit_tensor *mask, pit_tensor *O, float scale,
@@ -186,20 +351,11 @@ PIT_API pit_status pit_sparse_attention(pit_context *ctx, pit_stream *stream, co
     void *bs;
     PIT_TRY(ops_begin_report(ctx, stream, FN, report, &bs));
     PIT_TRY(check_attention(ctx, Q, K, V, mask, O, block));
-    int64_t bh = ops_batch(&Q->d), l = ops_rows(&Q->d);
-    if (bh == 0 || l == 0 || ops_cols(&V->d) == 0)
-        return PIT_SUCCESS;
-    if (block == 0)
-        block = ATTENTION_DEFAULT_BLOCK;
-    /* The block is a micro-tile, not part of the result: a finer index of the
-     * same mask is exact. When the device cannot stage a block this large
-     * (local memory), halve it. */
-    for (;;) {
-        pit_status s = attend(ctx, bs, Q, K, V, mask, O, scale, block, bh, report);
-        if (s != PIT_ERR_UNSUPPORTED || block <= 16)
-            return s;
-        pit_log_debug("%s: block %d refused (%s): trying %d", FN, block, pit_last_error(), block / 2);
-        block /= 2;
-        pit_clear_error();
-    }
+    /* [BH, L, D] is one batch of BH heads; a [BH, L, L] mask one per head */
+    ops_attention a = {
+        .fn = FN, .Q = heads_view4(&Q->d), .K = heads_view4(&K->d), .V = heads_view4(&V->d),
+        .O = heads_view4(&O->d), .mask = &mask->d, .scale = scale, .window_left = -1,
+        .window_right = -1, .tile = {block, block, PIT_AXIS_K},
+    };
+    return ops_attention_run(ctx, bs, &a, report);
 }

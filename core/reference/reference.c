@@ -288,35 +288,174 @@ void pit_ref_softmax_backward(int64_t batch, int64_t m, int64_t n, const double 
     }
 }
 
+/* The element of a pattern [pb, ph, rows, cols] for batch b, head h (a
+ * leading extent of 1 serves every batch or head). */
+static int pattern_on(const double *x, int64_t pb, int64_t ph, int64_t rows, int64_t cols,
+                      int64_t b, int64_t h, int64_t r, int64_t c)
+{
+    int64_t m = (pb > 1 ? b : 0) * ph + (ph > 1 ? h : 0);
+    return pit_ref_mask_on(x[(m * rows + r) * cols + c]);
+}
+
+int pit_ref_attention_allowed(const pit_ref_attn *p, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    const int64_t at = i + p->lk - p->lq; /* the key on the diagonal aligned to the end */
+    if (p->causal && j > at)
+        return 0;
+    if ((p->window_left >= 0 && j < at - p->window_left) ||
+        (p->window_right >= 0 && j > at + p->window_right))
+        return 0;
+    if (p->mask && !pattern_on(p->mask, p->mask_b, p->mask_h, p->lq, p->lk, b, h, i, j))
+        return 0;
+    if (p->block_mask &&
+        !pattern_on(p->block_mask, p->block_b, p->block_h, (p->lq + p->block_q - 1) / p->block_q,
+                    (p->lk + p->block_k - 1) / p->block_k, b, h, i / p->block_q,
+                    j / p->block_k))
+        return 0;
+    return 1;
+}
+
+/* P of one query row over the allowed keys (on[j]; all 0 when none is), and
+ * its lse: the log of the sum of exp(scale s[j]) over them (-inf: none). */
+static double attention_probs(const pit_ref_attn *p, const double *s, const char *on, double *P)
+{
+    double mx = -DBL_MAX, sum = 0.0;
+    for (int64_t j = 0; j < p->lk; j++)
+        if (on[j] && p->scale * s[j] > mx)
+            mx = p->scale * s[j];
+    for (int64_t j = 0; j < p->lk; j++)
+        sum += on[j] ? exp(p->scale * s[j] - mx) : 0.0;
+    for (int64_t j = 0; j < p->lk; j++)
+        P[j] = on[j] && sum > 0.0 ? exp(p->scale * s[j] - mx) / sum : 0.0;
+    return sum > 0.0 ? mx + log(sum) : -INFINITY;
+}
+
+/* One query row: O's row = P V, and its lse. */
+static void attention_row(const pit_ref_attn *p, const double *s, const char *on, double *P,
+                          const double *V, double *o, double *lse)
+{
+    const double l = attention_probs(p, s, on, P);
+    for (int64_t c = 0; c < p->dv; c++) {
+        double acc = 0.0;
+        for (int64_t j = 0; j < p->lk; j++)
+            acc += P[j] * V[j * p->dv + c];
+        o[c] = acc;
+    }
+    if (lse)
+        *lse = l;
+}
+
+void pit_ref_attention_full(const pit_ref_attn *p, const double *Q, const double *K,
+                            const double *V, double *O, double *lse)
+{
+    const size_t n = (size_t)(p->lk > 0 ? p->lk : 1);
+    double *s = malloc(n * sizeof(double)), *P = malloc(n * sizeof(double));
+    char *on = malloc(n);
+    if (!s || !P || !on) {
+        free(s);
+        free(P);
+        free(on);
+        for (int64_t i = 0; i < p->b * p->hq * p->lq * p->dv; i++)
+            O[i] = NAN; /* the comparison then fails loudly */
+        return;
+    }
+    const int64_t group = p->hkv > 0 ? p->hq / p->hkv : 1;
+    for (int64_t b = 0; b < p->b; b++)
+        for (int64_t h = 0; h < p->hq; h++) {
+            const int64_t qh = b * p->hq + h, kh = b * p->hkv + h / group;
+            for (int64_t i = 0; i < p->lq; i++) {
+                for (int64_t j = 0; j < p->lk; j++) {
+                    on[j] = (char)pit_ref_attention_allowed(p, b, h, i, j);
+                    s[j] = on[j] ? dot_rows(Q + (qh * p->lq + i) * p->d,
+                                            K + (kh * p->lk + j) * p->d, p->d)
+                                 : 0.0;
+                }
+                attention_row(p, s, on, P, V + kh * p->lk * p->dv,
+                              O + (qh * p->lq + i) * p->dv, lse ? lse + qh * p->lq + i : NULL);
+            }
+        }
+    free(s);
+    free(P);
+    free(on);
+}
+
+/* The gradients of one query row (P of the allowed keys in p, 0 elsewhere). */
+static void attention_row_backward(const pit_ref_attn *p, const double *P, const double *q,
+                                   const double *K, const double *V, const double *dO,
+                                   double *dq, double *dK, double *dV)
+{
+    double di = 0.0; /* dO . O, with O = P V */
+    for (int64_t c = 0; c < p->dv; c++) {
+        double o = 0.0;
+        for (int64_t j = 0; j < p->lk; j++)
+            o += P[j] * V[j * p->dv + c];
+        di += dO[c] * o;
+    }
+    for (int64_t j = 0; j < p->lk; j++) {
+        if (P[j] == 0.0)
+            continue;
+        const double ds = p->scale * P[j] * (dot_rows(dO, V + j * p->dv, p->dv) - di);
+        for (int64_t c = 0; c < p->d; c++) {
+            if (dq)
+                dq[c] += ds * K[j * p->d + c];
+            if (dK)
+                dK[j * p->d + c] += ds * q[c];
+        }
+        for (int64_t c = 0; dV && c < p->dv; c++)
+            dV[j * p->dv + c] += P[j] * dO[c];
+    }
+}
+
+static void zero_doubles(double *x, int64_t n)
+{
+    for (int64_t i = 0; x && i < n; i++)
+        x[i] = 0.0;
+}
+
+void pit_ref_attention_backward(const pit_ref_attn *p, const double *Q, const double *K,
+                                const double *V, const double *dO, double *dQ, double *dK,
+                                double *dV)
+{
+    zero_doubles(dQ, p->b * p->hq * p->lq * p->d);
+    zero_doubles(dK, p->b * p->hkv * p->lk * p->d);
+    zero_doubles(dV, p->b * p->hkv * p->lk * p->dv);
+    const size_t n = (size_t)(p->lk > 0 ? p->lk : 1);
+    double *s = malloc(n * sizeof(double)), *P = malloc(n * sizeof(double));
+    char *on = malloc(n);
+    const int64_t group = p->hkv > 0 ? p->hq / p->hkv : 1;
+    for (int64_t b = 0; s && P && on && b < p->b; b++)
+        for (int64_t h = 0; h < p->hq; h++) {
+            const int64_t qh = b * p->hq + h, kh = b * p->hkv + h / group;
+            const double *Kh = K + kh * p->lk * p->d, *Vh = V + kh * p->lk * p->dv;
+            for (int64_t i = 0; i < p->lq; i++) {
+                const double *q = Q + (qh * p->lq + i) * p->d;
+                for (int64_t j = 0; j < p->lk; j++) {
+                    on[j] = (char)pit_ref_attention_allowed(p, b, h, i, j);
+                    s[j] = on[j] ? dot_rows(q, Kh + j * p->d, p->d) : 0.0;
+                }
+                (void)attention_probs(p, s, on, P);
+                attention_row_backward(p, P, q, Kh, Vh, dO + (qh * p->lq + i) * p->dv,
+                                       dQ ? dQ + (qh * p->lq + i) * p->d : NULL,
+                                       dK ? dK + kh * p->lk * p->d : NULL,
+                                       dV ? dV + kh * p->lk * p->dv : NULL);
+            }
+        }
+    if (!s || !P || !on) /* the comparison then fails loudly */
+        for (int64_t i = 0; dQ && i < p->b * p->hq * p->lq * p->d; i++)
+            dQ[i] = NAN;
+    free(s);
+    free(P);
+    free(on);
+}
+
 void pit_ref_attention(int64_t bh, int64_t l, int64_t d, int64_t dv, const double *Q,
                        const double *K, const double *V, const double *mask, int mask_batched,
                        double scale, double *O)
 {
-    double *s = malloc((size_t)(l > 0 ? l : 1) * sizeof(double));
-    double *p = malloc((size_t)(l > 0 ? l : 1) * sizeof(double));
-    if (!s || !p) {
-        free(s);
-        free(p);
-        for (int64_t i = 0; i < bh * l * dv; i++)
-            O[i] = NAN; /* the comparison then fails loudly */
-        return;
-    }
-    for (int64_t b = 0; b < bh; b++) {
-        const double *mk = mask_of(mask, mask_batched, b, l, l);
-        for (int64_t i = 0; i < l; i++) {
-            for (int64_t j = 0; j < l; j++)
-                s[j] = dot_rows(Q + (b * l + i) * d, K + (b * l + j) * d, d);
-            softmax_row(s, mk + i * l, l, scale, p);
-            for (int64_t c = 0; c < dv; c++) {
-                double acc = 0.0;
-                for (int64_t j = 0; j < l; j++)
-                    acc += p[j] * V[(b * l + j) * dv + c];
-                O[(b * l + i) * dv + c] = acc;
-            }
-        }
-    }
-    free(s);
-    free(p);
+    const pit_ref_attn p = {.b = 1, .hq = bh, .hkv = bh, .lq = l, .lk = l, .d = d, .dv = dv,
+                            .scale = scale, .window_left = -1, .window_right = -1,
+                            .mask = mask, .mask_b = 1, .mask_h = mask_batched ? bh : 1};
+    pit_ref_attention_full(&p, Q, K, V, O, NULL);
 }
 
 void pit_ref_row_times(const double *x, const double *w, int64_t h, int64_t n, double *out)

@@ -82,6 +82,40 @@ void pit_ref_attention(int64_t bh, int64_t l, int64_t d, int64_t dv, const doubl
                        const double *K, const double *V, const double *mask, int mask_batched,
                        double scale, double *O);
 
+/* pit_attention's problem: Q [b, hq, lq, d], K [b, hkv, lk, d], V [b, hkv, lk,
+ * dv], O [b, hq, lq, dv], lse [b, hq, lq], all contiguous; query head h reads
+ * kv head h / (hq / hkv). mask (NULL: none) [mask_b, mask_h, lq, lk] and
+ * block_mask (NULL: none) [block_b, block_h, ceil(lq / block_q), ceil(lk /
+ * block_k)], contiguous, a leading extent of 1 serving every batch or head.
+ * Key j is allowed for query i when, with at = i + lk - lq: causal gives
+ * j <= at, window_left >= 0 j >= at - window_left, window_right >= 0
+ * j <= at + window_right, and both masks are on there. */
+typedef struct pit_ref_attn {
+    int64_t b, hq, hkv, lq, lk, d, dv;
+    double scale;
+    int causal;
+    int64_t window_left, window_right; /* -1: no bound */
+    const double *mask;
+    int64_t mask_b, mask_h;
+    const double *block_mask;
+    int64_t block_b, block_h;
+    int64_t block_q, block_k;
+} pit_ref_attn;
+
+/* 1 when key j is allowed for query i of batch b and query head h. */
+int pit_ref_attention_allowed(const pit_ref_attn *p, int64_t b, int64_t h, int64_t i, int64_t j);
+/* O = softmax(scale Q K^T over the allowed keys) V; lse (may be NULL) = the
+ * natural log of the sum of exp(scale Q.K) over them. A row with no allowed
+ * key: O 0, lse -inf. */
+void pit_ref_attention_full(const pit_ref_attn *p, const double *Q, const double *K,
+                            const double *V, double *O, double *lse);
+/* Its backward given dO [b, hq, lq, dv]: dQ like Q, dK like K, dV like V
+ * (dK and dV summed over the query heads of a kv head); any may be NULL.
+ * P is recomputed in double from Q and K. */
+void pit_ref_attention_backward(const pit_ref_attn *p, const double *Q, const double *K,
+                                const double *V, const double *dO, double *dQ, double *dK,
+                                double *dV);
+
 /* MoE: X [t,h], ids [t,k] (ids outside 0..e-1 skipped), gates [t,k], W [e,h,n],
  * Y [t,n] = sum_j gates[t,j] * X[t] . W[ids[t,j]]. */
 void pit_ref_moe_forward(int64_t t, int64_t h, int64_t n, int64_t e, int64_t k, const double *X,

@@ -169,7 +169,15 @@ size_t pit_tensor_extent_bytes(const pit_tdesc *d);
 int pit_tdesc_overlap(const pit_tdesc *a, const pit_tdesc *b);
 /* Whether the view is dense row-major (dimensions of extent 1 aside). */
 int pit_tdesc_contiguous(const pit_tdesc *d);
-/* Validates tensor handle and context; names the argument on failure. */
+/* 1 when the dimensions of extent > 1, innermost first, each have a stride
+ * at least the span of those inside them (row-major order). pit_tensor_wrap
+ * and the DLPack imports also take views in other stride orders. */
+int pit_tdesc_row_major(const pit_tdesc *d);
+/* PIT_ERR_BAD_STRIDES, naming fn (may be NULL) and the argument, when t is
+ * not row-major (every operator but pit_attention checks it). */
+pit_status pit_tensor_check_row_major(const pit_tensor *t, const char *fn, const char *name);
+/* Validates tensor handle and context, and that it is row-major; names the
+ * argument on failure. */
 pit_status pit_tensor_check(const pit_context *ctx, const pit_tensor *t, const char *name);
 /* PIT_ERR_INVALID_ARGUMENT when fn would write t and t is read-only. */
 pit_status pit_tensor_check_writable(const pit_tensor *t, const char *fn, const char *name);

@@ -106,8 +106,92 @@ too_big:
                      (long long)d->shape[3], d->rank);
 }
 
+/* Contiguous row-major strides. An empty tensor has no rows to overlap:
+ * once the span of its inner dimensions passes 2^63, the outer strides
+ * saturate at INT64_MAX instead of overflowing. */
+static pit_status contiguous_strides(pit_tdesc *d, int empty)
+{
+    int64_t expect = 1;
+    for (int i = d->rank - 1; i >= 0; i--) {
+        d->strides[i] = expect;
+        if (expect == INT64_MAX || d->shape[i] <= 1 ||
+            !__builtin_mul_overflow(expect, d->shape[i], &expect))
+            continue;
+        if (!empty)
+            return pit_error(PIT_ERR_INVALID_ARGUMENT, "dimension %d (%lld x stride %lld) spans "
+                             "more than 2^63 elements", i, (long long)d->shape[i],
+                             (long long)d->strides[i]);
+        expect = INT64_MAX;
+    }
+    return PIT_SUCCESS;
+}
+
+/* The dimensions of extent > 1 in ascending stride order (ties: the inner
+ * one first); returns how many. */
+static int stride_order(const pit_tdesc *d, int *order)
+{
+    int n = 0;
+    for (int i = d->rank - 1; i >= 0; i--) {
+        if (d->shape[i] <= 1)
+            continue;
+        int k = n++;
+        while (k > 0 && d->strides[order[k - 1]] > d->strides[i]) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = i;
+    }
+    return n;
+}
+
+/* Given strides: the innermost 1, and no two elements at one place. The
+ * dimensions may come in any stride order (a [B, L, H, D] buffer seen as
+ * [B, H, L, D]): each stride, in ascending order, must be at least the span
+ * of the dimensions with smaller strides. Operators other than pit_attention
+ * also want that order to be row-major (pit_tensor_check_row_major). An
+ * empty tensor's strides are checked only until that span passes 2^63. */
+static pit_status check_strides(const pit_tdesc *d, int empty)
+{
+    const int last = d->rank - 1;
+    if (d->shape[last] > 1 && d->strides[last] != 1)
+        return pit_error(PIT_ERR_BAD_STRIDES, "innermost stride is %lld; pit needs 1",
+                         (long long)d->strides[last]);
+    int order[PIT_MAX_RANK];
+    const int n = stride_order(d, order);
+    int64_t expect = 1;
+    for (int k = 0; k < n; k++) {
+        const int i = order[k];
+        if (d->strides[i] < expect)
+            return pit_error(PIT_ERR_BAD_STRIDES, "stride[%d] = %lld overlaps the %lld "
+                             "elements of the dimensions with smaller strides", i,
+                             (long long)d->strides[i], (long long)expect);
+        if (!__builtin_mul_overflow(d->strides[i], d->shape[i], &expect))
+            continue;
+        if (empty)
+            return PIT_SUCCESS;
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "dimension %d (%lld x stride %lld) spans "
+                         "more than 2^63 elements", i, (long long)d->shape[i],
+                         (long long)d->strides[i]);
+    }
+    return PIT_SUCCESS;
+}
+
+int pit_tdesc_row_major(const pit_tdesc *d)
+{
+    int64_t expect = 1;
+    for (int i = d->rank - 1; i >= 0; i--) {
+        if (d->shape[i] <= 1)
+            continue;
+        if (d->strides[i] < expect)
+            return 0;
+        if (__builtin_mul_overflow(d->strides[i], d->shape[i], &expect))
+            return 1; /* only an empty view gets this far: nothing outside it to order */
+    }
+    return 1;
+}
+
 /* Checks dtype, rank and shape; fills contiguous strides when none are given,
- * else checks they are row-major compatible (innermost 1, rows not overlapping). */
+ * else checks them (check_strides). */
 static pit_status describe(pit_dtype dtype, int rank, const int64_t *shape,
                            const int64_t *strides, pit_tdesc *d)
 {
@@ -125,33 +209,12 @@ static pit_status describe(pit_dtype dtype, int rank, const int64_t *shape,
                              (long long)shape[i]);
         d->shape[i] = shape[i];
     }
-    /* An empty tensor has no rows to overlap: once the span of its inner
-     * dimensions passes 2^63, the outer strides are kept unchecked (and the
-     * contiguous ones saturate at INT64_MAX) instead of overflowing. */
     const int empty = has_zero_extent(shape, rank);
-    int unbounded = 0;
-    int64_t expect = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        d->strides[i] = strides ? strides[i] : expect;
-        if (strides && shape[i] > 1 && !unbounded) {
-            if (i == rank - 1 && strides[i] != 1)
-                return pit_error(PIT_ERR_BAD_STRIDES, "innermost stride is %lld; pit needs 1 "
-                                 "(row-major)", (long long)strides[i]);
-            if (strides[i] < expect)
-                return pit_error(PIT_ERR_BAD_STRIDES, "stride[%d] = %lld overlaps the %lld "
-                                 "elements of the inner dimensions (not row-major compatible)",
-                                 i, (long long)strides[i], (long long)expect);
-        }
-        if (unbounded || shape[i] <= 1 || !__builtin_mul_overflow(d->strides[i], shape[i], &expect))
-            continue;
-        if (empty) {
-            unbounded = 1;
-            expect = INT64_MAX;
-            continue;
-        }
-        return pit_error(PIT_ERR_INVALID_ARGUMENT, "dimension %d (%lld x stride %lld) spans "
-                         "more than 2^63 elements", i, (long long)shape[i],
-                         (long long)d->strides[i]);
+    if (!strides) {
+        PIT_TRY(contiguous_strides(d, empty));
+    } else {
+        memcpy(d->strides, strides, (size_t)rank * sizeof *strides);
+        PIT_TRY(check_strides(d, empty));
     }
     return check_extent(d);
 }
@@ -268,7 +331,18 @@ pit_status pit_tensor_check(const pit_context *ctx, const pit_tensor *t, const c
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "tensor argument '%s' is NULL", name);
     if (t->ctx != ctx)
         return pit_error(PIT_ERR_CONTEXT_MISMATCH, "tensor '%s' belongs to another context", name);
-    return PIT_SUCCESS;
+    return pit_tensor_check_row_major(t, NULL, name);
+}
+
+pit_status pit_tensor_check_row_major(const pit_tensor *t, const char *fn, const char *name)
+{
+    if (pit_tdesc_row_major(&t->d))
+        return PIT_SUCCESS;
+    return pit_error(PIT_ERR_BAD_STRIDES, "%s%s'%s' has strides [%lld, %lld, %lld, %lld] that are "
+                     "not in row-major order (only pit_attention takes such views)",
+                     fn ? fn : "", fn ? ": " : "", name, (long long)t->d.strides[0],
+                     (long long)t->d.strides[1], (long long)t->d.strides[2],
+                     (long long)t->d.strides[3]);
 }
 
 pit_status pit_tensor_check_writable(const pit_tensor *t, const char *fn, const char *name)

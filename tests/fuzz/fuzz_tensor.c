@@ -4,8 +4,9 @@
  * and data pointers, against a real context (OpenCL; PoCL on the CPU in CI).
  * Properties:
  *  - pit_tensor_wrap / pit_tensor_create / the DLPack imports (0.x and 1.x)
- *    either succeed with a descriptor that is row-major compatible, aligned,
- *    and whose extent fits in 2^63 bytes, or fail with a status and a
+ *    either succeed with a descriptor whose innermost stride is 1, whose
+ *    elements never share memory (strides in any order), aligned, and whose
+ *    extent fits in 2^63 bytes, or fail with a status and a
  *    message, leaving *tensor NULL (and, for DLPack, the producer's deleter
  *    uncalled);
  *  - a view of the real buffer is accepted only inside it (offset + extent
@@ -128,19 +129,31 @@ static void check_desc(const pit_tensor *t, pit_dtype dtype, int rank, size_t of
     if (d.dtype != dtype || d.rank != rank || d.rank < 1 || d.rank > PIT_MAX_RANK ||
         d.byte_offset != offset || offset % dsize(dtype))
         fail("descriptor differs from what was asked");
-    /* An empty view's outer strides are free once the span inside them passes
-     * 2^63 (a view with no extent 0 that far is refused: fits() below). */
-    __int128 expect = 1;
+    /* Dimensions may come in any stride order, but in ascending stride order
+     * each stride covers the span of the smaller ones. An empty view's
+     * larger strides are free once that span passes 2^63 (a view with no
+     * extent 0 that far is refused: fits() below). */
+    int order[PIT_MAX_RANK], n = 0;
     for (int i = d.rank - 1; i >= 0; i--) {
         if (d.shape[i] < 0 || d.shape[i] > INT32_MAX)
             fail("dimension out of range accepted");
-        if (d.shape[i] > 1 && expect <= INT64_MAX) {
-            if (i == d.rank - 1 && d.strides[i] != 1)
-                fail("innermost stride != 1 accepted");
-            if (d.strides[i] < expect)
-                fail("overlapping strides accepted");
-            expect = (__int128)d.strides[i] * d.shape[i];
-        }
+        if (i == d.rank - 1 && d.shape[i] > 1 && d.strides[i] != 1)
+            fail("innermost stride != 1 accepted");
+        if (d.shape[i] > 1)
+            order[n++] = i;
+    }
+    for (int a = 0; a < n; a++) /* selection sort: ascending strides */
+        for (int b = a + 1; b < n; b++)
+            if (d.strides[order[b]] < d.strides[order[a]]) {
+                int x = order[a];
+                order[a] = order[b];
+                order[b] = x;
+            }
+    __int128 expect = 1;
+    for (int k = 0; k < n && expect <= INT64_MAX; k++) {
+        if (d.strides[order[k]] < expect)
+            fail("overlapping strides accepted");
+        expect = (__int128)d.strides[order[k]] * d.shape[order[k]];
     }
     size_t extent;
     if (!fits(&d, &extent) || offset > (size_t)INT64_MAX - extent)

@@ -28,3 +28,16 @@ if(BUILD_TESTING)
   set_tests_properties(opencl_attention_long PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
     ENVIRONMENT "PIT_CACHE_DIR=${CMAKE_BINARY_DIR}/cache;POCL_MEMORY_LIMIT=1")
 endif()
+
+# pit_attention on a backend without attention_ex (the CUDA plug-in's state):
+# the OpenCL table with that entry removed, installed in the "cuda" slot. The
+# calls that reduce to attention_sparse run; every other option is refused,
+# by name.
+add_executable(test_opencl_no_attention_ex ${_pit_ocl_tests}/test_opencl_no_attention_ex.c)
+target_include_directories(test_opencl_no_attention_ex PRIVATE ${CMAKE_SOURCE_DIR}/tests
+  ${CMAKE_SOURCE_DIR}/core ${CMAKE_SOURCE_DIR}/core/runtime)
+target_link_libraries(test_opencl_no_attention_ex PRIVATE pit pit_opencl_objs pit_reference m)
+if(BUILD_TESTING)
+  add_test(NAME opencl_no_attention_ex COMMAND test_opencl_no_attention_ex)
+  set_tests_properties(opencl_no_attention_ex PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+endif()
