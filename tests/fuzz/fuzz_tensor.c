@@ -142,13 +142,15 @@ static void check_desc(const pit_tensor *t, pit_dtype dtype, int rank, size_t of
         if (d.shape[i] > 1)
             order[n++] = i;
     }
-    for (int a = 0; a < n; a++) /* selection sort: ascending strides */
-        for (int b = a + 1; b < n; b++)
-            if (d.strides[order[b]] < d.strides[order[a]]) {
-                int x = order[a];
-                order[a] = order[b];
-                order[b] = x;
-            }
+    /* Insertion sort, stable: equal strides keep the inner dimension first,
+     * as the library orders them (an empty view's check stops at the first
+     * span past 2^63, so the order of ties decides where). */
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && d.strides[order[b]] < d.strides[order[b - 1]]; b--) {
+            int x = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = x;
+        }
     __int128 expect = 1;
     for (int k = 0; k < n && expect <= INT64_MAX; k++) {
         if (d.strides[order[k]] < expect)
