@@ -203,9 +203,9 @@ static void test_candidates(void)
     for (int i = 0; i < n; i++)
         CHECK(c[i].rows <= 16 && (c[i].axis == PIT_AXIS_K || c[i].axis == PIT_AXIS_M));
 
-    /* Tiny: one canonical candidate, never none. */
+    /* Fewer than 16 rows: the decode candidates first, never none. */
     n = pit_matmul_candidates(PIT_SPARSE_A, PIT_F32, 8, 8, c, PIT_MAX_CANDIDATES);
-    CHECK(n == 1 && same(c[0], 32, 1, PIT_AXIS_K));
+    CHECK(n == 2 && same(c[0], 16, 1, PIT_AXIS_K) && same(c[1], 32, 1, PIT_AXIS_K));
 
     /* Sparse B: the N-axis ones only. */
     n = pit_matmul_candidates(PIT_SPARSE_B, PIT_F32, 4096, 4096, c, PIT_MAX_CANDIDATES);

@@ -409,6 +409,49 @@ static void test_around_costs(void)
     pit_tiledb_close(dear_detect);
 }
 
+/* Decode, x[1,4096] . W[4096,14336] with half of x zero: every plan is
+ * bound by memory. With a measured "read" row the K plan (16x1 or 32x1)
+ * wins by the weight rows it skips, each plan's cost is at least its bytes
+ * at that rate, and dense pays the whole of W. */
+static void test_memory_bound(void)
+{
+    static const struct { pit_tile_op op; int bm, bn, bk; double us; } rows[] = {
+        {PIT_TILE_DENSE, 128, 128, 32, 0.0014},   {PIT_TILE_MATMUL_K, 16, 64, 32, 0.00115},
+        {PIT_TILE_MATMUL_K, 32, 64, 32, 0.0016},  {PIT_TILE_FILL, 64, 64, 1, 0.0027},
+        {PIT_TILE_ACCUM, 64, 64, 1, 0.006},       {PIT_TILE_DETECT, 1024, 1024, 1, 1.0},
+        {PIT_TILE_CALL, 1, 1, 1, 20.0},           {PIT_TILE_READ, 64, 64, 1, 0.00273},
+    };
+    enum { N_ROWS = (int)(sizeof rows / sizeof rows[0]) };
+    pit_tiledb_entry v[N_ROWS];
+    memset(v, 0, sizeof v);
+    for (int i = 0; i < N_ROWS; i++) {
+        snprintf(v[i].device, sizeof v[i].device, "sm_90");
+        snprintf(v[i].backend, sizeof v[i].backend, "cuda");
+        v[i].op = rows[i].op;
+        v[i].dtype = PIT_BF16;
+        v[i].tile = (pit_tile){rows[i].bm, rows[i].bn, rows[i].bk, 128, 4, 1};
+        v[i].us_per_tile = rows[i].us;
+    }
+    pit_tiledb *db = open_written(v, N_ROWS, "memory");
+    if (!db)
+        return;
+    scenario decode = scenario_make(1, 14336, 4096, 1, 1, 0.5, NULL, 0);
+    CHECK(decode.ncand >= 2 && decode.st[0].tile.rows == 16 && decode.st[0].tile.axis == PIT_AXIS_K);
+    pit_selection s = select_on(db, &decode, PIT_BF16);
+    const double us_per_byte = 0.00273 / (64.0 * 64 * 2), w_bytes = 4096.0 * 14336 * 2;
+    report("decode", &db_cases[2], PIT_BF16, &s);
+    CHECK(!s.dense && decode.st[s.candidate].tile.axis == PIT_AXIS_K && decode.st[s.candidate].tile.cols == 1);
+    const double kept = (double)total(&decode.st[s.candidate]) / 4096.0;
+    CHECK(kept > 0.4 && kept < 0.6);
+    CHECK(s.predicted_us >= kept * w_bytes * us_per_byte);
+    pit_problem only_dense = problem(PIT_BF16, 1, 14336, 4096);
+    pit_selection d;
+    CHECK(pit_select(db, &only_dense, NULL, 0, &d) == PIT_SUCCESS && d.dense);
+    CHECK(d.predicted_us >= w_bytes * us_per_byte); /* dense reads all of W */
+    free_stats(decode.st, decode.ncand);
+    pit_tiledb_close(db);
+}
+
 /* The gathered GEMMs (moe, rows) take the one tile of their dtype: the
  * shipped rows on every family, the built-in tile without one. */
 static void test_gathered(const pit_tiledb *db, const db_case *c)
@@ -477,6 +520,7 @@ int main(void)
         pit_tiledb_close(db);
     }
     test_around_costs();
+    test_memory_bound();
     test_gathered_cheapest();
     free_scenarios();
     if (failures)

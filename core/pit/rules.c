@@ -287,6 +287,13 @@ int pit_matmul_candidates(pit_sparse_operand sparse, pit_dtype dtype, int64_t ro
     if (max > PIT_MAX_CANDIDATES)
         max = PIT_MAX_CANDIDATES;
     int n = 0;
+    if (sparse == PIT_SPARSE_A && rows < 16) {
+        /* a few rows (decode): column micro-tiles of the smallest heights
+         * with partial edge tiles; the kernel splits K to fill the device */
+        out[n++] = (pit_microtile){16, 1, PIT_AXIS_K};
+        if (n < max)
+            out[n++] = (pit_microtile){32, 1, PIT_AXIS_K};
+    }
     for (int i = 0; i < N_SHAPES && n < max; i++) {
         const candidate_shape *c = &candidate_shapes[i];
         if (c->operand != sparse || c->tile.rows > rows || c->tile.cols > cols ||

@@ -37,6 +37,13 @@
  * the amortised full-device cost of one tile-step (select.h), so a cost is
  * simply a count times a unit cost.
  *
+ * Both are bounded below by memory: the compute part of a plan is at least
+ * the bytes it must move (A, B and C once; along K only the gathered rows of
+ * B and the indexed micro-tiles of A) at the "read" entry's rate. Few rows
+ * (decode) make every plan memory-bound, and a K plan then wins by the share
+ * of B's rows it skips. "read" rows exist only where measured (`pit tune`
+ * adds them; the built-in table has none): without one the bound is left out.
+ *
  * The sums over groups are the only per-group work: one pass per distinct
  * divisor per candidate (a handful), shifts for powers of two, no allocation.
  */
@@ -221,6 +228,7 @@ typedef struct cost_ctx {
     double elem;
     double detect_us; /* detection of the sparse operand */
     double call_us;   /* the call's read-back stall */
+    double read_byte; /* device memory, us per byte streamed; 0: not measured */
 } cost_ctx;
 
 /* Elements of the sparse operand the detection reads. */
@@ -234,7 +242,8 @@ static double sparse_elements(const pit_problem *p)
 static cost_ctx make_cost_ctx(const pit_problem *p, const pit_tiledb_entry *v, int n)
 {
     cost_ctx cx = {p, us_per_byte(v, n, PIT_TILE_FILL, p->dtype),
-                   us_per_byte(v, n, PIT_TILE_ACCUM, p->dtype), (double)pit_dtype_size(p->dtype), 0, 0};
+                   us_per_byte(v, n, PIT_TILE_ACCUM, p->dtype), (double)pit_dtype_size(p->dtype), 0, 0,
+                   us_per_byte(v, n, PIT_TILE_READ, p->dtype)};
     /* The built-in table always has both; guard against a bare database anyway. */
     if (cx.fill_byte <= 0)
         cx.fill_byte = 1e-5; /* 100 GB/s */
@@ -250,6 +259,26 @@ static cost_ctx make_cost_ctx(const pit_problem *p, const pit_tiledb_entry *v, i
     return cx;
 }
 
+/* The least time a plan spends moving its bytes through device memory (t
+ * NULL: dense). Along K the gathered rows of B over all groups, at most B. */
+static double memory_floor_us(const cost_ctx *cx, const pit_microtile *t, int64_t nonzero)
+{
+    const pit_problem *p = cx->p;
+    const double b = (double)batch_of(p), m = (double)p->m, n = (double)p->n, k = (double)p->k;
+    double a_el = b * m * k, b_rows = b * k;
+    if (t && t->axis == PIT_AXIS_K) {
+        double rows = (double)nonzero * t->cols, a = (double)nonzero * t->rows * t->cols;
+        b_rows = rows < b_rows ? rows : b_rows;
+        a_el = a < a_el ? a : a_el;
+    }
+    return (a_el + b_rows * n + b * m * n) * cx->elem * cx->read_byte;
+}
+
+static double at_least(double us, double floor_us)
+{
+    return us > floor_us ? us : floor_us;
+}
+
 static double sparse_cost(const cost_ctx *cx, const pit_microtile *t, const pit_tiledb_entry *e,
                           int64_t gathered_tiles, int64_t nonzero, int64_t groups,
                           int64_t *tiles_out)
@@ -261,12 +290,17 @@ static double sparse_cost(const cost_ctx *cx, const pit_microtile *t, const pit_
     *tiles_out = tiles;
     double us = cx->detect_us + (t->axis == PIT_AXIS_K ? cx->call_us / redetect_every(p) : cx->call_us);
     us += ((double)groups + (double)nonzero * (double)other) * INDEX_ENTRY_BYTES * cx->fill_byte;
+    const double floor_us = memory_floor_us(cx, t, nonzero);
     if (e->us_per_out > 0) { /* fitted by pit tune: see the top of this file */
         double outs = (double)batch_of(p) * (double)ceil_div(p->m, tile->bm) *
                       (double)ceil_div(p->n, tile->bn);
-        return us + (double)tiles * e->us_per_tile + outs * e->us_per_out;
+        return us + at_least((double)tiles * e->us_per_tile + outs * e->us_per_out, floor_us);
     }
-    us += (double)tiles * e->us_per_tile * pit_slow_penalty(t, p->dtype, tile);
+    /* rows of A past M are never loaded (decode): they cost no sectors */
+    pit_tile loaded = *tile;
+    if (t->axis == PIT_AXIS_K && p->m < loaded.bm)
+        loaded.bm = (int32_t)p->m;
+    us += at_least((double)tiles * e->us_per_tile * pit_slow_penalty(t, p->dtype, &loaded), floor_us);
     if (t->axis == PIT_AXIS_M || t->axis == PIT_AXIS_N) {
         double c_bytes = (double)batch_of(p) * (double)p->m * (double)p->n * cx->elem;
         double tile_bytes = (double)tile->bm * tile->bn * cx->elem;
@@ -286,7 +320,8 @@ static option best_dense(const cost_ctx *cx, const pit_tiledb_entry *v, int n)
         const pit_tile *t = &v[i].tile;
         int64_t tiles = batch_of(p) * ceil_div(p->m, t->bm) * ceil_div(p->n, t->bn) *
                         ceil_div(p->k, t->bk);
-        double us = (double)tiles * v[i].us_per_tile + (cx->detect_us + cx->call_us) / redetect_every(p);
+        double us = at_least((double)tiles * v[i].us_per_tile, memory_floor_us(cx, NULL, 0)) +
+                    (cx->detect_us + cx->call_us) / redetect_every(p);
         if (!best.valid || us < best.us)
             best = (option){1, &v[i], tiles, us};
     }

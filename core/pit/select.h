@@ -96,7 +96,8 @@ double pit_slow_penalty(const pit_microtile *t, pit_dtype dtype, const pit_tile 
  * operand is `sparse`, for dtype and the operand's shape (rows x cols).
  * Writes at most max candidates, returns how many: at least one whenever
  * max >= 1 and the shape is valid (a tiny operand gets the canonical {32,1,K},
- * or {32,1,N} for sparse B, with partial edge tiles). Every candidate
+ * or {32,1,N} for sparse B, with partial edge tiles; a sparse A of fewer than
+ * 16 rows, as in decode, always gets {16,1,K} and {32,1,K} first). Every candidate
  * respects the rule's permutation-invariant axis. Sparse B gets only N-axis
  * candidates (the backend contract names B sparse only through axis N). */
 int pit_matmul_candidates(pit_sparse_operand sparse, pit_dtype dtype,
@@ -133,6 +134,9 @@ typedef enum pit_tile_op {
                             *             one expert x bn outputs x bk of H     */
     PIT_TILE_ROWS,         /* "rows":     the row-sparse matmul (matmul_rows):
                             *             bm listed rows x bn columns x bk of K */
+    PIT_TILE_READ,         /* "read":     streaming bm x bn elements from device
+                            *             memory once: what bounds a call that
+                            *             moves more bytes than it computes  */
     PIT_TILE_OP_COUNT
 } pit_tile_op;
 

@@ -153,7 +153,7 @@ static int tunable(const pit_tiledb_entry *e)
 {
     return e->op == PIT_TILE_DENSE || e->op == PIT_TILE_MATMUL_K || e->op == PIT_TILE_MATMUL_M ||
            e->op == PIT_TILE_DETECT || e->op == PIT_TILE_CALL || e->op == PIT_TILE_MOE ||
-           e->op == PIT_TILE_ROWS;
+           e->op == PIT_TILE_ROWS || e->op == PIT_TILE_READ;
 }
 
 /* A dense entry: the tile-steps of the whole product. */
@@ -250,6 +250,18 @@ static pit_status time_call(pit_context *ctx, pit_tiledb_entry *e, int repeats, 
     return s;
 }
 
+/* Streaming reads, from a device copy of side^2 x 8 bytes (larger than any
+ * L2 at the tuning side) that reads and writes each byte once. */
+static pit_status time_read(pit_context *ctx, pit_tiledb_entry *e, int64_t side, int repeats)
+{
+    double gbps = 0;
+    PIT_TRY(pit_measure_copy_bandwidth(ctx, (size_t)(side * side * 8), repeats, &gbps));
+    if (!(gbps > 0))
+        return pit_error(PIT_ERR_BACKEND, "pit_tune: a device copy measured %g GB/s", gbps);
+    e->us_per_tile = (double)e->tile.bm * e->tile.bn * (double)pit_dtype_size(e->dtype) / (gbps * 1e3);
+    return PIT_SUCCESS;
+}
+
 /* Measures one entry in place; an entry the backend refuses keeps its shipped
  * cost (and is reported at debug level) rather than failing the whole tune. */
 static pit_status tune_entry(pit_context *ctx, pit_tiledb_entry *e, int64_t size, int repeats,
@@ -259,6 +271,8 @@ static pit_status tune_entry(pit_context *ctx, pit_tiledb_entry *e, int64_t size
         return time_detect(ctx, e, size * TUNE_DETECT_SIDE_FACTOR, repeats, rng);
     if (e->op == PIT_TILE_CALL)
         return time_call(ctx, e, repeats, rng);
+    if (e->op == PIT_TILE_READ)
+        return time_read(ctx, e, size, repeats);
     pit_status s;
     if (e->op == PIT_TILE_MOE || e->op == PIT_TILE_ROWS) {
         s = tune_gathered(ctx, e, size, repeats, rng);
@@ -283,6 +297,30 @@ static pit_status tune_entry(pit_context *ctx, pit_tiledb_entry *e, int64_t size
     return s;
 }
 
+/* A "read" row for each dtype of the device that has none yet (they are
+ * optional: the built-in table has none). Returns how many were added. */
+static int add_read_rows(const pit_context *ctx, pit_tiledb_entry *mine, int *n)
+{
+    static const pit_dtype dtypes[] = {PIT_F32, PIT_F16, PIT_BF16};
+    int added = 0;
+    for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+        int have = !dtype_on_device(dtypes[d], &ctx->info);
+        for (int i = 0; i < *n && !have; i++)
+            have = mine[i].op == PIT_TILE_READ && mine[i].dtype == dtypes[d];
+        if (have)
+            continue;
+        pit_tiledb_entry *e = &mine[(*n)++];
+        memset(e, 0, sizeof *e);
+        snprintf(e->device, sizeof e->device, "%s", ctx->info.arch);
+        snprintf(e->backend, sizeof e->backend, "%s", ctx->info.backend);
+        e->op = PIT_TILE_READ;
+        e->dtype = dtypes[d];
+        e->tile = (pit_tile){64, 64, 1, 256, 1, 0};
+        added++;
+    }
+    return added;
+}
+
 PIT_API pit_status pit_tune(pit_context *ctx, const pit_tune_options *options, char *written_path,
                             size_t written_path_size)
 {
@@ -297,7 +335,7 @@ PIT_API pit_status pit_tune(pit_context *ctx, const pit_tune_options *options, c
     int repeats = o.repeats > 0 ? o.repeats : o.quick ? 3 : 10;
     int count = 0;
     const pit_tiledb_entry *all = pit_tiledb_entries(ctx->db, &count);
-    pit_tiledb_entry *mine = calloc((size_t)(count > 0 ? count : 1), sizeof *mine);
+    pit_tiledb_entry *mine = calloc((size_t)count + 3, sizeof *mine); /* + "read" rows */
     if (!mine)
         return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tune: host memory");
     int n = 0, todo = 0;
@@ -310,6 +348,7 @@ PIT_API pit_status pit_tune(pit_context *ctx, const pit_tune_options *options, c
             todo += tunable(&mine[n]);
             n++;
         }
+    todo += add_read_rows(ctx, mine, &n);
     pit_rng rng;
     pit_rng_seed(&rng, 2024);
     pit_status s = PIT_SUCCESS;

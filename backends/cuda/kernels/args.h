@@ -61,10 +61,11 @@ typedef struct pit_mm_args {
     PIT_PTR(const pit_u8) a; /* element 0 */
     PIT_PTR(const pit_u8) b;
     PIT_PTR(pit_u8) c;     /* axis K output */
-    PIT_PTR(float) acc;    /* axis M f32 target */
+    PIT_PTR(float) acc;    /* axis M f32 target; axis K split partials */
     pit_i64 lda, ldb, ldc, ldacc;
-    pit_i64 sa, sb, sc, sacc; /* batch strides (elements) */
-    int M, N, K, pad;
+    pit_i64 sa, sb, sc, sacc; /* batch strides (elements); axis K split: sacc per slab */
+    int M, N, K;
+    int splits; /* axis K: CTAs sharing one row-block's gathered K (>= 1) */
     PIT_PTR(const int) counts;
     PIT_PTR(const int) entries;
     int capacity, groups_per_batch;
@@ -78,8 +79,10 @@ typedef struct pit_util_args {
     pit_i64 ld32, s32;      /* row and batch strides of f32 (elements) */
     pit_i64 ldo, so;        /* of out */
     int rows, cols;
+    int nsum; /* convert: f32 slabs (s32 apart) summed per batch, 0 or 1: one */
+    int pad;
 } pit_util_args;
-PIT_ARGS_SIZE(pit_util_args, 56);
+PIT_ARGS_SIZE(pit_util_args, 64);
 
 typedef struct pit_compact_args {
     PIT_PTR(const pit_u8) a; /* element 0 of A */

@@ -8,6 +8,11 @@
  *       is their columns in index order (order does not matter: k is
  *       permutation invariant). B's matching rows are gathered alike.
  *       SWrite: plain store of BM x BN (zeros for an empty group).
+ *       With p.splits > 1 (grid z = batch x splits) a CTA takes one share
+ *       of the group's gathered chunks and stores an f32 partial tile; the
+ *       convert pass sums the shares into C. Few row-blocks (decode: M of
+ *       1 to 64) then still fill the device, and the call streams the
+ *       gathered rows of B at memory speed.
  *   AXIS 2 (M): CTA = (n-tile, chunk of BM gathered rows, k-slab g over all
  *       batches). The slab is MT_COLS wide; gathered rows are the slab's
  *       non-zero row micro-tiles. SWrite: atomicAdd into an f32 target
@@ -127,6 +132,7 @@ struct cta_gather {
     int len;     /* axis K: gathered k length; axis M: gathered rows */
     int row0;    /* axis K: first row of the row-block; axis M: first gathered row of the chunk */
     int kbase, kend; /* axis M: the slab's k range */
+    int slab;    /* axis K split: the f32 partial slab written, -1: C itself */
 };
 
 /* SRead addressing: the global element behind gathered A position (r, q)
@@ -362,10 +368,20 @@ PIT_DEV pit_u32 bits16(float f)
 
 /* W consecutive values of row m from column n: one vector when C_VEC and
  * all W columns are inside, else element by element */
-template <int W> PIT_DEV void swrite_vec(const pit_mm_args &p, int batch, int m, int n, const float *v)
+template <int W> PIT_DEV void swrite_vec(const pit_mm_args &p, const cta_gather &g, int batch, int m, int n,
+                                         const float *v)
 {
     if (m < 0 || n >= p.N) return;
 #if AXIS == 1
+    if (g.slab >= 0) { /* split K: a plain f32 partial, summed by the convert pass */
+        float *w = p.acc + (pit_i64)g.slab * p.sacc + (pit_i64)m * p.ldacc + n;
+        if (W == 2 && n + 2 <= p.N) { *(float2 *)w = make_float2(v[0], v[1]); return; }
+        if (W == 4 && n + 4 <= p.N) { *(float4 *)w = make_float4(v[0], v[1], v[2], v[3]); return; }
+#pragma unroll
+        for (int j = 0; j < W; ++j)
+            if (n + j < p.N) w[j] = v[j];
+        return;
+    }
     T *c = (T *)p.c + (pit_i64)batch * p.sc + (pit_i64)m * p.ldc + n;
     if (C_VEC && n + W <= p.N) {
         if (W == 4 && EL == 4) {
@@ -409,7 +425,7 @@ PIT_DEV void swrite(const pit_mm_args &p, const cta_gather &g, int batch, const 
 #pragma unroll
             for (int ni = 0; ni < NI; ++ni) {
                 int n = g.n0 + wn0 + ni * 8 + (lane & 3) * 2;
-                swrite_vec<2>(p, batch, m, n, &acc.v[mi][ni * 4 + h * 2]);
+                swrite_vec<2>(p, g, batch, m, n, &acc.v[mi][ni * 4 + h * 2]);
             }
         }
     }
@@ -420,7 +436,7 @@ PIT_DEV void swrite(const pit_mm_args &p, const cta_gather &g, int batch, const 
     for (int i = 0; i < CC_TM; ++i) {
         int m = c_row(p, g, tr * CC_TM + i);
 #pragma unroll
-        for (int j = 0; j < CC_TN; j += W) swrite_vec<W>(p, batch, m, g.n0 + cc_col(tc, j), &acc.v[i][j]);
+        for (int j = 0; j < CC_TN; j += W) swrite_vec<W>(p, g, batch, m, g.n0 + cc_col(tc, j), &acc.v[i][j]);
     }
 #endif
 }
@@ -431,20 +447,28 @@ pit_matmul(const pit_mm_args p)
 {
     extern __shared__ __align__(16) pit_u8 smem[];
     cta_gather g;
-    int batch, nchunks;
+    int batch, c0 = 0, nchunks;
+    g.slab = -1;
 #if AXIS == 1
     /* row-blocks vary fastest: the CTAs resident together share n-tiles, so
      * the B columns they gather (all rows, a few n-tiles) stay in L2 */
     const int rb = blockIdx.x;
     g.n0 = blockIdx.y * BN;
-    batch = blockIdx.z;
+    const int splits = p.splits > 1 ? p.splits : 1;
+    batch = blockIdx.z / splits;
     const int grp = batch * p.groups_per_batch + rb;
     const int count = __ldg(p.counts + grp); /* read on the device: no host read-back */
     g.len = count * MT_COLS;
     g.row0 = rb * MT_ROWS;
     g.kbase = 0;
     g.kend = p.K;
-    nchunks = (g.len + BK - 1) / BK;
+    /* split K (few row-blocks, e.g. decode): CTA z covers chunks [c0, c0 +
+     * nchunks) of its row-block and writes an f32 partial slab, also when
+     * its range is empty, so the sum needs no zeroing */
+    const int all = (g.len + BK - 1) / BK, split = blockIdx.z % splits;
+    c0 = (int)((pit_i64)split * all / splits);
+    nchunks = (int)((pit_i64)(split + 1) * all / splits) - c0;
+    if (splits > 1) g.slab = blockIdx.z;
 #else
     g.n0 = blockIdx.x * BN;
     const int grp = blockIdx.z;
@@ -475,7 +499,7 @@ pit_matmul(const pit_mm_args p)
 #pragma unroll
     for (int s = 0; s < STG - 1; ++s) {
         if (s < nchunks) {
-            issue_chunk(p, g, smem, s, s, st);
+            issue_chunk(p, g, smem, s, c0 + s, st);
             store_chunk(smem, s, st);
         }
         pit_copy_commit();
@@ -484,7 +508,7 @@ pit_matmul(const pit_mm_args p)
         pit_copy_wait<STG - 2>();
         __syncthreads();
         const int nxt = c + STG - 1;
-        if (nxt < nchunks) issue_chunk(p, g, smem, nxt % STG, nxt, st);
+        if (nxt < nchunks) issue_chunk(p, g, smem, nxt % STG, c0 + nxt, st);
         pit_copy_commit();
         if (TC) tile_product_tc(smem, c % STG, acc);
         else tile_product_cc(smem, c % STG, acc);

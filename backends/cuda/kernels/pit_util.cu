@@ -22,9 +22,12 @@ PIT_KERNEL void __launch_bounds__(256) pit_zero_f32(const pit_util_args a)
 PIT_KERNEL void __launch_bounds__(256) pit_convert_f32(const pit_util_args a)
 {
     int n = blockIdx.x * 256 + threadIdx.x;
+    const int slabs = a.nsum > 1 ? a.nsum : 1;
+    const float *f32 = a.f32 + (pit_i64)blockIdx.z * slabs * a.s32;
     for (int m = blockIdx.y; m < a.rows; m += gridDim.y) {
         if (n >= a.cols) continue;
-        float v = a.f32[(pit_i64)blockIdx.z * a.s32 + (pit_i64)m * a.ld32 + n];
+        float v = 0.f;
+        for (int j = 0; j < slabs; ++j) v += f32[(pit_i64)j * a.s32 + (pit_i64)m * a.ld32 + n];
         ((T *)a.out)[(pit_i64)blockIdx.z * a.so + (pit_i64)m * a.ldo + n] = pit_from_float<T>(v);
     }
 }

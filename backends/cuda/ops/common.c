@@ -152,7 +152,7 @@ pit_status pit_cuda_convert_into(pit_cuda_ctx *c, CUstream s, CUdeviceptr f32, c
     v.kind = PIT_CUDA_CONVERT;
     v.dtype = out->dt;
     pit_util_args u = {f32, out->ptr, out->cols, out->rows * out->cols, out->ld, out->bs, (int32_t)out->rows,
-                       (int32_t)out->cols};
+                       (int32_t)out->cols, 1, 0};
     pit_cuda_kernel *k;
     pit_status st = pit_cuda_get_kernel(c, &v, &k);
     if (st != PIT_SUCCESS) return st;

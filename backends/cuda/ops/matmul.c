@@ -9,6 +9,8 @@
 #include "ops.h"
 
 /* ---- sparse matmul ----------------------------------------------------------- */
+#define AXIS_K_MIN_SPLIT_CHUNKS 4 /* chunks of a full index each share keeps, at least */
+#define AXIS_K_MAX_SPLITS 64
 typedef struct mm_problem {
     pit_cuda_view a, b, c;
     pit_dtype dt;
@@ -103,6 +105,53 @@ static pit_status compact_a(pit_cuda_ctx *c, CUstream s, const mm_problem *p, co
                            PIT_CALL(LaunchKernel) "(pit_compact)");
 }
 
+/* CTAs of kernel k one SM holds at once, from its shared memory and threads
+ * (registers allowing: the tiles keep under 64 per thread at 256). */
+static int64_t resident_per_sm(const pit_cuda_ctx *c, const pit_cuda_kernel *k, int threads)
+{
+    const int64_t smem_sm = (int64_t)c->smem_optin + 1024, per_cta = (int64_t)k->smem_bytes + 1024;
+    int64_t by_smem = smem_sm / per_cta, by_threads = 2048 / (threads > 0 ? threads : 256);
+    int64_t n = by_smem < by_threads ? by_smem : by_threads;
+    return n < 1 ? 1 : n > 32 ? 32 : n;
+}
+
+/* Shares of K per row-block: 1 when the row-blocks x n-tiles x batch grid
+ * fills the device; more when it does not (few rows: decode), so every SM
+ * streams gathered rows of B. Bounded so each share keeps several chunks of
+ * a full index and the f32 partials stay under an eighth of B's bytes. */
+static int axis_k_splits(const pit_cuda_ctx *c, const pit_cuda_kernel *k, const pit_cuda_variant *v,
+                         const mm_problem *p, const pit_index *idx, int64_t row_blocks)
+{
+    const int64_t ctas = row_blocks * pit_cuda_cdiv(p->N, v->tile.bn) * p->batch;
+    const int64_t wave = resident_per_sm(c, k, v->tile.threads) * c->sm_count;
+    if (ctas <= 0 || ctas >= wave) return 1;
+    int64_t splits = pit_cuda_cdiv(wave, ctas);
+    const int64_t chunks = pit_cuda_cdiv((int64_t)idx->capacity * idx->tile.cols, v->tile.bk);
+    const int64_t by_chunks = chunks / AXIS_K_MIN_SPLIT_CHUNKS;
+    const int64_t by_bytes = p->K * (int64_t)pit_cuda_el_bytes(p->dt) / (8 * 4 * (p->M > 0 ? p->M : 1));
+    if (splits > by_chunks) splits = by_chunks;
+    if (splits > by_bytes) splits = by_bytes;
+    if (splits > AXIS_K_MAX_SPLITS) splits = AXIS_K_MAX_SPLITS;
+    return splits < 1 ? 1 : (int)splits;
+}
+
+/* The shares' f32 partials summed into C, in share order (deterministic). */
+static pit_status sum_splits(pit_cuda_ctx *c, CUstream s, const mm_problem *p, CUdeviceptr ws, int64_t ldw,
+                             int splits)
+{
+    pit_util_args u = {0};
+    u.f32 = ws;
+    u.ld32 = ldw;
+    u.s32 = p->M * ldw;
+    u.nsum = splits;
+    u.out = p->c.ptr;
+    u.ldo = p->c.ld;
+    u.so = p->c.bs;
+    u.rows = (int32_t)p->M;
+    u.cols = (int32_t)p->N;
+    return launch_util(c, s, PIT_CUDA_CONVERT, p->dt, &u, p->batch);
+}
+
 static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v, const mm_problem *p,
                                 const pit_index *idx)
 {
@@ -129,9 +178,22 @@ static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
     }
     /* every row-block gets a CTA (empty ones write zeros): the grid does
      * not depend on the counts, so nothing is read back */
+    const int splits = axis_k_splits(c, k, v, p, idx, row_blocks);
+    CUdeviceptr ws = 0;
+    const int64_t ldw = pit_cuda_cdiv(p->N, 4) * 4; /* float4 rows */
+    if (st == PIT_SUCCESS && splits > 1) {
+        st = pit_cuda_scratch_alloc(c, s, (size_t)(splits * p->batch * p->M * ldw) * 4, "axis K split partials", &ws);
+        a.splits = splits;
+        a.acc = ws;
+        a.ldacc = ldw;
+        a.sacc = p->M * ldw;
+    }
     if (st == PIT_SUCCESS)
-        st = pit_cuda_launch(k, s, (unsigned)row_blocks, (unsigned)pit_cuda_cdiv(p->N, v->tile.bn), (unsigned)p->batch,
-                             (unsigned)v->tile.threads, &a, PIT_CALL(LaunchKernel) "(pit_matmul axis K)");
+        st = pit_cuda_launch(k, s, (unsigned)row_blocks, (unsigned)pit_cuda_cdiv(p->N, v->tile.bn),
+                             (unsigned)(p->batch * splits), (unsigned)v->tile.threads, &a,
+                             PIT_CALL(LaunchKernel) "(pit_matmul axis K)");
+    if (st == PIT_SUCCESS && splits > 1) st = sum_splits(c, s, p, ws, ldw, splits);
+    st = pit_cuda_free_scratch(c, s, ws, st);
     return pit_cuda_free_scratch(c, s, scratch, st);
 }
 
