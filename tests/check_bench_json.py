@@ -1,7 +1,7 @@
 """Checks what `pit bench --json` wrote: every point correct, and the floors
 present and positive (the memory floor, and the L2 floor of the plan that
 ran at the L2 bandwidth measured in the run). Usage: check_bench_json.py FILE
-SUITE, SUITE being matmul, decode or all."""
+SUITE, SUITE being matmul, decode, moe or all."""
 import json
 import sys
 
@@ -42,17 +42,42 @@ def check_decode(d):
     return len(rows)
 
 
+def check_moe(d):
+    rows = d["moe"]
+    assert rows, "no moe points"
+    positive(d, "moe_copy_gbps", "moe")
+    for r in rows:
+        where = f"moe {r['dtype']} {r['model']} T={r['t']}"
+        assert r["correct"], f"{where}: wrong result (rel. error {r['rel_error']})"
+        for key in ("pit_ms", "dense_ms", "loop_ms", "floor_ms", "flops", "floor_bytes", "pit_over_dense",
+                    "pit_over_floor", "routed_experts"):
+            positive(r, key, where)
+        assert r["busiest_over_mean"] >= 1, f"{where}: busiest expert below the mean load"
+        assert r["routed_experts"] <= r["e"], f"{where}: {r['routed_experts']} of {r['e']} experts routed"
+    for dtype in {r["dtype"] for r in rows}:
+        points = [(r["model"], r["t"]) for r in rows if r["dtype"] == dtype]
+        assert len(set(points)) == len(points) == 8, f"moe {dtype}: points {points}"
+        assert {"mixtral-8x7b", "qwen3-30b-a3b"} <= {p[0] for p in points}, f"moe {dtype}: targets {points}"
+    skipped = set(d["moe_skipped"])
+    assert not skipped & {r["dtype"] for r in rows}, f"moe: {skipped} both skipped and run"
+    return len(rows)
+
+
 def main(path, suite):
     with open(path) as f:
         d = json.load(f)
-    positive(d["l2"], "gbps", "l2")
-    positive(d["l2"], "copy_bytes", "l2")
+    if suite in ("matmul", "decode", "all"):  # the suites with an L2 floor
+        positive(d["l2"], "gbps", "l2")
+        positive(d["l2"], "copy_bytes", "l2")
     told = []
     if suite in ("matmul", "all"):
         told.append(f"{check_matmul(d)} matmul points")
     if suite in ("decode", "all"):
         told.append(f"{check_decode(d)} decode points")
-    print(", ".join(told), "in", path, f"(L2 {d['l2']['gbps']:.1f} GB/s)")
+    if suite in ("moe", "all"):
+        told.append(f"{check_moe(d)} moe points")
+    l2 = f" (L2 {d['l2']['gbps']:.1f} GB/s)" if "l2" in d else ""
+    print(", ".join(told), "in", path + l2)
 
 
 if __name__ == "__main__":
