@@ -9,7 +9,9 @@
 # anchors: the attention and MoE points of docs/PERF.md: the operator tests,
 # conformance of the masked operators, the sanitizers on attention, the CUDA
 # direct benches, and scripts/torch_anchors.py (pit through ctypes beside
-# SDPA, FlexAttention and torch's MoE ways, on one stream, in the same run).
+# SDPA, FlexAttention and torch's MoE ways, on one stream, in the same run);
+# then `pit bench --suite moe` and scripts/torch_moe.py (pit_moe_ffn beside
+# PyTorch's composed MoE expert layer).
 # kernels: after a kernel change: direct tests, conformance, sanitizers, benches.
 # sweep: the MoE grouped-GEMM tile sweep (one tile-database file a tile), the
 # matmul bench, CUDA conformance.
@@ -67,6 +69,10 @@ if [ "$mode" = anchors ]; then
   grep -h "^attention\|^moe" "$out/bench_ops.log" >> "$summary"
   step torch_anchors env PYTHONUNBUFFERED=1 python3 scripts/torch_anchors.py --lib build-gpu/lib/libpit.so
   cat "$out/torch_anchors.log" >> "$summary"
+  step bench_moe env PIT_BACKEND=cuda $B/pit bench --suite moe --json "$out/bench_moe.json"
+  grep -h "^[a-z].* | " "$out/bench_moe.log" >> "$summary"
+  step torch_moe env PYTHONUNBUFFERED=1 python3 scripts/torch_moe.py --lib build-gpu/lib/libpit.so --json "$out/torch_moe.json"
+  cat "$out/torch_moe.log" >> "$summary"
   rm -f "$out/gpu.txt"
   echo; cat "$summary"; exit 0
 fi

@@ -14,7 +14,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: pit bench [--suite matmul|convert|select|layers|decode|all] [--quick]\n"
+            "usage: pit bench [--suite matmul|convert|select|layers|decode|moe|all] [--quick]\n"
             "                 [--size N] [--dtype f32,f16,bf16] [--repeats R] [--json FILE]\n"
             "                 [--plot FILE.png] [--explain]\n"
             "  matmul   M=N=K sparse matmul, micro-tiles 32x1, 1x64, 32x64 at sparsity\n"
@@ -28,6 +28,11 @@ static void usage(FILE *f)
             "           (3.5d, d) with d the size, 50%% and 75%% of x zero (the same columns\n"
             "           in every row), bf16 and f16 (f32 too where one is missing), against\n"
             "           dense, the memory floor (1 - s) bytes(W) / bandwidth and the L2 floor\n"
+            "  moe      pit_moe_ffn (SwiGLU) at the shapes of MoE models (Mixtral, fine-grained\n"
+            "           128 experts top-8, Qwen-MoE, DeepSeek; 8192 and 512 tokens), skewed\n"
+            "           top-k routing, bf16 (--dtype for others), against dense GEMMs of the\n"
+            "           same FLOPs, the per-expert loop of dense GEMMs and the memory floor;\n"
+            "           its shapes are the models' (--size does not change them)\n"
             "On a CPU device the default is --quick (size 256).\n");
 }
 
@@ -127,9 +132,57 @@ void bench_round(pit_dtype dt, double *x, size_t n)
     }
 }
 
+pit_status bench_note_failure(char *buf, size_t size, const char *call, pit_status s)
+{
+    snprintf(buf, size, "%s: %s: %s", call, pit_status_string(s),
+             s == PIT_ERR_OUT_OF_MEMORY && !pit_last_error()[0] ? "out of host memory" : pit_last_error());
+    return s;
+}
+
+pit_status bench_host_ok(int all_allocated)
+{
+    return all_allocated ? PIT_SUCCESS : PIT_ERR_OUT_OF_MEMORY;
+}
+
+int64_t bench_sample_count(const bench_opts *o, int64_t rows, int64_t full)
+{
+    return o->quick || rows < full ? rows : full;
+}
+
+int64_t bench_sample_row(const bench_opts *o, int64_t rows, int64_t full, int64_t i)
+{
+    return o->quick || rows < full ? i : (i * 7919) % rows;
+}
+
+int bench_suite_dtypes(const bench_opts *o, const pit_device_info *d, const char *suite, int defaults,
+                       pit_dtype *out, FILE *json)
+{
+    const int has[3] = {1, d->has_f16, d->has_bf16};
+    const int want = o->dtype_given ? o->dtype_mask : defaults;
+    const pit_dtype order[3] = {PIT_BF16, PIT_F16, PIT_F32};
+    int n = 0;
+    if (json)
+        fprintf(json, "  \"%s_skipped\": [", suite);
+    for (int i = 0, skipped = 0; i < 3; i++) {
+        if (!(want & (1 << order[i])))
+            continue;
+        if (has[order[i]]) {
+            out[n++] = order[i];
+            continue;
+        }
+        printf("%s: %s skipped: %s has no %s\n", suite, pit_dtype_name(order[i]), d->name,
+               order[i] == PIT_F16 ? "f16 arithmetic" : "bf16 storage");
+        if (json)
+            fprintf(json, "%s\"%s\"", skipped++ ? ", " : "", pit_dtype_name(order[i]));
+    }
+    if (json)
+        fprintf(json, "],\n");
+    return n;
+}
+
 static const char *const dtype_names[] = {"f32", "f16", "bf16"};
 static const pit_dtype dtype_values[] = {PIT_F32, PIT_F16, PIT_BF16};
-static const char *const suite_names[] = {"matmul", "convert", "select", "layers", "decode", "all"};
+static const char *const suite_names[] = {"matmul", "convert", "select", "layers", "decode", "moe", "all"};
 #define BENCH_NSUITES ((int)(sizeof suite_names / sizeof suite_names[0]))
 
 /* A comma-separated list of dtype names into a mask of 1 << pit_dtype. */
@@ -277,6 +330,8 @@ int pit_cmd_bench(int argc, char **argv)
         rc |= bench_layers_suite(ctx, &o, json);
     if (all || !strcmp(o.suite, "decode"))
         rc |= bench_decode_suite(ctx, &o, json);
+    if (all || !strcmp(o.suite, "moe"))
+        rc |= bench_moe_suite(ctx, &o, json);
     if (json) {
         fprintf(json, "  \"end\": true\n}\n");
         fclose(json);

@@ -46,6 +46,35 @@ pit_status bench_download(const pit_tensor *t, pit_dtype dt, double *x, size_t n
 /* Rounds x through dt in place, so a reference sees what the device sees. */
 void bench_round(pit_dtype dt, double *x, size_t n);
 
+/* The message of a failed call (`call` its text), kept in buf before the
+ * clean-up calls clear pit_last_error(). Returns s. */
+pit_status bench_note_failure(char *buf, size_t size, const char *call, pit_status s);
+/* Runs a pit call; on failure keeps its message in errbuf (an array), sets
+ * the caller's `st` and jumps to its `done` label. */
+#define BENCH_TRY(errbuf, call)                                                                        \
+    do {                                                                                               \
+        pit_status s_ = (call);                                                                        \
+        if (s_ != PIT_SUCCESS) {                                                                       \
+            st = bench_note_failure(errbuf, sizeof(errbuf), #call, s_);                                \
+            goto done;                                                                                 \
+        }                                                                                              \
+    } while (0)
+/* For BENCH_TRY after host allocations: PIT_ERR_OUT_OF_MEMORY unless all succeeded. */
+pit_status bench_host_ok(int all_allocated);
+
+/* The rows of an output checked against the reference: all of them with
+ * --quick (or when there are fewer than `full`), else `full` rows spread
+ * over the output; bench_sample_row gives the i-th. */
+int64_t bench_sample_count(const bench_opts *o, int64_t rows, int64_t full);
+int64_t bench_sample_row(const bench_opts *o, int64_t rows, int64_t full, int64_t i);
+
+/* The dtypes a suite runs, bf16 then f16 then f32: those --dtype named,
+ * else the mask `defaults` (1 << pit_dtype). One the device cannot run is
+ * skipped by name, on stdout and in the JSON's "<suite>_skipped" list.
+ * Returns how many are in out[0..3). */
+int bench_suite_dtypes(const bench_opts *o, const pit_device_info *d, const char *suite, int defaults,
+                       pit_dtype *out, FILE *json);
+
 /* The memory bandwidth: copies of `bytes` (1 MB at least; make them larger
  * than any cache), read + write counted, GB/s. */
 pit_status bench_measure_memory(pit_context *ctx, const bench_opts *o, size_t bytes, double *gbps);
@@ -66,5 +95,6 @@ int bench_convert_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 int bench_select_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 int bench_layers_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 int bench_decode_suite(pit_context *ctx, const bench_opts *o, FILE *json);
+int bench_moe_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 
 #endif

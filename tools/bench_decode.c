@@ -225,34 +225,6 @@ static void json_row(FILE *f, const dec_result *r, int first)
             r->err, r->checked_ok ? "true" : "false", r->choice);
 }
 
-/* bf16 and f16 where the device has them, and f32 when it lacks either; or
- * what --dtype named. What the device cannot run is skipped by name. */
-static int decode_dtypes(const bench_opts *o, const pit_device_info *d, pit_dtype *out, FILE *json)
-{
-    const int has[3] = {1, d->has_f16, d->has_bf16};
-    int want = o->dtype_mask, n = 0;
-    if (!o->dtype_given)
-        want = (1 << PIT_BF16) | (1 << PIT_F16) | (!d->has_f16 || !d->has_bf16 ? 1 << PIT_F32 : 0);
-    const pit_dtype order[3] = {PIT_BF16, PIT_F16, PIT_F32};
-    if (json)
-        fprintf(json, "  \"decode_skipped\": [");
-    for (int i = 0, skipped = 0; i < 3; i++) {
-        if (!(want & (1 << order[i])))
-            continue;
-        if (has[order[i]]) {
-            out[n++] = order[i];
-            continue;
-        }
-        printf("decode: %s skipped: %s has no %s\n", pit_dtype_name(order[i]), d->name,
-               order[i] == PIT_F16 ? "f16 arithmetic" : "bf16 storage");
-        if (json)
-            fprintf(json, "%s\"%s\"", skipped++ ? ", " : "", pit_dtype_name(order[i]));
-    }
-    if (json)
-        fprintf(json, "],\n");
-    return n;
-}
-
 int bench_decode_suite(pit_context *ctx, const bench_opts *o, FILE *json)
 {
     pit_device_info d;
@@ -266,7 +238,9 @@ int bench_decode_suite(pit_context *ctx, const bench_opts *o, FILE *json)
            "(read+write)%s, %s\n",
            gbps, cs == PIT_SUCCESS ? "" : " (unavailable)", bench_l2_phrase(o, l2, sizeof l2));
     pit_dtype dts[3];
-    int ndt = decode_dtypes(o, &d, dts, json);
+    /* bf16 and f16, and f32 on a device that lacks either */
+    const int defaults = (1 << PIT_BF16) | (1 << PIT_F16) | (!d.has_f16 || !d.has_bf16 ? 1 << PIT_F32 : 0);
+    int ndt = bench_suite_dtypes(o, &d, "decode", defaults, dts, json);
     printf("%-4s %3s %6s %6s %4s | %8s %8s %8s %8s | %7s %7s | %s\n", "dt", "M", "K", "N", "s", "pit ms",
            "dense ms", "floor", "L2 floor", "dns/pit", "pit/flr", "choice");
     if (json)

@@ -41,27 +41,8 @@ typedef struct layer_result {
     char error[320]; /* the failure's message, kept before the clean-up calls clear it */
 } layer_result;
 
-static pit_status note_fail(layer_result *r, const char *call, pit_status s)
-{
-    snprintf(r->error, sizeof r->error, "%s: %s: %s", call, pit_status_string(s),
-             s == PIT_ERR_OUT_OF_MEMORY && !pit_last_error()[0] ? "out of host memory" : pit_last_error());
-    return s;
-}
-
 /* Every pit call (and host allocation) is checked; the first failure is kept in r->error. */
-#define TRY(call)                                                                                      \
-    do {                                                                                               \
-        pit_status s_ = (call);                                                                        \
-        if (s_ != PIT_SUCCESS) {                                                                       \
-            st = note_fail(r, #call, s_);                                                              \
-            goto done;                                                                                 \
-        }                                                                                              \
-    } while (0)
-
-static pit_status host_ok(int all_allocated)
-{
-    return all_allocated ? PIT_SUCCESS : PIT_ERR_OUT_OF_MEMORY;
-}
+#define TRY(call) BENCH_TRY(r->error, call)
 
 static double *dalloc(size_t n)
 {
@@ -71,12 +52,12 @@ static double *dalloc(size_t n)
 /* The rows checked: all of them with --quick, else FULL_SAMPLE spread ones. */
 static int64_t sample_count(const bench_opts *o, int64_t rows)
 {
-    return o->quick || rows < FULL_SAMPLE ? rows : FULL_SAMPLE;
+    return bench_sample_count(o, rows, FULL_SAMPLE);
 }
 
 static int64_t sample_row(const bench_opts *o, int64_t rows, int64_t i)
 {
-    return o->quick || rows < FULL_SAMPLE ? i : (i * 7919) % rows;
+    return bench_sample_row(o, rows, FULL_SAMPLE, i);
 }
 
 /* dst [ns, width] = the sampled rows of src [rows, width]. */
@@ -154,7 +135,7 @@ static pit_status bench_moe(pit_context *ctx, const bench_opts *o, pit_dtype dt,
     int64_t *load = calloc((size_t)E, sizeof *load), *fill = calloc((size_t)E, sizeof *fill);
     pit_rng rng;
     pit_rng_seed(&rng, 1234);
-    TRY(host_ok(x && w && logit && gates && ids && ids0 && gates0 && load && fill));
+    TRY(bench_host_ok(x && w && logit && gates && ids && ids0 && gates0 && load && fill));
 
     pit_ref_fill_random(&rng, w, (size_t)(E * H * N));
     for (int64_t i = 0; i < E * H * N; i++)
@@ -183,7 +164,7 @@ static pit_status bench_moe(pit_context *ctx, const bench_opts *o, pit_dtype dt,
             cap = load[e] > cap ? load[e] : cap;
         free(xpad);
         xpad = dalloc((size_t)(E * cap * H));
-        TRY(host_ok(xpad != NULL));
+        TRY(bench_host_ok(xpad != NULL));
         ex_gen_pad_by_expert(x, ids, T, 1, H, E, cap, fill, xpad);
         TRY(pit_tensor_create(ctx, dt, 2, (int64_t[]){T, H}, &b.X[k]));
         TRY(pit_tensor_create(ctx, PIT_I32, 2, (int64_t[]){T, 1}, &b.ids[k]));
@@ -211,7 +192,7 @@ static pit_status bench_moe(pit_context *ctx, const bench_opts *o, pit_dtype dt,
     ref = dalloc((size_t)(ns * N));
     ys = dalloc((size_t)(ns * N));
     is = calloc((size_t)ns, sizeof *is);
-    TRY(host_ok(y && xs && gs && ref && ys && is));
+    TRY(bench_host_ok(y && xs && gs && ref && ys && is));
     TRY(bench_download(b.Y, dt, y, (size_t)(T * N)));
     gather_rows(o, x, T, H, ns, xs);
     gather_rows(o, y, T, N, ns, ys);
@@ -303,7 +284,7 @@ static pit_status bench_attention(pit_context *ctx, const bench_opts *o, pit_dty
     double *o_got = NULL, *srow = dalloc((size_t)L), *prow = dalloc((size_t)L), *ref = NULL, *got = NULL;
     pit_rng rng;
     pit_rng_seed(&rng, 77);
-    TRY(host_ok(q && k && v && m0 && m && srow && prow));
+    TRY(bench_host_ok(q && k && v && m0 && m && srow && prow));
     pit_ref_fill_random(&rng, q, nq);
     pit_ref_fill_random(&rng, k, nq);
     pit_ref_fill_random(&rng, v, nq);
@@ -345,7 +326,7 @@ static pit_status bench_attention(pit_context *ctx, const bench_opts *o, pit_dty
     int64_t ns = sample_count(o, BH * L);
     ref = dalloc((size_t)(ns * D));
     got = dalloc((size_t)(ns * D));
-    TRY(host_ok(o_got && ref && got));
+    TRY(bench_host_ok(o_got && ref && got));
     TRY(bench_download(b.O, dt, o_got, nq));
     gather_rows(o, o_got, BH * L, D, ns, got);
     for (int64_t i = 0; i < ns; i++) {
@@ -420,7 +401,7 @@ static pit_status bench_ffn(pit_context *ctx, const bench_opts *o, layer_result 
     double *h = NULL, *y = NULL, *xs = NULL, *hs = NULL, *ys = NULL, *hg = NULL, *yg = NULL;
     pit_rng rng;
     pit_rng_seed(&rng, 11);
-    TRY(host_ok(x0 && x && ctxv && w1 && w2));
+    TRY(bench_host_ok(x0 && x && ctxv && w1 && w2));
     ex_gen_ffn_weights(&rng, D, F, D, w1, w2);
     bench_round(dt, w1, (size_t)(D * F));
     bench_round(dt, w2, (size_t)(F * D));
@@ -451,7 +432,7 @@ static pit_status bench_ffn(pit_context *ctx, const bench_opts *o, layer_result 
     ys = dalloc((size_t)(ns * D));
     hg = dalloc((size_t)(ns * F));
     yg = dalloc((size_t)(ns * D));
-    TRY(host_ok(h && y && xs && hs && ys && hg && yg));
+    TRY(bench_host_ok(h && y && xs && hs && ys && hg && yg));
     TRY(bench_download(b.H, dt, h, (size_t)(T * F)));
     TRY(bench_download(b.Y, dt, y, (size_t)(T * D)));
     gather_rows(o, x0, T, D, ns, xs);
