@@ -3,6 +3,7 @@
 # build and compares its speed with another build in the same run.
 #   usage: bash scripts/gpu_ab.sh [conformance|conformance-cuda|conformance-opencl] [direct]
 #                                 [hardening] [bench|bench-base] [sanitize] [tune] [base-conformance]
+#                                 [decode] [moe]
 # Expects, carried along with the tree:
 #   build-gpu/           the build under test (bin/, lib/), built on a CPU machine
 #   .carry/base/         the reference build: bin/, lib/, tiledb/
@@ -19,6 +20,9 @@
 # bench also runs test_cuda_ops --bench (attention and MoE points) of both.
 # sanitize: compute-sanitizer memcheck and racecheck on the quick suite of the
 #   operators whose kernels moved.
+# decode: `pit bench --suite decode` with the shipped database and again with
+#   "read" rows made from the copy bandwidth it measured.
+# moe: `pit bench --suite moe` and scripts/torch_moe.py beside PyTorch.
 # Logs and JSON go to $OUT (or ./gpu-out); a summary table is printed last.
 set -uo pipefail
 out="${OUT:-$PWD/gpu-out}"; mkdir -p "$out"
@@ -64,6 +68,22 @@ for what in "$@"; do
   tune)
     step tune run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda "$NEW/bin/pit" tune --output "$out/tuned.tiledb"
     grep -E "^[^#].* (moe|rows) " "$out/tuned.tiledb" | tee -a "$summary" ;;
+  decode)
+    # the decode suite with the shipped database, then with "read" rows made
+    # from the copy bandwidth it measured (what pit tune writes for them)
+    step decode_shipped run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda "$NEW/bin/pit" bench --suite decode --json "$out/decode_shipped.json"
+    gbps=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["decode_copy_gbps"])' "$out/decode_shipped.json")
+    mkdir -p /tmp/tdb-read && cp "$root"/tiledb/*.tiledb /tmp/tdb-read/
+    for d in "f32 4" "f16 2" "bf16 2"; do set -- $d
+      printf 'sm_*  cuda  read  %s  64 64 1 256 1 0 %s 0 0\n' "$1" "$(python3 -c "print(f'{64*64*$2/($gbps*1e3):.6g}')")" >> /tmp/tdb-read/nvidia-sm90.tiledb
+    done
+    note "read rows from $gbps GB/s: $(grep ' read ' /tmp/tdb-read/nvidia-sm90.tiledb | awk '{print $4, $11}' | tr '\n' ' ')"
+    step decode_read run_in "$NEW" /tmp/tdb-read env PIT_BACKEND=cuda "$NEW/bin/pit" bench --suite decode --json "$out/decode_read.json"
+    grep -hE "^ *(bf16|f16|f32) " "$out/decode_read.log" | head -40 ;;
+  moe)
+    step moe_suite run_in "$NEW" "${PIT_TDB:-$root/tiledb}" env PIT_BACKEND=cuda "$NEW/bin/pit" bench --suite moe --json "$out/moe_bf16.json"
+    step torch_moe run_in "$NEW" "${PIT_TDB:-$root/tiledb}" python3 "$root/scripts/torch_moe.py" --lib "$NEW/lib/libpit.so" --json "$out/torch_moe.json"
+    tail -25 "$out/moe_suite.log"; tail -20 "$out/torch_moe.log" ;;
   base-conformance)
     step base_conf_cuda run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=cuda "$BASE/bin/pit" conformance
     step base_conf_opencl run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=opencl "$BASE/bin/pit" conformance ;;
