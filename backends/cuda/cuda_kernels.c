@@ -189,13 +189,16 @@ int pit_cuda_matmul_variant(int arch, pit_dtype dt, const pit_tile *tile, const 
     if (t->stages < 2) t->stages = 2;
     if (mt->axis == PIT_AXIS_K) t->bm = mt->rows;
     t->tensor_core = t->tensor_core && dt != PIT_F32 && arch >= 80 && t->bm >= 16;
+    /* a tile made short by a 1-row micro-tile has fewer outputs than the
+     * tile's threads: halve them until each thread owns one */
+    while (!t->tensor_core && t->threads > 32 && t->bm * t->bn < t->threads) t->threads /= 2;
     if (!pit_cuda_tile_valid(dt, t, why)) return 0;
     int vec = dt == PIT_F32 ? 4 : 8;
     v->a_vec = al->a && mt->cols % vec == 0 && t->bk % vec == 0;
     v->b_vec = al->b && t->bn % vec == 0;
     /* axis K with micro-tiles narrower than a 16-byte vector (32x1): gather
      * A densely first (pit_compact), then read it with 16-byte copies */
-    if (mt->axis == PIT_AXIS_K && !v->a_vec && t->bk % vec == 0) {
+    if (mt->axis == PIT_AXIS_K && !v->a_vec && !al->few_rows && t->bk % vec == 0) {
         v->a_comp = 1;
         v->a_vec = 1;
     }

@@ -69,6 +69,7 @@ int pit_cuda_tile_valid(pit_dtype dtype, const pit_tile *t, const char **why);
  * stride); n4: N a multiple of 4 (the f32 scratch of axis M, 16-bit). */
 typedef struct pit_cuda_mm_align {
     int a, b, c, n4;
+    int few_rows; /* A has fewer rows than a micro-tile (decode): its gather is too small to compact */
 } pit_cuda_mm_align;
 
 /* The fused matmul variant that runs tile for micro-tile mt of dtype dt on

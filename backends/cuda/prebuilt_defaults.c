@@ -51,17 +51,19 @@ static int is_gathered_matmul(const pit_tiledb_entry *e, const pit_microtile *mt
  * has room for entries x PIT_MAX_CANDIDATES more. */
 static void add_matmul_variants(pit_cuda_variant *v, int *count, int arch, const pit_tiledb *db)
 {
-    static const pit_cuda_mm_align aligned = {1, 1, 1, 1};
+    static const pit_cuda_mm_align aligned[] = {{1, 1, 1, 1, 0}, {1, 1, 1, 1, 1}}; /* few_rows: decode */
     int n = 0;
     const pit_tiledb_entry *e = pit_tiledb_entries(db, &n);
     for (int i = 0; i < n; ++i) {
         pit_microtile mts[PIT_MAX_CANDIDATES];
         int nmt = pit_matmul_candidates(PIT_SPARSE_A, e[i].dtype, 4096, 4096, mts, PIT_MAX_CANDIDATES);
         for (int j = 0; j < nmt; ++j) {
-            pit_cuda_variant m;
-            if (is_gathered_matmul(&e[i], &mts[j]) && pit_tile_fits(&mts[j], &e[i].tile) &&
-                pit_cuda_matmul_variant(arch, e[i].dtype, &e[i].tile, &mts[j], &aligned, &m, NULL))
-                add_once(v, count, &m);
+            for (int a = 0; a < 2; ++a) {
+                pit_cuda_variant m;
+                if (is_gathered_matmul(&e[i], &mts[j]) && pit_tile_fits(&mts[j], &e[i].tile) &&
+                    pit_cuda_matmul_variant(arch, e[i].dtype, &e[i].tile, &mts[j], &aligned[a], &m, NULL))
+                    add_once(v, count, &m);
+            }
         }
     }
 }

@@ -266,7 +266,8 @@ pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile
                                     mt->cols);
     int vec = (int)(16 / pit_cuda_el_bytes(p.dt));
     pit_cuda_mm_align al = {pit_cuda_rows_aligned(&p.a, p.K, 16), pit_cuda_rows_aligned(&p.b, p.N, 16),
-                            p.c.ptr % 16 == 0 && p.c.ld % vec == 0 && p.c.bs % vec == 0, p.N % 4 == 0};
+                            p.c.ptr % 16 == 0 && p.c.ld % vec == 0 && p.c.bs % vec == 0, p.N % 4 == 0,
+                            mt->axis == PIT_AXIS_K && p.M < mt->rows};
     pit_cuda_variant v;
     const char *why = "";
     if (!pit_cuda_matmul_variant(c->arch, p.dt, tile, mt, &al, &v, &why))
