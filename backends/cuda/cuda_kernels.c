@@ -76,6 +76,9 @@ char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size
                  v->tile.tensor_core ? 1 : 0, (int)v->axis, v->mt_rows, v->mt_cols, v->a_vec,
                  v->b_vec, v->a_comp, v->c_vec);
         break;
+    case PIT_CUDA_DECODE:
+        snprintf(p, size, "-DPIT_DTYPE=%d -DMROWS=%d -DB_VEC=%d", dt, v->mt_rows, v->b_vec);
+        break;
     case PIT_CUDA_ZERO:
     case PIT_CUDA_CONVERT:
     case PIT_CUDA_COMPACT:
@@ -320,6 +323,30 @@ static int emit_dtype(pit_dtype dt, int arch, pit_cuda_variant_fn fn, void *user
     return n;
 }
 
+int pit_cuda_decode_rows(int64_t m)
+{
+    return m <= 1 ? 1 : m <= 4 ? 4 : m <= PIT_CUDA_DECODE_MAX_ROWS ? PIT_CUDA_DECODE_MAX_ROWS : 0;
+}
+
+/* The decode kernel for every register height and B alignment. */
+static int emit_decode(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
+{
+    static const int heights[] = {1, 4, PIT_CUDA_DECODE_MAX_ROWS};
+    int n = 0;
+    for (int h = 0; h < COUNT(heights); ++h)
+        for (int b = 0; b < 2; ++b) {
+            pit_cuda_variant v;
+            memset(&v, 0, sizeof v);
+            v.kind = PIT_CUDA_DECODE;
+            v.dtype = dt;
+            v.mt_rows = heights[h];
+            v.b_vec = b;
+            fn(&v, user);
+            n++;
+        }
+    return n;
+}
+
 int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
 {
     static const pit_dtype dtypes[] = {PIT_F32, PIT_F16, PIT_BF16};
@@ -338,6 +365,7 @@ int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
         fn(&v, user);
         v.kind = PIT_CUDA_COMPACT;
         fn(&v, user);
+        n += emit_decode(dtypes[d], fn, user);
         n += 4;
         n += emit_dtype(dtypes[d], arch, fn, user);
     }

@@ -78,6 +78,12 @@ typedef struct pit_cuda_mm_align {
  * A narrower than a vector is compacted first. The one rule of the
  * plug-in's matmul (ops/matmul.c) and of the build's pre-compiled set
  * (precompile.c). Returns 0 and why when the tile cannot run. */
+/* The decode kernel (pit_decode.cu) runs a sparse A along K of at most this
+ * many rows, one row-block, column micro-tiles one wide. */
+#define PIT_CUDA_DECODE_MAX_ROWS 16
+/* Its register height for m rows (1, 4 or 16), 0 above the maximum. */
+int pit_cuda_decode_rows(int64_t m);
+
 int pit_cuda_matmul_variant(int arch, pit_dtype dt, const pit_tile *tile, const pit_microtile *mt,
                             const pit_cuda_mm_align *al, pit_cuda_variant *v, const char **why);
 

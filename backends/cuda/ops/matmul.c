@@ -11,6 +11,7 @@
 /* ---- sparse matmul ----------------------------------------------------------- */
 #define AXIS_K_MIN_SPLIT_CHUNKS 4 /* chunks of a full index each share keeps, at least */
 #define AXIS_K_MAX_SPLITS 64
+#define DECODE_MIN_SHARE 64 /* gathered rows of a full index per decode CTA, at least */
 typedef struct mm_problem {
     pit_cuda_view a, b, c;
     pit_dtype dt;
@@ -125,7 +126,7 @@ static int axis_k_splits(const pit_cuda_ctx *c, const pit_cuda_kernel *k, const 
     const int64_t ctas = row_blocks * pit_cuda_cdiv(p->N, v->tile.bn) * p->batch;
     const int64_t wave = resident_per_sm(c, k, v->tile.threads) * c->sm_count;
     if (ctas <= 0 || ctas >= wave) return 1;
-    int64_t splits = pit_cuda_cdiv(wave, ctas);
+    int64_t splits = wave / ctas; /* whole waves: a few CTAs past one would double the time */
     const int64_t chunks = pit_cuda_cdiv((int64_t)idx->capacity * idx->tile.cols, v->tile.bk);
     const int64_t by_chunks = chunks / AXIS_K_MIN_SPLIT_CHUNKS;
     const int64_t by_bytes = p->K * (int64_t)pit_cuda_el_bytes(p->dt) / (8 * 4 * (p->M > 0 ? p->M : 1));
@@ -195,6 +196,55 @@ static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
     if (st == PIT_SUCCESS && splits > 1) st = sum_splits(c, s, p, ws, ldw, splits);
     st = pit_cuda_free_scratch(c, s, ws, st);
     return pit_cuda_free_scratch(c, s, scratch, st);
+}
+
+/* The decode regime: a few rows of A (one row-block), column micro-tiles
+ * one wide: the weight rows the non-zero columns name are streamed by
+ * pit_decode.cu, whose share of rows per CTA fills the device. */
+static int decode_fits(const mm_problem *p, const pit_index *idx)
+{
+    return idx->tile.axis == PIT_AXIS_K && idx->tile.cols == 1 && p->M <= idx->tile.rows &&
+           pit_cuda_decode_rows(p->M) > 0;
+}
+
+static pit_status matmul_decode(pit_cuda_ctx *c, CUstream s, const mm_problem *p, const pit_index *idx, int b_vec)
+{
+    pit_cuda_variant v;
+    memset(&v, 0, sizeof v);
+    v.kind = PIT_CUDA_DECODE;
+    v.dtype = p->dt;
+    v.mt_rows = pit_cuda_decode_rows(p->M);
+    v.b_vec = b_vec;
+    pit_cuda_kernel *k;
+    pit_status st = pit_cuda_get_kernel(c, &v, &k);
+    if (st != PIT_SUCCESS) return st;
+    const int threads = (v.mt_rows >= PIT_CUDA_DECODE_MAX_ROWS ? 4 : 8) * 32; /* pit_decode.cu's WK warps */
+    const int64_t ntiles = pit_cuda_cdiv(p->N, 32 * (int64_t)(16 / pit_cuda_el_bytes(p->dt)));
+    const int64_t ctas = ntiles * p->batch, wave = resident_per_sm(c, k, threads) * c->sm_count;
+    /* shares: one wave of CTAs, each at least DECODE_MIN_SHARE rows of a
+     * full index, the f32 partials under an eighth of B's bytes */
+    int64_t splits = wave / (ctas > 0 ? ctas : 1);
+    const int64_t by_rows = idx->capacity / DECODE_MIN_SHARE;
+    const int64_t by_bytes = p->K * (int64_t)pit_cuda_el_bytes(p->dt) / (8 * 4 * (p->M > 0 ? p->M : 1));
+    if (splits > by_rows) splits = by_rows;
+    if (splits > by_bytes) splits = by_bytes;
+    if (splits < 1) splits = 1;
+    pit_mm_args a;
+    fill_pit_mm_args(p, idx, &a);
+    CUdeviceptr ws = 0;
+    const int64_t ldw = pit_cuda_cdiv(p->N, 4) * 4;
+    if (splits > 1) {
+        st = pit_cuda_scratch_alloc(c, s, (size_t)(splits * p->batch * p->M * ldw) * 4, "decode partials", &ws);
+        a.splits = (int32_t)splits;
+        a.acc = ws;
+        a.ldacc = ldw;
+        a.sacc = p->M * ldw;
+    }
+    if (st == PIT_SUCCESS)
+        st = pit_cuda_launch(k, s, (unsigned)ntiles, 1, (unsigned)(p->batch * splits), (unsigned)threads, &a,
+                             PIT_CALL(LaunchKernel) "(pit_decode)");
+    if (st == PIT_SUCCESS && splits > 1) st = sum_splits(c, s, p, ws, ldw, (int)splits);
+    return pit_cuda_free_scratch(c, s, ws, st);
 }
 
 static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v, const mm_problem *p,
@@ -268,6 +318,12 @@ pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile
     pit_cuda_mm_align al = {pit_cuda_rows_aligned(&p.a, p.K, 16), pit_cuda_rows_aligned(&p.b, p.N, 16),
                             p.c.ptr % 16 == 0 && p.c.ld % vec == 0 && p.c.bs % vec == 0, p.N % 4 == 0,
                             mt->axis == PIT_AXIS_K && p.M < mt->rows};
+    if (decode_fits(&p, idx)) {
+        if ((st = pit_cuda_push(c)) != PIT_SUCCESS) return st;
+        if (p.M > 0 && p.N > 0 && p.batch > 0) st = matmul_decode(c, pit_cuda_stream_of(stream), &p, idx, al.b);
+        pit_cuda_pop();
+        return st;
+    }
     pit_cuda_variant v;
     const char *why = "";
     if (!pit_cuda_matmul_variant(c->arch, p.dt, tile, mt, &al, &v, &why))
