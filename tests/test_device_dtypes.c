@@ -6,19 +6,10 @@
  * that stores neither f16 nor bf16 refused with PIT_ERR_UNSUPPORTED naming
  * what it lacks. A table of one entry stands in for a plug-in.
  */
-#include <stdio.h>
-#include <string.h>
-
 #include "ops.h"
+#include "rtest.h"
 
-static int failures;
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
+#define CHECK(cond) RT_CHECK(cond, "%s", #cond)
 
 /* What the stand-in plug-in's device_info reports. */
 static int g_f16, g_f16_storage, g_bf16;
@@ -95,10 +86,5 @@ int main(void)
     test_arithmetic_implies_storage();
     test_storage_without_arithmetic();
     test_refused();
-    if (failures) {
-        fprintf(stderr, "test_device_dtypes: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_device_dtypes: ok\n");
-    return 0;
+    return rt_finish("test_device_dtypes");
 }
