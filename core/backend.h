@@ -31,13 +31,15 @@
 extern "C" {
 #endif
 
-#define PIT_BACKEND_ABI_VERSION 6 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
+#define PIT_BACKEND_ABI_VERSION 7 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
                                     4: switches to context_create;
                                     5: mem_query; pit_host.cache_load / cache_store /
                                        cache_drop; set_scratch_allocator;
                                     6: moe_matmul's slot rows (PIT_MOE_SLOT_X,
                                        PIT_MOE_SLOT_Y); moe_activation; attention_ex
-                                       (pit_attention_desc), attention_backward */
+                                       (pit_attention_desc), attention_backward;
+                                    7: pit_device_info.has_f16_storage (a longer
+                                       struct for device_info to fill) */
 #define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
 
 /* ---- services core offers to plug-ins --------------------------------- */
@@ -94,8 +96,8 @@ typedef struct pit_switches {
 /* ---- what a backend sees of a tensor ------------------------------------ *
  * Core checks every view before an operator entry sees it, so a backend only
  * asserts: dtype is a pit_dtype and the one the operator's contract names
- * (inputs and outputs of one float dtype the device supports, has_f16 /
- * has_bf16); rank and shapes agree with the operator (batch dimensions are
+ * (inputs and outputs of one float dtype the device supports,
+ * has_f16_storage / has_bf16); rank and shapes agree with the operator (batch dimensions are
  * passed as they are, never folded; attention_sparse's operands and a
  * pattern's detection view come as rank 3); every dimension of extent > 1
  * has a stride at least the span of the dimensions inside it, the innermost
@@ -227,7 +229,8 @@ typedef struct pit_backend {
     /* device_info fills every field of pit_device_info but device_index and
      * tiledb_source (core's): tiledb_family names the shipped tile database
      * (tiledb/FAMILY.tiledb), dlpack_device_type the DLPack device type of
-     * its memory. */
+     * its memory. has_f16 is native f16 arithmetic; has_f16_storage says the
+     * operators take f16 tensors (core sets it wherever has_f16 is set). */
 
     /* switches: the context's experimental switches (the backend copies
      * what it uses). */

@@ -140,12 +140,15 @@ typedef struct pit_device_info {
     uint64_t global_mem_bytes;
     int compute_units;
     int device_index;
-    int has_f16;  /* f16 arithmetic supported (cl_khr_fp16 on OpenCL) */
+    int has_f16;  /* native f16 arithmetic (cl_khr_fp16 on OpenCL)    */
     int has_bf16; /* bf16 storage supported                           */
     char tiledb_source[256]; /* which tile database this context uses */
     char tiledb_family[32];  /* shipped tile database of its family: "nvidia-sm90",
                                 "amd-gfx9", "opencl-gpu", ...; "" if none   */
     int dlpack_device_type;  /* DLPack device type of its memory (kDLCUDA, ...) */
+    int has_f16_storage;     /* f16 tensors accepted: stored as half and computed
+                                in f32 where has_f16 is 0 (every OpenCL device);
+                                always set where has_f16 is */
 } pit_device_info;
 
 /* Number of devices a backend ("cuda", "hip", "opencl") has. Loads the plug-in.

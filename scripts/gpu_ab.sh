@@ -2,7 +2,8 @@
 # scripts/gpu_ab.sh - a lab script for the GPU machine (not shipped): checks a
 # build and compares its speed with another build in the same run.
 #   usage: bash scripts/gpu_ab.sh [conformance|conformance-cuda|conformance-opencl] [direct]
-#                                 [hardening] [bench|bench-base] [sanitize] [tune] [base-conformance]
+#                                 [hardening] [bench|bench-base] [sanitize] [tune] [tune-opencl]
+#                                 [base-conformance]
 #                                 [decode] [moe]
 # Expects, carried along with the tree:
 #   build-gpu/           the build under test (bin/, lib/), built on a CPU machine
@@ -16,7 +17,9 @@
 # hardening: the GPU-only checks of views, allocator, CUDA library loading
 #   (the default search, the toolkit folder, a wheel folder next to torch).
 # tune: `pit tune` with the new build (the tuned file comes back; its moe and
-#   rows lines are printed).
+#   rows lines are printed). tune-opencl: the same on NVIDIA's OpenCL driver
+#   (tuned-opencl.tiledb; its f16 lines are printed: the opencl-gpu family
+#   file's f16 rows are generated until these measure them).
 # bench also runs test_cuda_ops --bench (attention and MoE points) of both.
 # sanitize: compute-sanitizer memcheck and racecheck on the quick suite of the
 #   operators whose kernels moved.
@@ -68,6 +71,9 @@ for what in "$@"; do
   tune)
     step tune run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda "$NEW/bin/pit" tune --output "$out/tuned.tiledb"
     grep -E "^[^#].* (moe|rows) " "$out/tuned.tiledb" | tee -a "$summary" ;;
+  tune-opencl)
+    step tune_opencl run_in "$NEW" "$root/tiledb" env PIT_BACKEND=opencl "$NEW/bin/pit" tune --output "$out/tuned-opencl.tiledb"
+    grep -E "^[^#].* f16 " "$out/tuned-opencl.tiledb" | tee -a "$summary" ;;
   decode)
     # the decode suite with the shipped database, then with "read" rows made
     # from the copy bandwidth it measured (what pit tune writes for them)

@@ -15,3 +15,10 @@ endforeach()
 add_test(NAME unit_test_tiledb_locale COMMAND test_tiledb locale)
 set_tests_properties(unit_test_tiledb_locale PROPERTIES LABELS unit TIMEOUT 120
   SKIP_RETURN_CODE 77)
+
+# The float dtypes core lets a device's operators take (has_f16_storage,
+# has_bf16), with a one-entry table standing in for a plug-in.
+add_executable(test_device_dtypes ${CMAKE_CURRENT_LIST_DIR}/test_device_dtypes.c)
+target_link_libraries(test_device_dtypes PRIVATE pit_core_static m pthread)
+add_test(NAME unit_test_device_dtypes COMMAND test_device_dtypes)
+set_tests_properties(unit_test_device_dtypes PROPERTIES LABELS unit TIMEOUT 60)

@@ -157,7 +157,7 @@ int64_t bench_sample_row(const bench_opts *o, int64_t rows, int64_t full, int64_
 int bench_suite_dtypes(const bench_opts *o, const pit_device_info *d, const char *suite, int defaults,
                        pit_dtype *out, FILE *json)
 {
-    const int has[3] = {1, d->has_f16, d->has_bf16};
+    const int has[3] = {1, d->has_f16_storage, d->has_bf16};
     const int want = o->dtype_given ? o->dtype_mask : defaults;
     const pit_dtype order[3] = {PIT_BF16, PIT_F16, PIT_F32};
     int n = 0;
@@ -304,7 +304,8 @@ int pit_cmd_bench(int argc, char **argv)
     o.sets = o.quick ? 2 : 3;
     o.dtype_given = o.dtype_mask != 0;
     if (!o.dtype_mask)
-        o.dtype_mask = (1 << PIT_F32) | (d.has_f16 ? 1 << PIT_F16 : 0) | (d.has_bf16 ? 1 << PIT_BF16 : 0);
+        o.dtype_mask = (1 << PIT_F32) | (d.has_f16_storage ? 1 << PIT_F16 : 0) |
+                       (d.has_bf16 ? 1 << PIT_BF16 : 0);
     printf("pit bench on %s:%d %s (%s, driver %s), size %lld, median of %d\n", d.backend,
            d.device_index, d.name, d.arch, d.driver_version, (long long)o.size, o.repeats);
     measure_l2(ctx, &o);

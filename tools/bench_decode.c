@@ -239,7 +239,8 @@ int bench_decode_suite(pit_context *ctx, const bench_opts *o, FILE *json)
            gbps, cs == PIT_SUCCESS ? "" : " (unavailable)", bench_l2_phrase(o, l2, sizeof l2));
     pit_dtype dts[3];
     /* bf16 and f16, and f32 on a device that lacks either */
-    const int defaults = (1 << PIT_BF16) | (1 << PIT_F16) | (!d.has_f16 || !d.has_bf16 ? 1 << PIT_F32 : 0);
+    const int defaults =
+        (1 << PIT_BF16) | (1 << PIT_F16) | (!d.has_f16_storage || !d.has_bf16 ? 1 << PIT_F32 : 0);
     int ndt = bench_suite_dtypes(o, &d, "decode", defaults, dts, json);
     printf("%-4s %3s %6s %6s %4s | %8s %8s %8s %8s | %7s %7s | %s\n", "dt", "M", "K", "N", "s", "pit ms",
            "dense ms", "floor", "L2 floor", "dns/pit", "pit/flr", "choice");

@@ -73,7 +73,7 @@ int bench_convert_suite(pit_context *ctx, const bench_opts *o, FILE *json)
     pit_device_info d;
     pit_context_get_info(ctx, &d);
     /* f16 where the device has it, unless --dtype leaves f16 out */
-    pit_dtype dt = d.has_f16 && (o->dtype_mask & (1 << PIT_F16)) ? PIT_F16
+    pit_dtype dt = d.has_f16_storage && (o->dtype_mask & (1 << PIT_F16)) ? PIT_F16
                    : (o->dtype_mask & (1 << PIT_F32)) || !d.has_bf16 ? PIT_F32
                                                                      : PIT_BF16;
     printf("\n== convert: pit detection + index (all candidates, one pass) against the vendor's "
@@ -145,7 +145,7 @@ int bench_select_suite(pit_context *ctx, const bench_opts *o, FILE *json)
     const struct { const char *name; int tr, tc; } grans[] = {{"32x1", 32, 1}, {"1x64", 1, 64}, {"32x64", 32, 64}};
     pit_device_info d;
     pit_context_get_info(ctx, &d);
-    pit_dtype dt = d.has_f16 ? PIT_F16 : PIT_F32;
+    pit_dtype dt = d.has_f16_storage ? PIT_F16 : PIT_F32;
     printf("\n== select: cost model accuracy, %s %lld^3 (auto choice vs best measured)\n",
            pit_dtype_name(dt), (long long)o->size);
     printf("%-6s %5s | %-30s %9s %9s | %-8s %9s | %s\n", "gran", "s", "auto choice", "pred ms", "meas ms",

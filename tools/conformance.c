@@ -176,7 +176,7 @@ int conf_dtype_supported(pit_context *ctx, pit_dtype dt, conf_tally *t, int ncas
 {
     pit_device_info d;
     pit_context_get_info(ctx, &d);
-    if (dt == PIT_F32 || (dt == PIT_F16 && d.has_f16) || (dt == PIT_BF16 && d.has_bf16))
+    if (dt == PIT_F32 || (dt == PIT_F16 && d.has_f16_storage) || (dt == PIT_BF16 && d.has_bf16))
         return 1;
     conf_probe_kit kit;
     kit_make(ctx, dt, &kit);

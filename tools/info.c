@@ -9,7 +9,8 @@ static void print_device(const pit_device_info *d)
     printf("        vendor %s, arch %s, driver %s\n", d->vendor, d->arch, d->driver_version);
     printf("        memory %.1f GiB, %d compute units, f16 %s, bf16 %s\n",
            (double)d->global_mem_bytes / (1024.0 * 1024.0 * 1024.0), d->compute_units,
-           d->has_f16 ? "yes" : "no", d->has_bf16 ? "yes" : "no");
+           d->has_f16 ? "yes" : d->has_f16_storage ? "yes (computed in f32)" : "no",
+           d->has_bf16 ? "yes" : "no");
 }
 
 static void print_backend(const char *name)

@@ -206,6 +206,9 @@ static pit_status ocl_device_info(int index, pit_device_info *info)
     info->compute_units = (int)units;
     info->device_index = index;
     info->has_f16 = device_has_extension(d, "cl_khr_fp16");
+    /* vload_half / vstore_half are core OpenCL: f16 is stored as half and
+     * computed in f32 whether or not the device has cl_khr_fp16 */
+    info->has_f16_storage = 1;
     info->has_bf16 = 1; /* stored as ushort, converted in-kernel */
     return PIT_SUCCESS;
 }

@@ -58,7 +58,7 @@ typedef struct ocl_ctx {
     cl_device_id device;
     cl_context context;
     int cl_version;      /* 110, 120, 200, 300: device OpenCL version */
-    int has_fp16;        /* cl_khr_fp16 */
+    int has_fp16;        /* cl_khr_fp16 (logged: f16 is computed in f32 either way) */
     size_t local_mem;    /* CL_DEVICE_LOCAL_MEM_SIZE */
     size_t max_wg;       /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
     cl_ulong max_alloc;  /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */

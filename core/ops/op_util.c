@@ -175,10 +175,10 @@ pit_status ops_check_float(pit_context *ctx, const pit_tensor *t, const char *fn
 
 pit_status ops_check_on_device(const pit_context *ctx, pit_dtype dt, const char *fn)
 {
-    if ((dt == PIT_F16 && !ctx->info.has_f16) || (dt == PIT_BF16 && !ctx->info.has_bf16))
-        return pit_error(PIT_ERR_UNSUPPORTED, "%s: %s is not supported on %s device \"%s\" (%s)",
-                         fn, pit_dtype_name(dt), ctx->be->name, ctx->info.name,
-                         dt == PIT_F16 ? "no f16 arithmetic" : "no bf16 storage");
+    if (!pit_device_stores(&ctx->info, dt))
+        return pit_error(PIT_ERR_UNSUPPORTED,
+                         "%s: %s is not supported on %s device \"%s\" (no %s storage)", fn,
+                         pit_dtype_name(dt), ctx->be->name, ctx->info.name, pit_dtype_name(dt));
     return PIT_SUCCESS;
 }
 

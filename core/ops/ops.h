@@ -42,8 +42,9 @@ pit_status ops_check_output_view(pit_context *ctx, const pit_tensor *t, const ch
 /* f32/f16/bf16 and supported by the device (PIT_ERR_UNSUPPORTED otherwise). */
 pit_status ops_check_float(pit_context *ctx, const pit_tensor *t, const char *fn,
                            const char *name);
-/* PIT_ERR_UNSUPPORTED when the device lacks the dtype (has_f16, has_bf16 of
- * its device info); f32 and the integer dtypes always pass. */
+/* PIT_ERR_UNSUPPORTED when the device does not store the dtype
+ * (pit_device_stores: has_f16_storage, has_bf16); f32 and the integer dtypes
+ * always pass. */
 pit_status ops_check_on_device(const pit_context *ctx, pit_dtype dt, const char *fn);
 /* Exact dtype match. */
 pit_status ops_check_dtype(const pit_tensor *t, pit_dtype want, const char *fn,

@@ -64,6 +64,9 @@ pit_status pit_backend_get(const char *name, const pit_backend **out);
 /* A backend's device count and device description, checked (registry.c). */
 pit_status pit_backend_device_count(const pit_backend *be, int *count);
 pit_status pit_backend_device_info(const pit_backend *be, int index, pit_device_info *info);
+/* 1 when the device's operators take tensors of dtype dt: f16 with
+ * has_f16_storage, bf16 with has_bf16, every other dtype always. */
+int pit_device_stores(const pit_device_info *info, pit_dtype dt);
 /* The folder plug-ins are loaded from (next to libpit.so). */
 const char *pit_plugin_dir(void);
 extern const pit_host pit_host_api;

@@ -291,7 +291,8 @@ static int family_name_ok(const char *family)
 #define PIT_TERMINATE(field) ((field)[sizeof(field) - 1] = '\0')
 
 /* The device's description with every string terminated, the backend named
- * by core, and a family that cannot leave the tile-database folder. */
+ * by core, a family that cannot leave the tile-database folder, and f16
+ * storage wherever f16 arithmetic is. */
 pit_status pit_backend_device_info(const pit_backend *be, int index, pit_device_info *info)
 {
     memset(info, 0, sizeof *info);
@@ -304,6 +305,7 @@ pit_status pit_backend_device_info(const pit_backend *be, int index, pit_device_
     PIT_TERMINATE(info->tiledb_family);
     snprintf(info->backend, sizeof info->backend, "%s", be->name);
     info->tiledb_source[0] = '\0';
+    info->has_f16_storage = info->has_f16_storage || info->has_f16;
     if (!family_name_ok(info->tiledb_family)) {
         pit_log_debug("backend %s: tile-database family '%s' ignored (not a plain name)",
                       be->name, info->tiledb_family);
@@ -312,6 +314,11 @@ pit_status pit_backend_device_info(const pit_backend *be, int index, pit_device_
     if (s != PIT_SUCCESS && !pit_last_error()[0])
         return pit_error(s, "backend %s: device_info failed without a message", be->name);
     return s;
+}
+
+int pit_device_stores(const pit_device_info *info, pit_dtype dt)
+{
+    return dt == PIT_F16 ? info->has_f16_storage != 0 : dt == PIT_BF16 ? info->has_bf16 != 0 : 1;
 }
 
 PIT_API pit_status pit_device_count(const char *backend, int *count)

@@ -44,11 +44,6 @@ static int entry_applies(const pit_tiledb_entry *e, const pit_device_info *d)
            fnmatch(e->device, d->vendor, 0) == 0;
 }
 
-static int dtype_on_device(pit_dtype dt, const pit_device_info *d)
-{
-    return dt == PIT_F32 || (dt == PIT_F16 && d->has_f16) || (dt == PIT_BF16 && d->has_bf16);
-}
-
 static void free_problem(tune_problem *p)
 {
     void *bufs[] = {p->A.mem, p->B.mem, p->C.mem, p->idx.counts, p->idx.entries, p->idx.total};
@@ -304,7 +299,7 @@ static int add_read_rows(const pit_context *ctx, pit_tiledb_entry *mine, int *n)
     static const pit_dtype dtypes[] = {PIT_F32, PIT_F16, PIT_BF16};
     int added = 0;
     for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
-        int have = !dtype_on_device(dtypes[d], &ctx->info);
+        int have = !pit_device_stores(&ctx->info, dtypes[d]);
         for (int i = 0; i < *n && !have; i++)
             have = mine[i].op == PIT_TILE_READ && mine[i].dtype == dtypes[d];
         if (have)
@@ -340,7 +335,7 @@ PIT_API pit_status pit_tune(pit_context *ctx, const pit_tune_options *options, c
         return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tune: host memory");
     int n = 0, todo = 0;
     for (int i = 0; i < count; i++)
-        if (entry_applies(&all[i], &ctx->info) && dtype_on_device(all[i].dtype, &ctx->info)) {
+        if (entry_applies(&all[i], &ctx->info) && pit_device_stores(&ctx->info, all[i].dtype)) {
             mine[n] = all[i];
             /* The tuned file names this device exactly. */
             snprintf(mine[n].device, sizeof mine[n].device, "%s", ctx->info.arch);

@@ -19,7 +19,7 @@
 #include "internal.h"
 
 static pit_context *g_ctx;
-static int g_has_f16;
+static int g_stores_f16;
 
 static void fail(const char *what)
 {
@@ -38,7 +38,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         fprintf(stderr, "fuzz_detect: needs an OpenCL device: %s\n", pit_last_error());
         exit(1);
     }
-    g_has_f16 = g_ctx->info.has_f16;
+    g_stores_f16 = g_ctx->info.has_f16_storage;
     return 0;
 }
 
@@ -152,7 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int sparse_b = flags & 1, rank = flags & 2 ? 3 : 2;
     static const pit_dtype dts[] = {PIT_F32, PIT_BF16, PIT_F16, PIT_F32};
     pit_dtype dt = dts[(flags >> 2) & 3];
-    if (dt == PIT_F16 && !g_has_f16)
+    if (dt == PIT_F16 && !g_stores_f16)
         dt = PIT_BF16;
     uint8_t ti = fz_u8(&f);
     pit_microtile mt = sparse_b ? tiles_b[ti % NB] : tiles_a[ti % NA];

@@ -1,7 +1,8 @@
 /*
  * ocl_matmul.c - the fused PIT matmul (kernels/pit_matmul.cl) for a sparse A
- * gathered along K or M, and the dense GEMM (CLBlast, or the same tile kernel
- * with the identity gather when CLBlast is absent or the dtype is bf16).
+ * gathered along K or M, and the dense GEMM (CLBlast's SGEMM for f32, or the
+ * same tile kernel with the identity gather when CLBlast is absent and for
+ * f16 and bf16, which it computes in f32 on every device).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -338,34 +339,21 @@ static pit_status clblast_status(CLBlastStatusCode code, const char *what, const
  * The calls only enqueue work, so the lock is held briefly once warm. */
 static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* One GEMM of the batch through CLBlast (row-major, offsets in elements). */
-static pit_status clblast_gemm(ocl_ctx *c, ocl_stream *s, const mm_problem *p, int64_t b)
+/* One f32 GEMM of the batch through CLBlast (row-major, offsets in elements). */
+static pit_status clblast_sgemm(ocl_stream *s, const mm_problem *p, int64_t b)
 {
     cl_event ev = NULL;
-    CLBlastStatusCode code;
-    const char *what;
     pthread_mutex_lock(&clblast_lock);
     const size_t ao = (size_t)(p->a.off + b * p->a.bs), bo = (size_t)(p->b.off + b * p->b.bs),
                  co = (size_t)(p->c.off + b * p->c.bs);
-    if (p->dtype == PIT_F32) {
-        what = "CLBlastSgemm";
-        code = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
-                            (size_t)p->M, (size_t)p->N, (size_t)p->K, 1.0f, p->a.mem, ao,
-                            (size_t)p->a.ld, p->b.mem, bo, (size_t)p->b.ld, 0.0f, p->c.mem,
-                            co, (size_t)p->c.ld, &s->queue, &ev);
-    } else {
-        what = "CLBlastHgemm";
-        const cl_half one = 0x3c00, zero = 0;
-        code = CLBlastHgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
-                            (size_t)p->M, (size_t)p->N, (size_t)p->K, one, p->a.mem, ao,
-                            (size_t)p->a.ld, p->b.mem, bo, (size_t)p->b.ld, zero, p->c.mem,
-                            co, (size_t)p->c.ld, &s->queue, &ev);
-    }
+    CLBlastStatusCode code =
+        CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, (size_t)p->M,
+                     (size_t)p->N, (size_t)p->K, 1.0f, p->a.mem, ao, (size_t)p->a.ld, p->b.mem, bo,
+                     (size_t)p->b.ld, 0.0f, p->c.mem, co, (size_t)p->c.ld, &s->queue, &ev);
     pthread_mutex_unlock(&clblast_lock);
-    (void)c;
     if (ev)
         clReleaseEvent(ev);
-    return clblast_status(code, what, __FILE__, __LINE__);
+    return clblast_status(code, "CLBlastSgemm", __FILE__, __LINE__);
 }
 #endif
 
@@ -379,11 +367,12 @@ pit_status ocl_matmul_dense(void *bctx, void *stream, const pit_tdesc *A, const 
     if (p.M == 0 || p.N == 0 || p.batch == 0)
         return PIT_SUCCESS;
 #ifdef PIT_HAVE_CLBLAST
-    /* CLBlast has no bf16, needs cl_khr_fp16 for f16, and no K == 0. */
-    int use_clblast = p.K > 0 && (p.dtype == PIT_F32 || (p.dtype == PIT_F16 && c->has_fp16));
-    if (use_clblast) {
+    /* CLBlast has no bf16 and no K == 0, and its f16 GEMM needs cl_khr_fp16
+     * and accumulates in half: f16 stays with the tile kernel, which loads
+     * half words and accumulates in f32 like every other f16 kernel here. */
+    if (p.K > 0 && p.dtype == PIT_F32) {
         for (int64_t b = 0; b < p.batch; ++b)
-            OCL_TRY(clblast_gemm(c, s, &p, b));
+            OCL_TRY(clblast_sgemm(s, &p, b));
         return PIT_SUCCESS;
     }
 #endif

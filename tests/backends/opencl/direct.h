@@ -114,7 +114,7 @@ void poison(dtensor *C);
 /* ---- the operator families' cases ------------------------------------------------------ */
 
 /* direct_matmul.c: detection, sparse matmul (axes K and M) and dense GEMM. */
-void run_case(const shape *s, int pat, pit_dtype dt, int has_f16);
+void run_case(const shape *s, int pat, pit_dtype dt);
 void test_errors(void);
 /* direct_masks.c: u8 masks through detection, sddmm, softmax and its backward. */
 void run_mask_case(const shape *s, int pat, int shared);

@@ -18,7 +18,7 @@ static const pit_tile g_tiles[NCANDS][2] = {
     {{3, 16, 8, 0, 1, 0}, {1, 32, 5, 0, 1, 0}},
 };
 
-void run_case(const shape *s, int pat, pit_dtype dt, int has_f16)
+void run_case(const shape *s, int pat, pit_dtype dt)
 {
     const int64_t batch = s->batch, M = s->M, K = s->K, N = s->N;
     const int rank3 = batch > 1;
@@ -105,8 +105,7 @@ void run_case(const shape *s, int pat, pit_dtype dt, int has_f16)
     /* Dense GEMM. */
     snprintf(label, sizeof label, "%s %lldx%lldx%lldx%lld %s dense (%s)", dname,
              (long long)batch, (long long)M, (long long)K, (long long)N, pat_name[pat],
-             (dt == PIT_BF16 || (dt == PIT_F16 && !has_f16)) ? "pit dense tile"
-                                                              : be->dense_name(ctx));
+             dt == PIT_F32 ? be->dense_name(ctx) : "pit dense tile");
     poison(&C);
     pit_status st = be->matmul_dense(ctx, stream, &A.d, &B.d, &C.d);
     EXPECT(st == PIT_SUCCESS, "%s: matmul_dense -> %d %s", label, (int)st, g_error);

@@ -86,12 +86,15 @@ int main(int argc, char **argv)
     OK(be->device_count(&count));
     pit_device_info info;
     OK(be->device_info(0, &info));
-    printf("device 0 of %d: %s | %s | %s | driver %s | %llu MiB | %d CUs | f16 %d bf16 %d\n",
+    printf("device 0 of %d: %s | %s | %s | driver %s | %llu MiB | %d CUs | f16 %d (storage %d) "
+           "bf16 %d\n",
            count, info.backend, info.vendor, info.name, info.driver_version,
            (unsigned long long)(info.global_mem_bytes >> 20), info.compute_units, info.has_f16,
-           info.has_bf16);
+           info.has_f16_storage, info.has_bf16);
     EXPECT(strcmp(info.backend, "opencl") == 0 && info.name[0] && info.arch[0],
            "device_info incomplete");
+    EXPECT(info.has_f16_storage && info.has_bf16,
+           "every OpenCL device stores f16 and bf16 (vload_half, ushort words)");
     OK(be->context_create(0, &(pit_switches){{0}}, &ctx));
     OK(be->stream_create(ctx, &stream));
     printf("dense GEMM: %s\n", be->dense_name(ctx));
@@ -110,7 +113,7 @@ int main(int argc, char **argv)
         int before = g_failures;
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s)
             for (int p = 0; p < PAT_COUNT; ++p)
-                run_case(&shapes[s], p, dts[d], info.has_f16);
+                run_case(&shapes[s], p, dts[d]);
         printf("%s: %s\n", dts[d] == PIT_F32 ? "f32" : dts[d] == PIT_F16 ? "f16" : "bf16",
                g_failures == before ? "ok" : "FAILED");
         fflush(stdout);
