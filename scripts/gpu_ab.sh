@@ -4,7 +4,7 @@
 #   usage: bash scripts/gpu_ab.sh [conformance|conformance-cuda|conformance-opencl] [direct]
 #                                 [hardening] [bench|bench-base] [sanitize] [tune] [tune-opencl]
 #                                 [base-conformance]
-#                                 [decode] [moe]
+#                                 [decode] [sanitize-decode] [moe]
 # Expects, carried along with the tree:
 #   build-gpu/           the build under test (bin/, lib/), built on a CPU machine
 #   .carry/base/         the reference build: bin/, lib/, tiledb/
@@ -86,6 +86,13 @@ for what in "$@"; do
     note "read rows from $gbps GB/s: $(grep ' read ' /tmp/tdb-read/nvidia-sm90.tiledb | awk '{print $4, $11}' | tr '\n' ' ')"
     step decode_read run_in "$NEW" /tmp/tdb-read env PIT_BACKEND=cuda "$NEW/bin/pit" bench --suite decode --json "$out/decode_read.json"
     grep -hE "^ *(bf16|f16|f32) " "$out/decode_read.log" | head -40 ;;
+  sanitize-decode)
+    # the decode kernel and the split tile kernel under both tools (the quick
+    # decode suite checks every result), and the quick matmul conformance
+    for tool in memcheck racecheck; do
+      step ${tool}_decode run_in "$NEW" /tmp/tdb-read env PIT_BACKEND=cuda timeout 240 compute-sanitizer --tool $tool --error-exitcode 3 "$NEW/bin/pit" bench --suite decode --quick
+    done
+    step memcheck_matmul run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 "$NEW/bin/pit" conformance --quick --op matmul ;;
   moe)
     step moe_suite run_in "$NEW" "${PIT_TDB:-$root/tiledb}" env PIT_BACKEND=cuda "$NEW/bin/pit" bench --suite moe --json "$out/moe_bf16.json"
     step torch_moe run_in "$NEW" "${PIT_TDB:-$root/tiledb}" python3 "$root/scripts/torch_moe.py" --lib "$NEW/lib/libpit.so" --json "$out/torch_moe.json"

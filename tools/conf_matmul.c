@@ -14,9 +14,12 @@ static const mm_shape full_shapes[] = {
     {1, 100, 33, 70, 0}, {1, 1000, 7, 33, 0},  {1, 130, 70, 260, 0}, {3, 40, 24, 96, 0},
     {1, 67, 40, 90, 13}, /* A rows padded: row stride K + 13 */
     {1, 20, 9, 4500, 0}, /* K: two whole 1x2048 micro-tiles and a part of one */
+    /* decode: a few rows, long K split into shares, unaligned and batched */
+    {1, 1, 300, 2048, 0}, {2, 5, 257, 1500, 0}, {1, 16, 96, 4100, 3},
 };
 static const mm_shape quick_shapes[] = {
     {1, 7, 5, 3, 0}, {1, 33, 17, 65, 0}, {1, 100, 33, 70, 0}, {2, 40, 24, 96, 0}, {1, 67, 40, 90, 13},
+    {1, 3, 130, 1100, 0},
 };
 
 static const mm_pattern patterns[] = {

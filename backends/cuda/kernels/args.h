@@ -194,10 +194,9 @@ typedef struct pit_gmm_args {
     pit_i64 lda, ldb, ldc, ldd, ldacc, ldg;
     pit_i64 sa, sb, sc, sacc; /* per-group strides (elements) */
     int M, N, K, kdiv, capacity, ntn; /* M: rows of dW (H) in MoE mode 2 */
-    /* The CUDA-core kernel's rows of slot s: A's at s / adiv, the output's
-     * (MoE modes 0, 1) or D's (2, 3) at s / cdiv; kdiv (token-slots a token)
-     * or 1 (the MoE FFN's slot rows). The tensor-core kernel reads both at
-     * s / kdiv. kdiv alone places a slot's gate. */
+    /* The rows of slot s: A's at s / adiv, the output's (MoE modes 0, 1)
+     * or D's (2, 3) at s / cdiv; kdiv (token-slots a token) or 1 (the MoE
+     * FFN's slot rows), in both kernels. kdiv alone places a slot's gate. */
     int adiv, cdiv;
 } pit_gmm_args;
 PIT_ARGS_SIZE(pit_gmm_args, 320);

@@ -1,8 +1,9 @@
 /*
  * pit_gmm_tc.cu - the gathered GEMM on tensor cores (pit_op_gmm_tc): the
  * 16-bit MoE forward and matmul_rows. For group g (expert, or batch for
- * matmul_rows) and its listed slots s (rows of the output), out[s / kdiv]
- * (+)= gate(s) * A[s / kdiv] . B[g]. SRead gathers A's rows, SWrite
+ * matmul_rows) and its listed slots s (rows of the output), out[s / cdiv]
+ * (+)= gate(s) * A[s / adiv] . B[g]: the MoE FFN's slot rows (adiv or cdiv
+ * 1) as well as token rows (kdiv). SRead gathers A's rows, SWrite
  * scatters with the gate. ACC 0: plain store of T; ACC 1: atomicAdd into
  * the f32 target acc.
  */
@@ -177,7 +178,7 @@ PIT_DEV void gmm_tokens(const pit_gmm_args &p, const gmm_tile &w, int (&tok)[A_P
 #pragma unroll
     for (int i = 0; i < A_PER; ++i) {
         const int slot = gmm_slot(p, w, threadIdx.x / (BK / 8) + i * (CT / (BK / 8)));
-        tok[i] = slot < 0 ? -1 : slot / p.kdiv;
+        tok[i] = slot < 0 ? -1 : slot / p.adiv;
     }
 }
 
@@ -214,7 +215,7 @@ PIT_DEV void gmm_swrite(const pit_gmm_args &p, const gmm_tile &w, const gmm_rows
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             if (rows.slot[mi][h] < 0) continue;
-            const int tok = rows.slot[mi][h] / p.kdiv;
+            const int tok = rows.slot[mi][h] / p.cdiv;
             const float gt = rows.gate[mi][h];
 #pragma unroll
             for (int ni = 0; ni < NI_; ++ni) {
@@ -326,7 +327,7 @@ PIT_DEV void gmm_swrite_bulk(const pit_gmm_args &p, const gmm_tile &w, const gmm
     const int s1 = pit_shfl(rows.slot[0][1], 4 * (lane & 7));
     const int slot = lane < 8 ? s0 : s1;
     if (lane < 16 && slot >= 0) {
-        T *dst = (T *)p.c + w.grp * p.sc + (pit_i64)(slot / p.kdiv) * p.ldc + w.n0;
+        T *dst = (T *)p.c + w.grp * p.sc + (pit_i64)(slot / p.cdiv) * p.ldc + w.n0;
         pit_bulk_store(dst, part + lane * C_ROW, (pit_u32)min(BN, p.N - w.n0) * 2);
     }
     pit_bulk_commit();

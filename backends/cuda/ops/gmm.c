@@ -1,7 +1,7 @@
 /*
  * gmm.c - the gathered GEMM on CUDA (kernels/pit_gmm_tc.cu, pit_gmm_cc.cu):
  * for each group and its listed slots, out[slot / cdiv] (+)= gate(slot) *
- * A[slot / adiv] . B[group] (the tensor-core kernel: adiv = cdiv = kdiv).
+ * A[slot / adiv] . B[group]; a slot's gate is at slot / kdiv, slot % kdiv.
  * MoE's expert GEMMs (moe.c) and matmul_rows (rows.c) run through it, on
  * the tile core asks for.
  */

@@ -97,14 +97,14 @@ static void moe_job(int mode, const pit_index *idx, int32_t max_entries, const m
     }
 }
 
-/* 1 where MoE mode `mode` can run on the tensor cores (the 16-bit forward
- * without slot rows, rows 16-byte aligned, H and N multiples of 8), whose
+/* 1 where MoE mode `mode` (slot-row flags allowed) can run on the tensor
+ * cores (the 16-bit forward, rows 16-byte aligned, H and N multiples of 8), whose
  * work list is planned on the device; the CUDA-core grids are sized by the
  * largest count */
 static int moe_tensor_core(const pit_cuda_ctx *c, int mode, const pit_cuda_view *x, const pit_cuda_view *w,
                            const pit_cuda_view *y)
 {
-    return mode == 0 && x->dt != PIT_F32 && c->arch >= 80 && pit_cuda_aligned16(x) && pit_cuda_aligned16(w) &&
+    return (mode & PIT_MOE_MODE_MASK) == 0 && x->dt != PIT_F32 && c->arch >= 80 && pit_cuda_aligned16(x) && pit_cuda_aligned16(w) &&
            pit_cuda_aligned16(y) && w->rows % 8 == 0 && w->cols % 8 == 0;
 }
 
@@ -130,7 +130,7 @@ static pit_status moe_run(pit_cuda_ctx *c, CUstream s, int mode, pit_tile *tile,
         st = mode == 2 ? PIT_SUCCESS : pit_cuda_zero_view(c, s, &g);
         return st == PIT_SUCCESS && (mode == 2 || j.max_rows > 0) ? pit_cuda_gmm_cuda_core(c, s, &j) : st;
     }
-    const int tc = tile->tensor_core && !v->flags && moe_tensor_core(c, mode, &v->x, &v->w, &v->y);
+    const int tc = tile->tensor_core && moe_tensor_core(c, mode, &v->x, &v->w, &v->y);
     st = pit_cuda_gmm_scatter(c, s, &j, &v->y, tc, 0);
     *tile = j.tile;
     return st;
