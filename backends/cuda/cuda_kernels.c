@@ -77,7 +77,8 @@ char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size
                  v->b_vec, v->a_comp, v->c_vec);
         break;
     case PIT_CUDA_DECODE:
-        snprintf(p, size, "-DPIT_DTYPE=%d -DMROWS=%d -DB_VEC=%d", dt, v->mt_rows, v->b_vec);
+        snprintf(p, size, "-DPIT_DTYPE=%d -DMROWS=%d -DB_VEC=%d -DTHREADS=%d -DMIN_CTAS=%d", dt, v->mt_rows, v->b_vec,
+                 pit_cuda_decode_threads(v->mt_rows), pit_cuda_decode_min_ctas(v->mt_rows));
         break;
     case PIT_CUDA_ZERO:
     case PIT_CUDA_CONVERT:
@@ -326,6 +327,19 @@ static int emit_dtype(pit_dtype dt, int arch, pit_cuda_variant_fn fn, void *user
 int pit_cuda_decode_rows(int64_t m)
 {
     return m <= 1 ? 1 : m <= 4 ? 4 : m <= PIT_CUDA_DECODE_MAX_ROWS ? PIT_CUDA_DECODE_MAX_ROWS : 0;
+}
+
+/* 16 rows keep 128 accumulators a lane: 4 warps a CTA, 2 CTAs an SM (the
+ * shared-memory sum then fits 3); 1 row 8 warps at 64 registers (4 CTAs),
+ * 4 rows at 85 (3). */
+int pit_cuda_decode_threads(int mrows)
+{
+    return mrows >= PIT_CUDA_DECODE_MAX_ROWS ? 128 : 256;
+}
+
+int pit_cuda_decode_min_ctas(int mrows)
+{
+    return mrows >= PIT_CUDA_DECODE_MAX_ROWS ? 2 : mrows > 1 ? 3 : 4;
 }
 
 /* The decode kernel for every register height and B alignment. */

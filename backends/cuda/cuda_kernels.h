@@ -83,6 +83,10 @@ typedef struct pit_cuda_mm_align {
 #define PIT_CUDA_DECODE_MAX_ROWS 16
 /* Its register height for m rows (1, 4 or 16), 0 above the maximum. */
 int pit_cuda_decode_rows(int64_t m);
+/* Its threads, and the CTAs an SM holds at least (its launch bounds: the
+ * host sizes one wave of shares by them), for a register height. */
+int pit_cuda_decode_threads(int mrows);
+int pit_cuda_decode_min_ctas(int mrows);
 
 int pit_cuda_matmul_variant(int arch, pit_dtype dt, const pit_tile *tile, const pit_microtile *mt,
                             const pit_cuda_mm_align *al, pit_cuda_variant *v, const char **why);

@@ -16,7 +16,8 @@
  *
  * Defines: PIT_DTYPE MROWS (1, 4 or 16: rows of A the registers hold; the
  *          call's M is at most MROWS) B_VEC (1: B's rows 16-byte aligned and
- *          N a multiple of the vector).
+ *          N a multiple of the vector) THREADS MIN_CTAS (launch bounds: the
+ *          host plans one wave of MIN_CTAS an SM, cuda_kernels.c).
  * The index is the row-block's: entries name columns k of A (micro-tile
  * 1 column wide, Tm >= M rows, group 0 of each batch).
  */
@@ -27,8 +28,7 @@
 
 constexpr int EL = (int)sizeof(T);
 constexpr int VEC = 16 / EL;
-constexpr int WK = MROWS >= 16 ? 4 : 8; /* warps splitting the rows of a share */
-constexpr int THREADS = WK * PIT_WARP;
+constexpr int WK = THREADS / PIT_WARP; /* warps splitting the rows of a share */
 constexpr int COLS = PIT_WARP * VEC;    /* columns of a CTA */
 constexpr int U = 4;                    /* rows of B in flight per lane */
 
@@ -57,7 +57,7 @@ PIT_DEV int gathered_k(const int *ent, int q, int q1, int K)
     return k < K ? k : -1;
 }
 
-PIT_KERNEL void __launch_bounds__(THREADS) pit_decode(const pit_mm_args p)
+PIT_KERNEL void __launch_bounds__(THREADS, MIN_CTAS) pit_decode(const pit_mm_args p)
 {
     extern __shared__ __align__(16) pit_u8 smem[];
     const int lane = pit_lane(), warp = threadIdx.x / PIT_WARP;

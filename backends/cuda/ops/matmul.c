@@ -218,9 +218,11 @@ static pit_status matmul_decode(pit_cuda_ctx *c, CUstream s, const mm_problem *p
     pit_cuda_kernel *k;
     pit_status st = pit_cuda_get_kernel(c, &v, &k);
     if (st != PIT_SUCCESS) return st;
-    const int threads = (v.mt_rows >= PIT_CUDA_DECODE_MAX_ROWS ? 4 : 8) * 32; /* pit_decode.cu's WK warps */
+    const int threads = pit_cuda_decode_threads(v.mt_rows);
     const int64_t ntiles = pit_cuda_cdiv(p->N, 32 * (int64_t)(16 / pit_cuda_el_bytes(p->dt)));
-    const int64_t ctas = ntiles * p->batch, wave = resident_per_sm(c, k, threads) * c->sm_count;
+    int64_t per_sm = resident_per_sm(c, k, threads);
+    if (per_sm > pit_cuda_decode_min_ctas(v.mt_rows)) per_sm = pit_cuda_decode_min_ctas(v.mt_rows);
+    const int64_t ctas = ntiles * p->batch, wave = per_sm * c->sm_count;
     /* shares: one wave of CTAs, each at least DECODE_MIN_SHARE rows of a
      * full index, the f32 partials under an eighth of B's bytes */
     int64_t splits = wave / (ctas > 0 ? ctas : 1);
