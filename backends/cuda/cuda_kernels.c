@@ -68,6 +68,9 @@ char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size
         snprintf(p, size, "-DPIT_DTYPE=%d -DVEC=%d -DDETECT_H=%d -DDETECT_TW=%d", dt, v->vec, PIT_CUDA_DETECT_H,
                  PIT_CUDA_DETECT_TW);
         break;
+    case PIT_CUDA_DETECT_STRIP:
+        snprintf(p, size, "-DPIT_DTYPE=%d -DVEC=%d", dt, v->vec);
+        break;
     case PIT_CUDA_MATMUL:
         snprintf(p, size,
                  "-DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DTHREADS=%d -DSTAGES=%d -DTC=%d "
@@ -330,22 +333,26 @@ int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
         fn(&v, user);
         v.vec = 16 / (int)(dtypes[d] == PIT_F32 ? 4 : 2);
         fn(&v, user);
+        v.kind = PIT_CUDA_DETECT_STRIP;
+        fn(&v, user);
         v.kind = PIT_CUDA_CONVERT;
         v.vec = 0;
         fn(&v, user);
         v.kind = PIT_CUDA_COMPACT;
         fn(&v, user);
-        n += 4;
+        n += 5;
         n += emit_dtype(dtypes[d], arch, fn, user);
     }
     /* detection of the masks that are no operand dtype: u8 (bool) with
-     * 8-byte and 1-byte loads, i32 with 16-byte and 4-byte loads */
-    static const struct { pit_dtype dtype; int vec; } masks[] = {
-        {PIT_U8, 1}, {PIT_U8, 8}, {PIT_I32, 1}, {PIT_I32, 4}};
+     * 8-byte and 1-byte loads, i32 with 16-byte and 4-byte loads; the
+     * strips' 16-byte loads of both */
+    static const struct { pit_cuda_kernel_kind kind; pit_dtype dtype; int vec; } masks[] = {
+        {PIT_CUDA_DETECT, PIT_U8, 1},        {PIT_CUDA_DETECT, PIT_U8, 8},       {PIT_CUDA_DETECT, PIT_I32, 1},
+        {PIT_CUDA_DETECT, PIT_I32, 4},       {PIT_CUDA_DETECT_STRIP, PIT_U8, 16}, {PIT_CUDA_DETECT_STRIP, PIT_I32, 4}};
     for (int i = 0; i < COUNT(masks); ++i, ++n) {
         pit_cuda_variant u;
         memset(&u, 0, sizeof u);
-        u.kind = PIT_CUDA_DETECT;
+        u.kind = masks[i].kind;
         u.dtype = masks[i].dtype;
         u.vec = masks[i].vec;
         fn(&u, user);

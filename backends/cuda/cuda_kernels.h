@@ -26,6 +26,8 @@ typedef enum pit_cuda_kernel_kind {
 #define PIT_CUDA_DETECT_TW 64
 #define PIT_CUDA_DETECT_THREADS 256
 #define PIT_CUDA_DETECT_MAX PIT_DETECT_MAX
+/* Columns of pit_detect_strip's strip: 32 vectors of vec elements. */
+#define PIT_CUDA_STRIP_W(vec) (32 * (vec))
 
 /* Everything that selects one compiled kernel. */
 typedef struct pit_cuda_variant {

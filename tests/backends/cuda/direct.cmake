@@ -12,6 +12,14 @@ target_compile_definitions(test_cuda_direct PRIVATE
 target_link_libraries(test_cuda_direct PRIVATE ${CMAKE_DL_LIBS} m)
 add_dependencies(test_cuda_direct pit-cuda)
 
+# ---- detection: both kernels against the host, and its bench ----------------
+add_executable(test_cuda_detect ${_pit_cuda_tests}/test_cuda_detect.c ${_pit_root}/core/runtime/cache_file.c)
+target_include_directories(test_cuda_detect PRIVATE ${_pit_root}/include ${_pit_root}/core)
+target_compile_definitions(test_cuda_detect PRIVATE
+  _POSIX_C_SOURCE=200809L PIT_CUDA_PLUGIN="$<TARGET_FILE:pit-cuda>")
+target_link_libraries(test_cuda_detect PRIVATE ${CMAKE_DL_LIBS} m)
+add_dependencies(test_cuda_detect pit-cuda)
+
 # ---- the model operators ------------------------------------------------
 add_executable(test_cuda_ops ${_pit_cuda_tests}/test_cuda_ops.c
   ${_pit_cuda_tests}/test_cuda_ops_util.c ${_pit_cuda_tests}/test_cuda_ops_bench.c
@@ -25,6 +33,9 @@ add_dependencies(test_cuda_ops pit-cuda)
 if(BUILD_TESTING)
   add_test(NAME cuda_direct COMMAND test_cuda_direct)
   set_tests_properties(cuda_direct PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "PIT_CACHE_DIR=${CMAKE_BINARY_DIR}/pit-cache")
+  add_test(NAME cuda_detect_direct COMMAND test_cuda_detect)
+  set_tests_properties(cuda_detect_direct PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
     ENVIRONMENT "PIT_CACHE_DIR=${CMAKE_BINARY_DIR}/pit-cache")
   add_test(NAME cuda_ops_direct COMMAND test_cuda_ops)
   set_tests_properties(cuda_ops_direct PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
