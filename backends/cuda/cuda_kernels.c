@@ -98,6 +98,38 @@ char *pit_cuda_variant_label(const pit_cuda_variant *v, char *buf, size_t size)
     return buf;
 }
 
+/* ---- detection --------------------------------------------------------- */
+int pit_cuda_detect_marks(const pit_index *ix)
+{
+    return ix->flag_full && ix->capacity < PIT_ENTRY_FULL;
+}
+
+/* A 1-row micro-tile is read off the rows' ballots (its columns whole
+ * vectors), a taller one off the 16-row accumulators; along M one lane
+ * holds a column's group (whole vectors again). */
+int pit_cuda_strip_fits(const pit_index *ix, int vec)
+{
+    const pit_microtile *t = &ix->tile;
+    int rows_ok = t->rows == 1 || (t->rows % PIT_DETECT_STRIP_G == 0 && PIT_DETECT_STRIP_H % t->rows == 0);
+    int whole_vectors = t->cols > 0 && t->cols % vec == 0;
+    return rows_ok && t->cols > 0 && PIT_CUDA_STRIP_W(vec) % t->cols == 0 &&
+           (whole_vectors || (t->rows > 1 && t->axis != PIT_AXIS_M)) && !pit_cuda_detect_marks(ix);
+}
+
+void pit_cuda_detect_target(pit_detect_target *t, const pit_index *ix, int64_t cols)
+{
+    memset(t, 0, sizeof *t);
+    t->tm = ix->tile.rows;
+    t->tk = ix->tile.cols;
+    t->axis = ix->tile.axis == PIT_AXIS_M ? 2 : 1;
+    t->groups_per_batch = ix->groups_per_batch;
+    t->capacity = ix->capacity;
+    t->tiles_cols = (int32_t)((cols + t->tk - 1) / t->tk);
+    t->counts = (uint64_t)(uintptr_t)ix->counts;
+    t->entries = (uint64_t)(uintptr_t)ix->entries;
+    t->total = (uint64_t)(uintptr_t)ix->total;
+}
+
 /* ---- tile rules: mirror the constexpr pickers of pit_matmul.cu ---------- */
 static int cuda_core_layout_exists(int bm, int bn, int threads)
 {

@@ -33,7 +33,7 @@
  * Defines: PIT_DTYPE (a pit_dtype code: f32, f16, bf16, i32 for int
  * masks, or 4 = u8 for bool masks), VEC (elements in 16 bytes). The host
  * launches it only for 16-byte aligned rows and micro-tiles that fit a
- * strip (ops/detect.c, strip_fits).
+ * strip (pit_cuda_strip_fits, cuda_kernels.c).
  */
 #include "common/port.cuh"
 #include "args.h"
@@ -179,7 +179,7 @@ struct shape {
     pit_i64 gbase; /* the first group of the strip's batch */
 };
 
-/* tm and tk are powers of two here (the host's strip_fits): shifts, no
+/* tm and tk are powers of two here (pit_cuda_strip_fits): shifts, no
  * division. */
 PIT_DEV shape shape_of(const pit_detect_target &t, const strip &s)
 {
@@ -419,5 +419,6 @@ pit_detect_strip(const pit_detect_args a)
     for (int i = 0; i < PIT_DETECT_MAX; ++i)
         if (reserved[i] != 0) atomicAdd(&cta_total[i], reserved[i]);
     __syncthreads();
-    if (threadIdx.x < a.n && cta_total[threadIdx.x] != 0) pit_atomic_add(a.t[threadIdx.x].total, cta_total[threadIdx.x]);
+    const int i = (int)threadIdx.x;
+    if (i < a.n && cta_total[i] != 0) pit_atomic_add(a.t[i].total, cta_total[i]);
 }

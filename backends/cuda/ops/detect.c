@@ -2,8 +2,9 @@
  * detect.c - online sparsity detection on CUDA: one pass over the sparse
  * operand fills up to 8 indexes. Micro-tiles that tile a warp's strip
  * (every matmul candidate) go to kernels/pit_detect_strip.cu, which runs
- * at the read bandwidth; any other set (micro-tiles that straddle a strip,
- * "full" marks, rows not 16-byte aligned) to kernels/pit_detect.cu.
+ * at the read bandwidth (pit_cuda_strip_fits); any other set (micro-tiles
+ * that straddle a strip, "full" marks, rows not 16-byte aligned) to
+ * kernels/pit_detect.cu.
  */
 #include <string.h>
 
@@ -15,28 +16,6 @@ static int detect_vec(const pit_cuda_view *x, pit_dtype dt)
 {
     int bytes = dt == PIT_U8 ? 8 : 16;
     return pit_cuda_rows_aligned(x, x->cols, bytes) ? bytes / (int)pit_cuda_el_bytes(dt) : 1;
-}
-
-/* "full" marks asked for and possible (entries below the mark's bit). */
-static int wants_marks(const pit_index *ix)
-{
-    return ix->flag_full && ix->capacity < PIT_ENTRY_FULL;
-}
-
-/* Whether pit_detect_strip fills ix, with vec elements a 16-byte load: a
- * micro-tile row of 1 row (read off the rows' ballots, so its columns are
- * whole vectors) or of 16, 32 or 64 rows (a strip's accumulators), and
- * micro-tile columns that tile the strip's 32 vectors (a column of an
- * axis-M index whole vectors: one lane holds its group). */
-static int strip_fits(const pit_index *ix, int vec)
-{
-    const pit_microtile *t = &ix->tile;
-    int width = PIT_CUDA_STRIP_W(vec);
-    int rows_ok = t->rows == 1 ||
-                  (t->rows % PIT_DETECT_STRIP_G == 0 && PIT_DETECT_STRIP_H % t->rows == 0);
-    int whole_vectors = t->cols % vec == 0;
-    return rows_ok && width % t->cols == 0 && (whole_vectors || (t->rows > 1 && t->axis != PIT_AXIS_M)) &&
-           !wants_marks(ix);
 }
 
 static pit_status check_index(const pit_cuda_view *x, const pit_index *ix, int i)
@@ -102,20 +81,6 @@ pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx, int n)
     return PIT_SUCCESS;
 }
 
-/* The target of index ix on the operand x (both kernels). */
-static void fill_target(pit_detect_target *t, const pit_index *ix, const pit_cuda_view *x)
-{
-    t->tm = ix->tile.rows;
-    t->tk = ix->tile.cols;
-    t->axis = ix->tile.axis == PIT_AXIS_M ? 2 : 1;
-    t->groups_per_batch = ix->groups_per_batch;
-    t->capacity = ix->capacity;
-    t->tiles_cols = (int32_t)pit_cuda_cdiv(x->cols, t->tk);
-    t->counts = (uint64_t)(uintptr_t)ix->counts;
-    t->entries = (uint64_t)(uintptr_t)ix->entries;
-    t->total = (uint64_t)(uintptr_t)ix->total;
-}
-
 static void fill_args(pit_detect_args *a, const pit_cuda_view *x, const pit_index *idx, int n)
 {
     memset(a, 0, sizeof *a);
@@ -126,7 +91,7 @@ static void fill_args(pit_detect_args *a, const pit_cuda_view *x, const pit_inde
     a->cols = (int32_t)x->cols;
     a->n = n;
     a->batch = (int32_t)x->batch;
-    for (int i = 0; i < n; ++i) fill_target(&a->t[i], &idx[i], x);
+    for (int i = 0; i < n; ++i) pit_cuda_detect_target(&a->t[i], &idx[i], x->cols);
 }
 
 /* One warp a strip; CTAs beyond a few waves loop (the grid stays small). */
@@ -156,7 +121,7 @@ static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X,
      * shared bitmap of zeros) */
     int full = -1;
     for (int i = 0; i < n && full < 0; ++i)
-        if (wants_marks(&idx[i])) full = i;
+        if (pit_cuda_detect_marks(&idx[i])) full = i;
     /* one dedup bitmap per index that needs one, in a single stream-ordered
      * block; the full index also gets a bitmap of zeros and a counter per
      * micro-tile there */
@@ -220,7 +185,7 @@ pit_status pit_cuda_detect(void *bctx, void *stream, const pit_tdesc *X, pit_ind
     CUstream s = pit_cuda_stream_of(stream);
     st = pit_cuda_zero_index(s, idx, n);
     int vec = 16 / (int)pit_cuda_el_bytes(x.dt), strip = pit_cuda_rows_aligned(&x, x.cols, 16);
-    for (int i = 0; i < n && strip; ++i) strip = strip_fits(&idx[i], vec);
+    for (int i = 0; i < n && strip; ++i) strip = pit_cuda_strip_fits(&idx[i], vec);
     if (st == PIT_SUCCESS && x.rows > 0 && x.cols > 0 && x.batch > 0)
         st = strip ? strip_launch(c, s, x.dt, &x, idx, n, vec) : detect_launch(c, s, X, &x, idx, n);
     pit_cuda_pop();
