@@ -4,21 +4,20 @@
 # without a driver. test_plugin.h, the host they share, serves HIP's too.
 set(_pit_cuda_tests ${CMAKE_CURRENT_LIST_DIR})
 
+# A test that loads the plug-in: its sources and the host's kernel cache.
+function(_pit_cuda_plugin_test name)
+  add_executable(${name} ${ARGN} ${_pit_root}/core/runtime/cache_file.c)
+  target_include_directories(${name} PRIVATE ${_pit_root}/include ${_pit_root}/core)
+  target_compile_definitions(${name} PRIVATE _POSIX_C_SOURCE=200809L PIT_CUDA_PLUGIN="$<TARGET_FILE:pit-cuda>")
+  target_link_libraries(${name} PRIVATE ${CMAKE_DL_LIBS} m)
+  add_dependencies(${name} pit-cuda)
+endfunction()
+
 # ---- the plug-in's table: matmul, detection, dtypes ------------------------
-add_executable(test_cuda_direct ${_pit_cuda_tests}/test_cuda_direct.c ${_pit_root}/core/runtime/cache_file.c)
-target_include_directories(test_cuda_direct PRIVATE ${_pit_root}/include ${_pit_root}/core)
-target_compile_definitions(test_cuda_direct PRIVATE
-  _POSIX_C_SOURCE=200809L PIT_CUDA_PLUGIN="$<TARGET_FILE:pit-cuda>")
-target_link_libraries(test_cuda_direct PRIVATE ${CMAKE_DL_LIBS} m)
-add_dependencies(test_cuda_direct pit-cuda)
+_pit_cuda_plugin_test(test_cuda_direct ${_pit_cuda_tests}/test_cuda_direct.c)
 
 # ---- detection: both kernels against the host, and its bench ----------------
-add_executable(test_cuda_detect ${_pit_cuda_tests}/test_cuda_detect.c ${_pit_root}/core/runtime/cache_file.c)
-target_include_directories(test_cuda_detect PRIVATE ${_pit_root}/include ${_pit_root}/core)
-target_compile_definitions(test_cuda_detect PRIVATE
-  _POSIX_C_SOURCE=200809L PIT_CUDA_PLUGIN="$<TARGET_FILE:pit-cuda>")
-target_link_libraries(test_cuda_detect PRIVATE ${CMAKE_DL_LIBS} m)
-add_dependencies(test_cuda_detect pit-cuda)
+_pit_cuda_plugin_test(test_cuda_detect ${_pit_cuda_tests}/test_cuda_detect.c)
 
 # ---- the strip kernel on the CPU (CI, no GPU) ---------------------------------
 # test_cuda_detect's cases on emu/emu_backend.c, which runs
@@ -59,14 +58,9 @@ else()
 endif()
 
 # ---- the model operators ------------------------------------------------
-add_executable(test_cuda_ops ${_pit_cuda_tests}/test_cuda_ops.c
-  ${_pit_cuda_tests}/test_cuda_ops_util.c ${_pit_cuda_tests}/test_cuda_ops_bench.c
-  ${_pit_root}/core/runtime/cache_file.c)
-target_include_directories(test_cuda_ops PRIVATE ${_pit_root}/include ${_pit_root}/core)
-target_compile_definitions(test_cuda_ops PRIVATE
-  _POSIX_C_SOURCE=200809L PIT_CUDA_PLUGIN="$<TARGET_FILE:pit-cuda>")
-target_link_libraries(test_cuda_ops PRIVATE pit_reference ${CMAKE_DL_LIBS} m)
-add_dependencies(test_cuda_ops pit-cuda)
+_pit_cuda_plugin_test(test_cuda_ops ${_pit_cuda_tests}/test_cuda_ops.c
+  ${_pit_cuda_tests}/test_cuda_ops_util.c ${_pit_cuda_tests}/test_cuda_ops_bench.c)
+target_link_libraries(test_cuda_ops PRIVATE pit_reference)
 
 if(BUILD_TESTING)
   add_test(NAME cuda_direct COMMAND test_cuda_direct)

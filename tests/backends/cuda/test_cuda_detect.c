@@ -45,22 +45,12 @@ static const int emulated = 1;
 static const int emulated = 0;
 #endif
 
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        pit_status st_ = (call);                                                                   \
-        if (st_ != PIT_SUCCESS) {                                                                  \
-            printf("FAIL %s:%d: %s -> %d: %s\n", __FILE__, __LINE__, #call, (int)st_, last_error); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#define CHECK(call) TEST_CALL(call)
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static double urand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
+    return test_urand(&rng);
 }
 
 static size_t el_bytes(pit_dtype d)

@@ -121,20 +121,19 @@ static pit_status emu_detect(void *bctx, void *stream, const pit_tdesc *X, pit_i
 
 const pit_backend *pit_emu_backend(void)
 {
-    static pit_backend be;
-    be.abi_version = PIT_BACKEND_ABI_VERSION;
-    be.name = "cuda (emulated detection)";
-    be.init = emu_init;
-    be.shutdown = emu_shutdown;
-    be.context_create = emu_context_create;
-    be.context_destroy = emu_context_destroy;
-    be.stream_create = emu_stream_create;
-    be.stream_destroy = emu_stream_destroy;
-    be.mem_alloc = emu_mem_alloc;
-    be.mem_free = emu_mem_free;
-    be.mem_write = emu_mem_write;
-    be.mem_read = emu_mem_read;
-    be.mem_fill32 = emu_mem_fill32;
-    be.detect = emu_detect;
+    static const pit_backend be = {.abi_version = PIT_BACKEND_ABI_VERSION,
+                                   .name = "cuda (emulated detection)",
+                                   .init = emu_init,
+                                   .shutdown = emu_shutdown,
+                                   .context_create = emu_context_create,
+                                   .context_destroy = emu_context_destroy,
+                                   .stream_create = emu_stream_create,
+                                   .stream_destroy = emu_stream_destroy,
+                                   .mem_alloc = emu_mem_alloc,
+                                   .mem_free = emu_mem_free,
+                                   .mem_write = emu_mem_write,
+                                   .mem_read = emu_mem_read,
+                                   .mem_fill32 = emu_mem_fill32,
+                                   .detect = emu_detect};
     return &be;
 }

@@ -11,11 +11,8 @@
 #define PIT_EMU_DEVICE_H
 
 #define PIT_PORT_CUH 1
-typedef unsigned char pit_u8;
-typedef unsigned short pit_u16;
+typedef unsigned char pit_u8; /* the types the kernel and args.h use */
 typedef unsigned int pit_u32;
-typedef int pit_i32;
-typedef unsigned long long pit_u64;
 typedef long long pit_i64;
 
 #define __global__
@@ -31,6 +28,7 @@ typedef long long pit_i64;
 #define PIT_DT_BF16 2
 #define PIT_DT_I32 3
 #define PIT_DT_U8 4
+#define PIT_DT_BYTES(dt) ((dt) == PIT_DT_F32 || (dt) == PIT_DT_I32 ? 4 : (dt) == PIT_DT_U8 ? 1 : 2)
 
 struct uint4 {
     unsigned x, y, z, w;
