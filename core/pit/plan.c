@@ -169,8 +169,10 @@ static pit_plan *find_slot(pit_context *ctx, const pit_problem *prob, void *stre
 
 /* Candidates one detection pass computes: the four most useful of the rules'
  * list (32x1, 1x64, 32x64, 64x64 for sparse A). Each extra candidate costs
- * detection time and read-back on every call (measured on the H100: 8
- * candidates made detection 3-5x slower than one). */
+ * read-back and selection time on every full look, and detection time: on
+ * the H100 8 candidates made the region kernel 3-5x slower than one; the
+ * strip kernel's cost of 4 and of 8 is what scripts/detect_speed.sh
+ * measures (docs/design/detect-read-speed.md). */
 #define PIT_DETECT_CANDIDATES 4
 
 static pit_status build_plan(pit_context *ctx, pit_plan *p, const pit_problem *prob,

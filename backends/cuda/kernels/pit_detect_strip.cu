@@ -263,7 +263,14 @@ PIT_DEV int warp_sum(int v, int planes, int lane, int *below)
 struct lane_tiles {
     pit_u32 w[STRIP_GROUPS];
     int mine[2];
+    int group[2]; /* lane_group(k) */
 };
+
+/* The group of the lane's k-th reservation (lane_tiles). */
+PIT_DEV int lane_group(const shape &h, int lane, int k)
+{
+    return (int)h.gbase + (h.by_row ? h.tr0 + lane + (h.one_row ? k * PIT_WARP : 0) : h.tc0 + lane);
+}
 
 PIT_DEV lane_tiles tiles_of(const shape &h, const strip_bits &d, int lane)
 {
@@ -271,6 +278,8 @@ PIT_DEV lane_tiles tiles_of(const shape &h, const strip_bits &d, int lane)
 #pragma unroll
     for (int j = 0; j < STRIP_GROUPS; ++j) r.w[j] = 0u;
     r.mine[0] = r.mine[1] = 0;
+    r.group[0] = lane_group(h, lane, 0);
+    r.group[1] = lane_group(h, lane, 1);
     if (h.one_row) {
         r.w[0] = row_columns(h, d.row[0]);
         r.w[1] = row_columns(h, d.row[1]);
@@ -303,29 +312,13 @@ PIT_DEV lane_tiles tiles_of(const shape &h, const strip_bits &d, int lane)
     return r;
 }
 
-/* The group of the lane's k-th reservation (lane_tiles). */
-PIT_DEV pit_i64 lane_group(const shape &h, int lane, int k)
-{
-    return h.gbase + (h.by_row ? h.tr0 + lane + (h.one_row ? k * PIT_WARP : 0) : h.tc0 + lane);
-}
-
-/* Reserves room in counts for the lane's entries: base[k], what its
- * atomicAdd on group k returned. Returns the entries reserved. */
-PIT_DEV int reserve(const pit_detect_target &t, const shape &h, const lane_tiles &r, int lane, int base[2])
-{
-#pragma unroll
-    for (int k = 0; k < 2; ++k)
-        if (r.mine[k] != 0) base[k] = pit_atomic_add(t.counts + lane_group(h, lane, k), r.mine[k]);
-    return r.mine[0] + r.mine[1];
-}
-
 PIT_DEV void put(const pit_detect_target &t, pit_i64 g, int pos, int entry)
 {
     if (pos < t.capacity) t.entries[g * t.capacity + pos] = entry;
 }
 
-/* Writes the strip's entries of one candidate from the bases reserve()
- * returned. */
+/* Writes the strip's entries of one candidate from the bases its
+ * reservations returned. */
 PIT_DEV void write_entries(const pit_detect_target &t, const shape &h, const lane_tiles &r, int lane, const int base[2])
 {
     if (h.one_row) {
@@ -334,7 +327,7 @@ PIT_DEV void write_entries(const pit_detect_target &t, const shape &h, const lan
             for (int k = 0; k < 2; ++k) {
                 int pos = base[k];
                 for (int q = 0; q < h.ncols; ++q)
-                    if ((r.w[k] >> q) & 1u) put(t, lane_group(h, lane, k), pos++, h.tc0 + q);
+                    if ((r.w[k] >> q) & 1u) put(t, r.group[k], pos++, h.tc0 + q);
             }
             return;
         }
@@ -362,9 +355,23 @@ PIT_DEV void write_entries(const pit_detect_target &t, const shape &h, const lan
             for (int p = 0; p < h.per_lane; ++p)
                 if ((b >> p) & 1u) put(t, h.gbase + h.tr0 + j, at++, c0 + p);
         } else if (b) {
-            put(t, lane_group(h, lane, 0), pos++, h.tr0 + j);
+            put(t, r.group[0], pos++, h.tr0 + j);
         }
     }
+}
+
+/* out = base[i] for a run-time i by selects: base stays in registers. As
+ * an array indexed at run time it would live in local memory, and each
+ * store there would wait for its atomic before the next one is issued. */
+PIT_DEV void pick_bases(const int base[PIT_DETECT_MAX][2], int i, int out[2])
+{
+    out[0] = out[1] = 0;
+#pragma unroll
+    for (int j = 0; j < PIT_DETECT_MAX; ++j)
+        if (j == i) {
+            out[0] = base[j][0];
+            out[1] = base[j][1];
+        }
 }
 
 /* NVIDIA: at most 128 registers, so 4 CTAs (16 warps, 128 KB of loads in
@@ -394,20 +401,26 @@ pit_detect_strip(const pit_detect_args a)
          u += (pit_i64)gridDim.x * STRIP_WARPS) {
         const strip s = strip_of(a, u, strips_r, strips_c);
         const strip_bits d = read_strip(a, s, lane, ballots);
-        /* every candidate's atomics first, then every candidate's entries */
+        /* The candidates' micro-tiles, then every reservation issued before
+         * any result is used (one round trip a strip), then the entries.
+         * Only the reservations are unrolled (their results stay in
+         * registers): the candidates' code runs from one copy. */
         lane_tiles lt[PIT_DETECT_MAX];
+        for (int i = 0; i < a.n; ++i) lt[i] = tiles_of(shape_of(a.t[i], s), d, lane);
         int base[PIT_DETECT_MAX][2];
 #pragma unroll
-        for (int i = 0; i < PIT_DETECT_MAX; ++i) {
-            base[i][0] = base[i][1] = 0;
-            if (i >= a.n) continue;
-            const shape h = shape_of(a.t[i], s);
-            lt[i] = tiles_of(h, d, lane);
-            reserved[i] += reserve(a.t[i], h, lt[i], lane, base[i]);
-        }
-#pragma unroll
         for (int i = 0; i < PIT_DETECT_MAX; ++i)
-            if (i < a.n) write_entries(a.t[i], shape_of(a.t[i], s), lt[i], lane, base[i]);
+#pragma unroll
+            for (int k = 0; k < 2; ++k) {
+                const int mine = i < a.n ? lt[i].mine[k] : 0;
+                base[i][k] = mine != 0 ? pit_atomic_add(a.t[i].counts + lt[i].group[k], mine) : 0;
+                reserved[i] += mine;
+            }
+        for (int i = 0; i < a.n; ++i) {
+            int mine[2];
+            pick_bases(base, i, mine);
+            write_entries(a.t[i], shape_of(a.t[i], s), lt[i], lane, mine);
+        }
     }
 #pragma unroll
     for (int i = 0; i < PIT_DETECT_MAX; ++i)
