@@ -13,7 +13,8 @@
 #   (conformance-cuda: on CUDA only).
 # bench: `pit bench --suite matmul` and `--suite layers`, reference and new
 #   alternated twice, compared point by point (scripts/bench_compare.py).
-# direct: the CUDA plug-in's direct tests and the CUDA-graph capture test.
+# direct: the CUDA plug-in's direct tests (test_cuda_direct, test_cuda_detect,
+#   test_cuda_ops) and the CUDA-graph capture test.
 # hardening: the GPU-only checks of views, allocator, CUDA library loading
 #   (the default search, the toolkit folder, a wheel folder next to torch).
 # tune: `pit tune` with the new build (the tuned file comes back; its moe and
@@ -66,6 +67,7 @@ for what in "$@"; do
     done ;;
   direct)
     step cuda_direct run_in "$NEW" "$root/tiledb" env PIT_CUDA_PLUGIN_PATH="$NEW/lib/libpit-cuda.so" "$NEW/bin/test_cuda_direct"
+    step cuda_detect run_in "$NEW" "$root/tiledb" env PIT_CUDA_PLUGIN_PATH="$NEW/lib/libpit-cuda.so" "$NEW/bin/test_cuda_detect"
     step cuda_ops run_in "$NEW" "$root/tiledb" env PIT_CUDA_PLUGIN_PATH="$NEW/lib/libpit-cuda.so" "$NEW/bin/test_cuda_ops"
     step cuda_graph run_in "$NEW" "$root/tiledb" "$NEW/bin/test_cuda_graph" ;;
   tune)

@@ -68,6 +68,9 @@ char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size
         snprintf(p, size, "-DPIT_DTYPE=%d -DVEC=%d -DDETECT_H=%d -DDETECT_TW=%d", dt, v->vec, PIT_CUDA_DETECT_H,
                  PIT_CUDA_DETECT_TW);
         break;
+    case PIT_CUDA_DETECT_STRIP:
+        snprintf(p, size, "-DPIT_DTYPE=%d -DVEC=%d", dt, v->vec);
+        break;
     case PIT_CUDA_MATMUL:
         snprintf(p, size,
                  "-DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DTHREADS=%d -DSTAGES=%d -DTC=%d "
@@ -97,6 +100,38 @@ char *pit_cuda_variant_label(const pit_cuda_variant *v, char *buf, size_t size)
     char defines[512];
     snprintf(buf, size, "%s %s", pit_cuda_kernel_name(v->kind), pit_cuda_variant_defines(v, defines, sizeof defines));
     return buf;
+}
+
+/* ---- detection --------------------------------------------------------- */
+int pit_cuda_detect_marks(const pit_index *ix)
+{
+    return ix->flag_full && ix->capacity < PIT_ENTRY_FULL;
+}
+
+/* A 1-row micro-tile is read off the rows' ballots (its columns whole
+ * vectors), a taller one off the 16-row accumulators; along M one lane
+ * holds a column's group (whole vectors again). */
+int pit_cuda_strip_fits(const pit_index *ix, int vec)
+{
+    const pit_microtile *t = &ix->tile;
+    int rows_ok = t->rows == 1 || (t->rows % PIT_DETECT_STRIP_G == 0 && PIT_DETECT_STRIP_H % t->rows == 0);
+    int whole_vectors = t->cols > 0 && t->cols % vec == 0;
+    return rows_ok && t->cols > 0 && PIT_CUDA_STRIP_W(vec) % t->cols == 0 &&
+           (whole_vectors || (t->rows > 1 && t->axis != PIT_AXIS_M)) && !pit_cuda_detect_marks(ix);
+}
+
+void pit_cuda_detect_target(pit_detect_target *t, const pit_index *ix, int64_t cols)
+{
+    memset(t, 0, sizeof *t);
+    t->tm = ix->tile.rows;
+    t->tk = ix->tile.cols;
+    t->axis = ix->tile.axis == PIT_AXIS_M ? 2 : 1;
+    t->groups_per_batch = ix->groups_per_batch;
+    t->capacity = ix->capacity;
+    t->tiles_cols = (int32_t)((cols + t->tk - 1) / t->tk);
+    t->counts = (uint64_t)(uintptr_t)ix->counts;
+    t->entries = (uint64_t)(uintptr_t)ix->entries;
+    t->total = (uint64_t)(uintptr_t)ix->total;
 }
 
 /* ---- tile rules: mirror the constexpr pickers of pit_matmul.cu ---------- */
@@ -374,23 +409,27 @@ int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
         fn(&v, user);
         v.vec = 16 / (int)(dtypes[d] == PIT_F32 ? 4 : 2);
         fn(&v, user);
+        v.kind = PIT_CUDA_DETECT_STRIP;
+        fn(&v, user);
         v.kind = PIT_CUDA_CONVERT;
         v.vec = 0;
         fn(&v, user);
         v.kind = PIT_CUDA_COMPACT;
         fn(&v, user);
         n += emit_decode(dtypes[d], fn, user);
-        n += 4;
+        n += 5;
         n += emit_dtype(dtypes[d], arch, fn, user);
     }
     /* detection of the masks that are no operand dtype: u8 (bool) with
-     * 8-byte and 1-byte loads, i32 with 16-byte and 4-byte loads */
-    static const struct { pit_dtype dtype; int vec; } masks[] = {
-        {PIT_U8, 1}, {PIT_U8, 8}, {PIT_I32, 1}, {PIT_I32, 4}};
+     * 8-byte and 1-byte loads, i32 with 16-byte and 4-byte loads; the
+     * strips' 16-byte loads of both */
+    static const struct { pit_cuda_kernel_kind kind; pit_dtype dtype; int vec; } masks[] = {
+        {PIT_CUDA_DETECT, PIT_U8, 1},        {PIT_CUDA_DETECT, PIT_U8, 8},       {PIT_CUDA_DETECT, PIT_I32, 1},
+        {PIT_CUDA_DETECT, PIT_I32, 4},       {PIT_CUDA_DETECT_STRIP, PIT_U8, 16}, {PIT_CUDA_DETECT_STRIP, PIT_I32, 4}};
     for (int i = 0; i < COUNT(masks); ++i, ++n) {
         pit_cuda_variant u;
         memset(&u, 0, sizeof u);
-        u.kind = PIT_CUDA_DETECT;
+        u.kind = masks[i].kind;
         u.dtype = masks[i].dtype;
         u.vec = masks[i].vec;
         fn(&u, user);

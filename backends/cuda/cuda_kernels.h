@@ -26,6 +26,8 @@ typedef enum pit_cuda_kernel_kind {
 #define PIT_CUDA_DETECT_TW 64
 #define PIT_CUDA_DETECT_THREADS 256
 #define PIT_CUDA_DETECT_MAX PIT_DETECT_MAX
+/* Columns of pit_detect_strip's strip: 32 vectors of vec elements. */
+#define PIT_CUDA_STRIP_W(vec) (32 * (vec))
 
 /* Everything that selects one compiled kernel. */
 typedef struct pit_cuda_variant {
@@ -90,6 +92,18 @@ int pit_cuda_decode_min_ctas(int mrows);
 
 int pit_cuda_matmul_variant(int arch, pit_dtype dt, const pit_tile *tile, const pit_microtile *mt,
                             const pit_cuda_mm_align *al, pit_cuda_variant *v, const char **why);
+
+/* ---- detection (ops/detect.c) ------------------------------------------ */
+/* 1 when index ix asks for "full" marks the entries can carry. */
+int pit_cuda_detect_marks(const pit_index *ix);
+/* 1 when pit_detect_strip fills ix over rows of 16-byte vectors of vec
+ * elements: micro-tiles of 1 row (whole vectors wide) or of 16, 32 or 64
+ * rows, whose columns tile the strip's 32 vectors (whole vectors along M),
+ * no marks. Any other index goes to pit_detect. */
+int pit_cuda_strip_fits(const pit_index *ix, int vec);
+/* The kernels' target of index ix over an operand of cols columns (no dedup
+ * or marks: pit_detect's launch adds those). */
+void pit_cuda_detect_target(pit_detect_target *t, const pit_index *ix, int64_t cols);
 
 /* The shipped tile database of sm_<arch> ("nvidia-sm90", ...). */
 const char *pit_cuda_tiledb_family(int arch);

@@ -31,10 +31,16 @@ pit_status pit_index_alloc(pit_context *ctx, void *bs, const char *key, pit_micr
     size_t groups = (size_t)(idx->groups > 0 ? idx->groups : 1);
     size_t cap = (size_t)(capacity > 0 ? capacity : 1);
     char k[64];
-    snprintf(k, sizeof k, "%s.counts", key);
-    PIT_TRY(pit_workspace_get(ctx, bs, k, groups * 4, &idx->counts));
     snprintf(k, sizeof k, "%s.entries", key);
     PIT_TRY(pit_workspace_get(ctx, bs, k, groups * cap * 4, &idx->entries));
+    snprintf(k, sizeof k, "%s.counts", key);
+    if (ctx->be->mem_is_pointer) {
+        /* total right after the counts: detection zeroes both with one memset */
+        PIT_TRY(pit_workspace_get(ctx, bs, k, groups * 4 + 4, &idx->counts));
+        idx->total = (char *)idx->counts + groups * 4;
+        return PIT_SUCCESS;
+    }
+    PIT_TRY(pit_workspace_get(ctx, bs, k, groups * 4, &idx->counts));
     snprintf(k, sizeof k, "%s.total", key);
     return pit_workspace_get(ctx, bs, k, 4, &idx->total);
 }

@@ -45,10 +45,11 @@ static void free_plan(pit_context *ctx, pit_plan *p)
         pit_mem_wait(ctx, from, p->stream);
     for (int i = 0; i < p->ncands; i++) {
         pit_index *x = &p->idx[i];
-        if (!p->counts_block)
+        if (!p->counts_block) {
             pit_mem_free(ctx, from, x->counts);
+            pit_mem_free(ctx, from, x->total);
+        }
         pit_mem_free(ctx, from, x->entries);
-        pit_mem_free(ctx, from, x->total);
     }
     pit_mem_free(ctx, from, p->counts_block);
     free(p->host_block);
@@ -91,11 +92,11 @@ static pit_status alloc_index(pit_context *ctx, pit_plan *p, int i)
     x->groups = (int32_t)(gpb * p->problem.batch);
     x->capacity = cap;
     size_t groups = (size_t)(x->groups > 0 ? x->groups : 1);
-    if (!p->counts_block)
+    if (!p->counts_block) {
         PIT_TRY(pit_mem_alloc(ctx, p->mem_source, groups * 4, &x->counts));
-    PIT_TRY(pit_mem_alloc(ctx, p->mem_source, groups * (size_t)(cap > 0 ? cap : 1) * 4, &x->entries));
-    PIT_TRY(pit_mem_alloc(ctx, p->mem_source, 4, &x->total));
-    return PIT_SUCCESS;
+        PIT_TRY(pit_mem_alloc(ctx, p->mem_source, 4, &x->total));
+    }
+    return pit_mem_alloc(ctx, p->mem_source, groups * (size_t)(cap > 0 ? cap : 1) * 4, &x->entries);
 }
 
 static size_t groups_of(const pit_plan *p, int i)
@@ -107,13 +108,15 @@ static size_t groups_of(const pit_plan *p, int i)
 }
 
 /* One host block (and, for pointer backends, one device block) for the
- * counts of every candidate, so selection reads them back in one transfer. */
+ * counts of every candidate, so selection reads them back in one transfer.
+ * Each candidate's total follows its counts: detection zeroes one
+ * candidate's, or every candidate's, counts and totals with one memset. */
 static pit_status alloc_counts(pit_context *ctx, pit_plan *p)
 {
     size_t off[PIT_MAX_CANDIDATES], total = 0;
     for (int i = 0; i < p->ncands; i++) {
         off[i] = total;
-        total += groups_of(p, i) * sizeof(int32_t);
+        total += (groups_of(p, i) + 1) * sizeof(int32_t);
     }
     p->counts_bytes = total;
     p->host_block = malloc(total);
@@ -123,8 +126,10 @@ static pit_status alloc_counts(pit_context *ctx, pit_plan *p)
         PIT_TRY(pit_mem_alloc(ctx, p->mem_source, total, &p->counts_block));
     for (int i = 0; i < p->ncands; i++) {
         p->host_counts[i] = p->host_block + off[i] / sizeof(int32_t);
-        if (p->counts_block)
+        if (p->counts_block) {
             p->idx[i].counts = (char *)p->counts_block + off[i];
+            p->idx[i].total = (char *)p->idx[i].counts + groups_of(p, i) * sizeof(int32_t);
+        }
     }
     return PIT_SUCCESS;
 }
@@ -164,8 +169,10 @@ static pit_plan *find_slot(pit_context *ctx, const pit_problem *prob, void *stre
 
 /* Candidates one detection pass computes: the four most useful of the rules'
  * list (32x1, 1x64, 32x64, 64x64 for sparse A). Each extra candidate costs
- * detection time and read-back on every call (measured on the H100: 8
- * candidates made detection 3-5x slower than one). */
+ * read-back and selection time on every full look, and detection time: on
+ * the H100 8 candidates made the region kernel 3-5x slower than one; the
+ * strip kernel's cost of 4 and of 8 is what scripts/detect_speed.sh
+ * measures (docs/design/detect-read-speed.md). */
 #define PIT_DETECT_CANDIDATES 4
 
 static pit_status build_plan(pit_context *ctx, pit_plan *p, const pit_problem *prob,

@@ -87,7 +87,7 @@ typedef struct pit_plan {
     int32_t *host_counts[PIT_MAX_CANDIDATES]; /* point into host_block */
     int32_t *host_block;       /* every candidate's counts, host copy */
     void *counts_block;        /* same on the device when mem_is_pointer */
-    size_t counts_bytes;       /* total bytes of all candidates' counts */
+    size_t counts_bytes;       /* bytes of all candidates' counts, each followed by its total */
     pit_selection sel;
     int have_sel;
     int settled_calls;         /* calls since every candidate was last detected */

@@ -206,8 +206,8 @@ pit_status pit_cuda_launch(const pit_cuda_kernel *k, CUstream s, unsigned gx, un
 
 /* ---- operations (ops/detect.c, ops/matmul.c, ops/common.c) ------------------------ */
 pit_status pit_cuda_detect(void *bctx, void *stream, const pit_tdesc *X, pit_index *idx, int n);
-/* Zeroes one index's counts and total (what detect does first). */
-pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx);
+/* Zeroes the counts and totals of idx[0..n-1] (what detect does first). */
+pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx, int n);
 pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile, const pit_index *idx,
                                   int32_t max_entries, int worst_case_grid, const pit_tdesc *A,
                                   const pit_tdesc *B, const pit_tdesc *C);

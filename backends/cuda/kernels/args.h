@@ -29,8 +29,13 @@ typedef uint8_t pit_u8;
 #define PIT_ARGS_SIZE(type, bytes) _Static_assert(sizeof(type) == (bytes), #type " size")
 #endif
 
-/* ---- detection (pit_detect.cu) ----------------------------------------- */
+/* ---- detection (pit_detect.cu, pit_detect_strip.cu) ------------------- */
 #define PIT_DETECT_MAX 8 /* indexes one pass fills */
+/* pit_detect_strip: a warp's strip is STRIP_H rows of 32 16-byte vectors,
+ * read in batches of STRIP_G rows (one accumulator a batch) */
+#define PIT_DETECT_STRIP_H 64
+#define PIT_DETECT_STRIP_G 16
+#define PIT_DETECT_STRIP_THREADS 128
 
 typedef struct pit_detect_target {
     int tm, tk, axis; /* axis: 1 = K, 2 = M */
@@ -51,7 +56,7 @@ PIT_ARGS_SIZE(pit_detect_target, 80);
 typedef struct pit_detect_args {
     PIT_PTR(const pit_u8) x;  /* element 0 */
     pit_i64 ld, batch_stride; /* elements */
-    int rows, cols, n, pad;
+    int rows, cols, n, batch; /* batch: pit_detect_strip's (pit_detect's is the grid's z) */
     pit_detect_target t[PIT_DETECT_MAX];
 } pit_detect_args;
 PIT_ARGS_SIZE(pit_detect_args, 680);

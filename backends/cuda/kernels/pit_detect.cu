@@ -60,13 +60,7 @@
 #error "pit_detect: DETECT_TW must be a multiple of the warp, DETECT_H <= 8 * (256 / DETECT_TW), VEC <= 8"
 #endif
 
-#if PIT_DTYPE == PIT_DT_F32 || PIT_DTYPE == PIT_DT_I32
-#define ELEM_BYTES 4
-#elif PIT_DTYPE == PIT_DT_U8
-#define ELEM_BYTES 1
-#else
-#define ELEM_BYTES 2
-#endif
+#define ELEM_BYTES PIT_DT_BYTES(PIT_DTYPE)
 
 /* static shared memory only; read by the host like every pit kernel */
 extern "C" __device__ const int pit_smem_bytes = 0;

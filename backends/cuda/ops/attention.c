@@ -153,7 +153,7 @@ static pit_status attention_detect_fused(pit_cuda_ctx *c, CUstream s, const pit_
     a.part_blocks = part_blocks;
     a.total = (uint64_t)(uintptr_t)idx->total;
     CUdeviceptr det = 0;
-    if ((st = pit_cuda_zero_index(s, idx)) != PIT_SUCCESS ||
+    if ((st = pit_cuda_zero_index(s, idx, 1)) != PIT_SUCCESS ||
         (st = pit_cuda_scratch_fill(c, s, (size_t)groups + 1, 0, "attention work items", &det)) != PIT_SUCCESS)
         return st; /* det[0]: the next work item; det[1 + g]: group g's finished parts */
     a.det = det;

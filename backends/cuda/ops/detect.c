@@ -1,6 +1,10 @@
 /*
  * detect.c - online sparsity detection on CUDA: one pass over the sparse
- * operand fills up to 8 indexes (kernels/pit_detect.cu).
+ * operand fills up to 8 indexes. Micro-tiles that tile a warp's strip
+ * (every matmul candidate) go to kernels/pit_detect_strip.cu, which runs
+ * at the read bandwidth (pit_cuda_strip_fits); any other set (micro-tiles
+ * that straddle a strip, "full" marks, rows not 16-byte aligned) to
+ * kernels/pit_detect.cu.
  */
 #include <string.h>
 
@@ -42,13 +46,69 @@ static int needs_dedup(const pit_microtile *t, int vec)
     return PIT_CUDA_DETECT_H % t->rows != 0 || (PIT_CUDA_DETECT_TW * vec) % t->cols != 0;
 }
 
-pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx)
+/* Zeroes the counts and total of idx[0..n-1]: one memset a run of
+ * adjacent words (a matmul plan keeps every candidate's counts and totals
+ * in one block: one memset for all). */
+pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx, int n)
 {
-    if (idx->groups > 0)
-        CU_CHECK(pit_cu.MemsetD32Async((CUdeviceptr)(uintptr_t)idx->counts, 0, (size_t)idx->groups, s),
-                 PIT_CALL(MemsetD32Async) "(counts)");
-    CU_CHECK(pit_cu.MemsetD32Async((CUdeviceptr)(uintptr_t)idx->total, 0, 1, s), PIT_CALL(MemsetD32Async) "(total)");
+    enum { MAX_SPANS = 2 * PIT_CUDA_DETECT_MAX };
+    uint64_t at[MAX_SPANS];
+    size_t words[MAX_SPANS];
+    int spans = 0;
+    for (int i = 0; i < n && spans + 2 <= MAX_SPANS; ++i) {
+        at[spans] = (uint64_t)(uintptr_t)idx[i].counts;
+        words[spans++] = idx[i].groups > 0 ? (size_t)idx[i].groups : 0;
+        at[spans] = (uint64_t)(uintptr_t)idx[i].total;
+        words[spans++] = 1;
+    }
+    for (int i = 1; i < spans; ++i) /* by address (insertion: 16 at most) */
+        for (int j = i; j > 0 && at[j - 1] > at[j]; --j) {
+            uint64_t a = at[j];
+            size_t w = words[j];
+            at[j] = at[j - 1];
+            words[j] = words[j - 1];
+            at[j - 1] = a;
+            words[j - 1] = w;
+        }
+    for (int i = 0; i < spans;) {
+        size_t run = words[i];
+        int j = i + 1;
+        for (; j < spans && at[j] == at[i] + run * 4; ++j) run += words[j];
+        if (run > 0)
+            CU_CHECK(pit_cu.MemsetD32Async((CUdeviceptr)at[i], 0, run, s), PIT_CALL(MemsetD32Async) "(index counts)");
+        i = j;
+    }
     return PIT_SUCCESS;
+}
+
+static void fill_args(pit_detect_args *a, const pit_cuda_view *x, const pit_index *idx, int n)
+{
+    memset(a, 0, sizeof *a);
+    a->x = x->ptr;
+    a->ld = x->ld;
+    a->batch_stride = x->bs;
+    a->rows = (int32_t)x->rows;
+    a->cols = (int32_t)x->cols;
+    a->n = n;
+    a->batch = (int32_t)x->batch;
+    for (int i = 0; i < n; ++i) pit_cuda_detect_target(&a->t[i], &idx[i], x->cols);
+}
+
+/* One warp a strip; CTAs beyond a few waves loop (the grid stays small). */
+static pit_status strip_launch(pit_cuda_ctx *c, CUstream s, pit_dtype dt, const pit_cuda_view *x, const pit_index *idx,
+                               int n, int vec)
+{
+    pit_detect_args a;
+    fill_args(&a, x, idx, n);
+    int64_t strips = x->batch * pit_cuda_cdiv(x->rows, PIT_DETECT_STRIP_H) * pit_cuda_cdiv(x->cols, PIT_CUDA_STRIP_W(vec));
+    int64_t ctas = pit_cuda_cdiv(strips, PIT_DETECT_STRIP_THREADS / 32);
+    int64_t most = (int64_t)(c->sm_count > 0 ? c->sm_count : 1) * 64;
+    pit_cuda_variant v;
+    memset(&v, 0, sizeof v);
+    v.kind = PIT_CUDA_DETECT_STRIP;
+    v.dtype = dt;
+    v.vec = vec;
+    return pit_cuda_launch_variant(c, s, &v, ctas < most ? ctas : most, 1, 1, PIT_DETECT_STRIP_THREADS, &a);
 }
 
 static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X, const pit_cuda_view *x, const pit_index *idx,
@@ -56,18 +116,12 @@ static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X,
 {
     int vec = detect_vec(x, X->dtype);
     pit_detect_args a;
-    memset(&a, 0, sizeof a);
-    a.x = x->ptr;
-    a.ld = x->ld;
-    a.batch_stride = x->bs;
-    a.rows = (int32_t)x->rows;
-    a.cols = (int32_t)x->cols;
-    a.n = n;
+    fill_args(&a, x, idx, n);
     /* "full" marks for the first index that asks (the kernel keeps one
-     * shared bitmap of zeros); entries must stay below the mark's bit */
+     * shared bitmap of zeros) */
     int full = -1;
     for (int i = 0; i < n && full < 0; ++i)
-        if (idx[i].flag_full && idx[i].capacity < PIT_ENTRY_FULL) full = i;
+        if (pit_cuda_detect_marks(&idx[i])) full = i;
     /* one dedup bitmap per index that needs one, in a single stream-ordered
      * block; the full index also gets a bitmap of zeros and a counter per
      * micro-tile there */
@@ -90,15 +144,6 @@ static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X,
     size_t at = 0;
     for (int i = 0; i < n; ++i) {
         pit_detect_target *t = &a.t[i];
-        t->tm = idx[i].tile.rows;
-        t->tk = idx[i].tile.cols;
-        t->axis = idx[i].tile.axis == PIT_AXIS_M ? 2 : 1;
-        t->groups_per_batch = idx[i].groups_per_batch;
-        t->capacity = idx[i].capacity;
-        t->tiles_cols = (int32_t)pit_cuda_cdiv(x->cols, t->tk);
-        t->counts = (uint64_t)(uintptr_t)idx[i].counts;
-        t->entries = (uint64_t)(uintptr_t)idx[i].entries;
-        t->total = (uint64_t)(uintptr_t)idx[i].total;
         t->dedup = dedup_words[i] ? dedup + at * 4 : 0;
         at += dedup_words[i];
         t->full = i == full;
@@ -138,8 +183,11 @@ pit_status pit_cuda_detect(void *bctx, void *stream, const pit_tdesc *X, pit_ind
         if ((st = check_index(&x, &idx[i], i)) != PIT_SUCCESS) return st;
     if ((st = pit_cuda_push(c)) != PIT_SUCCESS) return st;
     CUstream s = pit_cuda_stream_of(stream);
-    for (int i = 0; i < n && st == PIT_SUCCESS; ++i) st = pit_cuda_zero_index(s, &idx[i]);
-    if (st == PIT_SUCCESS && x.rows > 0 && x.cols > 0 && x.batch > 0) st = detect_launch(c, s, X, &x, idx, n);
+    st = pit_cuda_zero_index(s, idx, n);
+    int vec = 16 / (int)pit_cuda_el_bytes(x.dt), strip = pit_cuda_rows_aligned(&x, x.cols, 16);
+    for (int i = 0; i < n && strip; ++i) strip = pit_cuda_strip_fits(&idx[i], vec);
+    if (st == PIT_SUCCESS && x.rows > 0 && x.cols > 0 && x.batch > 0)
+        st = strip ? strip_launch(c, s, x.dt, &x, idx, n, vec) : detect_launch(c, s, X, &x, idx, n);
     pit_cuda_pop();
     return st;
 }

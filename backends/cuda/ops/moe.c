@@ -11,7 +11,7 @@
 /* ---- routing ------------------------------------------------------------------ */
 static pit_status route_run(pit_cuda_ctx *c, CUstream s, const pit_cuda_view *ids, const pit_index *idx)
 {
-    pit_status st = pit_cuda_zero_index(s, idx);
+    pit_status st = pit_cuda_zero_index(s, idx, 1);
     if (st != PIT_SUCCESS) return st;
     pit_route_args a = {ids->ptr, (uint64_t)(uintptr_t)idx->counts, (uint64_t)(uintptr_t)idx->entries,
                         (uint64_t)(uintptr_t)idx->total, ids->ld, (int32_t)ids->rows, (int32_t)ids->cols,

@@ -89,8 +89,9 @@ pit_status pit_cuda_scratch_fill(pit_cuda_ctx *c, CUstream s, size_t n, uint32_t
  * PIT_SUCCESS. */
 pit_status pit_cuda_free_scratch(pit_cuda_ctx *c, CUstream s, CUdeviceptr p, pit_status st);
 
-/* Zeroes one index's counts and total (what detect does first; detect.c). */
-pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx);
+/* Zeroes the counts and totals of idx[0..n-1], one memset a run of adjacent
+ * words (what detect does first; detect.c). */
+pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx, int n);
 
 /* ---- the entries of each operator file ------------------------------------------ */
 void pit_cuda_register_sddmm(pit_backend *be);

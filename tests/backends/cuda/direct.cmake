@@ -4,27 +4,70 @@
 # without a driver. test_plugin.h, the host they share, serves HIP's too.
 set(_pit_cuda_tests ${CMAKE_CURRENT_LIST_DIR})
 
+# A test that loads the plug-in: its sources and the host's kernel cache.
+function(_pit_cuda_plugin_test name)
+  add_executable(${name} ${ARGN} ${_pit_root}/core/runtime/cache_file.c)
+  target_include_directories(${name} PRIVATE ${_pit_root}/include ${_pit_root}/core)
+  target_compile_definitions(${name} PRIVATE _POSIX_C_SOURCE=200809L PIT_CUDA_PLUGIN="$<TARGET_FILE:pit-cuda>")
+  target_link_libraries(${name} PRIVATE ${CMAKE_DL_LIBS} m)
+  add_dependencies(${name} pit-cuda)
+endfunction()
+
 # ---- the plug-in's table: matmul, detection, dtypes ------------------------
-add_executable(test_cuda_direct ${_pit_cuda_tests}/test_cuda_direct.c ${_pit_root}/core/runtime/cache_file.c)
-target_include_directories(test_cuda_direct PRIVATE ${_pit_root}/include ${_pit_root}/core)
-target_compile_definitions(test_cuda_direct PRIVATE
-  _POSIX_C_SOURCE=200809L PIT_CUDA_PLUGIN="$<TARGET_FILE:pit-cuda>")
-target_link_libraries(test_cuda_direct PRIVATE ${CMAKE_DL_LIBS} m)
-add_dependencies(test_cuda_direct pit-cuda)
+_pit_cuda_plugin_test(test_cuda_direct ${_pit_cuda_tests}/test_cuda_direct.c)
+
+# ---- detection: both kernels against the host, and its bench ----------------
+_pit_cuda_plugin_test(test_cuda_detect ${_pit_cuda_tests}/test_cuda_detect.c)
+
+# ---- the strip kernel on the CPU (CI, no GPU) ---------------------------------
+# test_cuda_detect's cases on emu/emu_backend.c, which runs
+# kernels/pit_detect_strip.cu on the host (emu/emu_warps.cpp: each thread a
+# coroutine, warp steps and barriers as the GPU orders them). Needs a C++
+# compiler (the kernel is CUDA C++); without one the test is not built.
+include(CheckLanguage)
+check_language(CXX)
+if(CMAKE_CXX_COMPILER)
+  enable_language(CXX)
+  set(_emu ${_pit_cuda_tests}/emu)
+  set(_emu_kernels)
+  foreach(_v f32:0:4 f16:1:8 bf16:2:8 i32:3:4 u8:4:16) # name:PIT_DTYPE:VEC
+    string(REPLACE ":" ";" _v ${_v})
+    list(GET _v 0 _name)
+    list(GET _v 1 _dt)
+    list(GET _v 2 _vec)
+    add_library(emu_strip_${_name} OBJECT ${_emu}/emu_strip.cpp)
+    target_compile_definitions(emu_strip_${_name} PRIVATE PIT_DTYPE=${_dt} VEC=${_vec} EMU_ENTRY=emu_strip_${_name})
+    target_include_directories(emu_strip_${_name} PRIVATE ${_emu} ${_pit_root}/backends/cuda)
+    target_compile_options(emu_strip_${_name} PRIVATE -Wno-unknown-pragmas) # the kernel's #pragma unroll
+    set_target_properties(emu_strip_${_name} PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+    list(APPEND _emu_kernels $<TARGET_OBJECTS:emu_strip_${_name}>)
+  endforeach()
+  add_executable(test_detect_strip_emulated ${_pit_cuda_tests}/test_cuda_detect.c ${_emu}/emu_backend.c
+    ${_emu}/emu_warps.cpp ${_emu_kernels} ${_pit_root}/core/runtime/cache_file.c)
+  target_include_directories(test_detect_strip_emulated PRIVATE ${_emu} ${_pit_root}/include ${_pit_root}/core
+    ${_pit_root}/backends/cuda)
+  target_compile_definitions(test_detect_strip_emulated PRIVATE _POSIX_C_SOURCE=200809L PIT_DETECT_EMULATED)
+  set_target_properties(test_detect_strip_emulated PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_link_libraries(test_detect_strip_emulated PRIVATE pit-cuda-kernels m)
+  if(BUILD_TESTING)
+    add_test(NAME cuda_detect_strip_emulated COMMAND test_detect_strip_emulated)
+    set_tests_properties(cuda_detect_strip_emulated PROPERTIES TIMEOUT 600)
+  endif()
+else()
+  message(STATUS "pit: no C++ compiler: test_detect_strip_emulated (the strip detection kernel on the CPU) not built")
+endif()
 
 # ---- the model operators ------------------------------------------------
-add_executable(test_cuda_ops ${_pit_cuda_tests}/test_cuda_ops.c
-  ${_pit_cuda_tests}/test_cuda_ops_util.c ${_pit_cuda_tests}/test_cuda_ops_bench.c
-  ${_pit_root}/core/runtime/cache_file.c)
-target_include_directories(test_cuda_ops PRIVATE ${_pit_root}/include ${_pit_root}/core)
-target_compile_definitions(test_cuda_ops PRIVATE
-  _POSIX_C_SOURCE=200809L PIT_CUDA_PLUGIN="$<TARGET_FILE:pit-cuda>")
-target_link_libraries(test_cuda_ops PRIVATE pit_reference ${CMAKE_DL_LIBS} m)
-add_dependencies(test_cuda_ops pit-cuda)
+_pit_cuda_plugin_test(test_cuda_ops ${_pit_cuda_tests}/test_cuda_ops.c
+  ${_pit_cuda_tests}/test_cuda_ops_util.c ${_pit_cuda_tests}/test_cuda_ops_bench.c)
+target_link_libraries(test_cuda_ops PRIVATE pit_reference)
 
 if(BUILD_TESTING)
   add_test(NAME cuda_direct COMMAND test_cuda_direct)
   set_tests_properties(cuda_direct PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
+    ENVIRONMENT "PIT_CACHE_DIR=${CMAKE_BINARY_DIR}/pit-cache")
+  add_test(NAME cuda_detect_direct COMMAND test_cuda_detect)
+  set_tests_properties(cuda_detect_direct PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900
     ENVIRONMENT "PIT_CACHE_DIR=${CMAKE_BINARY_DIR}/pit-cache")
   add_test(NAME cuda_ops_direct COMMAND test_cuda_ops)
   set_tests_properties(cuda_ops_direct PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900

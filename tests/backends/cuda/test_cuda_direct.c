@@ -37,14 +37,7 @@ static const pit_backend *be;
 static void *bctx, *stream;
 static int failures;
 
-#define CHECK(call)                                                                            \
-    do {                                                                                       \
-        pit_status st_ = (call);                                                               \
-        if (st_ != PIT_SUCCESS) {                                                              \
-            printf("FAIL %s:%d: %s -> %d: %s\n", __FILE__, __LINE__, #call, (int)st_, last_error); \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#define CHECK(call) TEST_CALL(call)
 
 /* ---- 16-bit floats on the host ----------------------------------------- */
 static uint16_t f32_to_f16(float f)
@@ -139,10 +132,7 @@ static float representable(float x, pit_dtype dt)
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static double urand(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
+    return test_urand(&rng);
 }
 
 /* non-zero values in [-1, -0.1] u [0.1, 1] */

@@ -58,6 +58,25 @@ static FILE *host_open_cache_entry(const char *path)
     return fopen(path, "rb");
 }
 
+/* A call that fails ends the test: where, the status and the host's message. */
+#define TEST_CALL(call)                                                                            \
+    do {                                                                                           \
+        pit_status st_ = (call);                                                                   \
+        if (st_ != PIT_SUCCESS) {                                                                  \
+            printf("FAIL %s:%d: %s -> %d: %s\n", __FILE__, __LINE__, #call, (int)st_, last_error); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* xorshift64: uniform in [0, 1) */
+static inline double test_urand(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return (double)(*state >> 11) / 9007199254740992.0;
+}
+
 static inline int test_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

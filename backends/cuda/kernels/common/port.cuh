@@ -143,6 +143,8 @@ PIT_BARE unsigned atomicOr(unsigned *p, unsigned v)
 #define PIT_DT_BF16 2
 #define PIT_DT_I32 3
 #define PIT_DT_U8 4 /* pattern masks only: bytes, non-zero = on */
+/* bytes of an element of dtype code dt (usable in #if) */
+#define PIT_DT_BYTES(dt) ((dt) == PIT_DT_F32 || (dt) == PIT_DT_I32 ? 4 : (dt) == PIT_DT_U8 ? 1 : 2)
 
 /* ---- 16-bit float types: raw bits, converted with explicit instructions */
 struct pit_half { pit_u16 bits; };
