@@ -361,26 +361,25 @@ static int emit_dtype(pit_dtype dt, int arch, pit_cuda_variant_fn fn, void *user
 
 int pit_cuda_decode_rows(int64_t m)
 {
-    return m <= 1 ? 1 : m <= 4 ? 4 : m <= PIT_CUDA_DECODE_MAX_ROWS ? PIT_CUDA_DECODE_MAX_ROWS : 0;
+    return m <= 1 ? 1 : m <= PIT_CUDA_DECODE_MAX_ROWS ? PIT_CUDA_DECODE_MAX_ROWS : 0;
 }
 
-/* 16 rows keep 128 accumulators a lane: 4 warps a CTA, 2 CTAs an SM (the
- * shared-memory sum then fits 3); 1 row 8 warps at 64 registers (4 CTAs),
- * 4 rows at 85 (3). */
+/* 8 warps a CTA; 1 row at 64 registers (4 CTAs an SM), 4 rows at 85 (3). */
 int pit_cuda_decode_threads(int mrows)
 {
-    return mrows >= PIT_CUDA_DECODE_MAX_ROWS ? 128 : 256;
+    (void)mrows;
+    return 256;
 }
 
 int pit_cuda_decode_min_ctas(int mrows)
 {
-    return mrows >= PIT_CUDA_DECODE_MAX_ROWS ? 2 : mrows > 1 ? 3 : 4;
+    return mrows > 1 ? 3 : 4;
 }
 
 /* The decode kernel for every register height and B alignment. */
 static int emit_decode(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
 {
-    static const int heights[] = {1, 4, PIT_CUDA_DECODE_MAX_ROWS};
+    static const int heights[] = {1, PIT_CUDA_DECODE_MAX_ROWS};
     int n = 0;
     for (int h = 0; h < COUNT(heights); ++h)
         for (int b = 0; b < 2; ++b) {

@@ -81,9 +81,10 @@ typedef struct pit_cuda_mm_align {
  * plug-in's matmul (ops/matmul.c) and of the build's pre-compiled set
  * (precompile.c). Returns 0 and why when the tile cannot run. */
 /* The decode kernel (pit_decode.cu) runs a sparse A along K of at most this
- * many rows, one row-block, column micro-tiles one wide. */
-#define PIT_CUDA_DECODE_MAX_ROWS 16
-/* Its register height for m rows (1, 4 or 16), 0 above the maximum. */
+ * many rows, one row-block, column micro-tiles one wide (16 rows on CUDA
+ * cores measured 2.4x slower than the tile kernel: docs/design/decode-split-k.md). */
+#define PIT_CUDA_DECODE_MAX_ROWS 4
+/* Its register height for m rows (1 or 4), 0 above the maximum. */
 int pit_cuda_decode_rows(int64_t m);
 /* Its threads, and the CTAs an SM holds at least (its launch bounds: the
  * host sizes one wave of shares by them), for a register height. */

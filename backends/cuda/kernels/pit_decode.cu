@@ -1,11 +1,12 @@
 /*
  * pit_decode.cu - the decode regime of the sparse matmul along K: C = A.B
- * with A of a few rows (1 to 16, one row-block) and B the weights, read
+ * with A of a few rows (1 to 4, one row-block) and B the weights, read
  * from memory. SRead streams only the rows of B that A's non-zero column
  * micro-tiles (one column wide) name; the call is bound by those bytes, so
  * the kernel keeps many 16-byte row loads in flight and does the small
  * product on CUDA cores in registers (no shared-memory staging, no tensor
- * cores: at M <= 16 they would idle).
+ * cores: at M <= 4 they would idle; from 16 rows the FMAs bound it and the
+ * tile kernel wins).
  *
  * CTA = (n-tile of 32 x VEC columns, share of the gathered rows, batch):
  * grid x = n-tiles, y unused (1), z = batch x splits. Each lane owns VEC
@@ -14,7 +15,7 @@
  * memory. SWrite: C itself (one share) or the share's f32 slab (several,
  * summed in order by the convert pass, as for the tile kernel's split K).
  *
- * Defines: PIT_DTYPE MROWS (1, 4 or 16: rows of A the registers hold; the
+ * Defines: PIT_DTYPE MROWS (1 or 4: rows of A the registers hold; the
  *          call's M is at most MROWS) B_VEC (1: B's rows 16-byte aligned and
  *          N a multiple of the vector) THREADS MIN_CTAS (launch bounds: the
  *          host plans one wave of MIN_CTAS an SM, cuda_kernels.c).
