@@ -746,7 +746,8 @@ typedef struct pit_tune_options {
 
 /* Measures every candidate dense tile of the context's tile database for this
  * device (each operator and dtype the device supports: warm-up, median of
- * repeats, random non-zero data) and writes the device's tile database, which
+ * repeats, random non-zero data) and its read bandwidth (the "read" rows that
+ * bound memory-bound calls), and writes the device's tile database, which
  * later contexts on this device load before the shipped defaults. The path
  * written goes to written_path (may be NULL). Errors: PIT_ERR_IO (cannot
  * write), backend errors. */
