@@ -58,7 +58,14 @@ PIT_DEV int gathered_k(const int *ent, int q, int q1, int K)
     return k < K ? k : -1;
 }
 
-PIT_KERNEL void __launch_bounds__(THREADS, MIN_CTAS) pit_decode(const pit_mm_args p)
+/* AMD's bounds take the work-group size alone */
+#if defined(PIT_AMD)
+#define DECODE_BOUNDS __launch_bounds__(THREADS)
+#else
+#define DECODE_BOUNDS __launch_bounds__(THREADS, MIN_CTAS)
+#endif
+
+PIT_KERNEL void DECODE_BOUNDS pit_decode(const pit_mm_args p)
 {
     extern __shared__ __align__(16) pit_u8 smem[];
     const int lane = pit_lane(), warp = threadIdx.x / PIT_WARP;
