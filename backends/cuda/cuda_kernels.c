@@ -81,7 +81,7 @@ char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size
         break;
     case PIT_CUDA_DECODE:
         snprintf(p, size, "-DPIT_DTYPE=%d -DMROWS=%d -DB_VEC=%d -DTHREADS=%d -DMIN_CTAS=%d", dt, v->mt_rows, v->b_vec,
-                 pit_cuda_decode_threads(v->mt_rows), pit_cuda_decode_min_ctas(v->mt_rows));
+                 PIT_CUDA_DECODE_THREADS, pit_cuda_decode_min_ctas(v->mt_rows));
         break;
     case PIT_CUDA_ZERO:
     case PIT_CUDA_CONVERT:
@@ -365,12 +365,6 @@ int pit_cuda_decode_rows(int64_t m)
 }
 
 /* 8 warps a CTA; 1 row at 64 registers (4 CTAs an SM), 4 rows at 85 (3). */
-int pit_cuda_decode_threads(int mrows)
-{
-    (void)mrows;
-    return 256;
-}
-
 int pit_cuda_decode_min_ctas(int mrows)
 {
     return mrows > 1 ? 3 : 4;

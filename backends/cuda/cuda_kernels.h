@@ -86,9 +86,9 @@ typedef struct pit_cuda_mm_align {
 #define PIT_CUDA_DECODE_MAX_ROWS 4
 /* Its register height for m rows (1 or 4), 0 above the maximum. */
 int pit_cuda_decode_rows(int64_t m);
-/* Its threads, and the CTAs an SM holds at least (its launch bounds: the
- * host sizes one wave of shares by them), for a register height. */
-int pit_cuda_decode_threads(int mrows);
+/* Its threads, and the CTAs an SM holds at least for a register height (its
+ * launch bounds: the host sizes one wave of shares by them). */
+#define PIT_CUDA_DECODE_THREADS 256
 int pit_cuda_decode_min_ctas(int mrows);
 
 int pit_cuda_matmul_variant(int arch, pit_dtype dt, const pit_tile *tile, const pit_microtile *mt,

@@ -116,24 +116,31 @@ static int64_t resident_per_sm(const pit_cuda_ctx *c, const pit_cuda_kernel *k, 
     return n < 1 ? 1 : n > 32 ? 32 : n;
 }
 
-/* Shares of K per row-block: 1 when the row-blocks x n-tiles x batch grid
- * fills the device; more when it does not (few rows: decode), so every SM
- * streams gathered rows of B. Bounded so each share keeps several chunks of
- * a full index and the f32 partials stay under an eighth of B's bytes. */
+/* Shares of K per row-block, for a grid of ctas CTAs of which an SM holds
+ * per_sm: 1 when the grid fills the device; more when it does not (few
+ * rows: decode), so every SM streams gathered rows of B. At most `most`
+ * (each share keeps enough of a full index), and the f32 partials stay
+ * under an eighth of B's bytes. */
+static int k_shares(const pit_cuda_ctx *c, int64_t per_sm, int64_t ctas, int64_t most, const mm_problem *p)
+{
+    const int64_t wave = per_sm * c->sm_count;
+    if (ctas <= 0 || ctas >= wave) return 1;
+    int64_t splits = wave / ctas; /* whole waves: a few CTAs past one would double the time */
+    const int64_t by_bytes = p->K * (int64_t)pit_cuda_el_bytes(p->dt) / (8 * 4 * (p->M > 0 ? p->M : 1));
+    if (splits > most) splits = most;
+    if (splits > by_bytes) splits = by_bytes;
+    return splits < 1 ? 1 : (int)splits;
+}
+
+/* The tile kernel's shares: each keeps AXIS_K_MIN_SPLIT_CHUNKS chunks of a full index. */
 static int axis_k_splits(const pit_cuda_ctx *c, const pit_cuda_kernel *k, const pit_cuda_variant *v,
                          const mm_problem *p, const pit_index *idx, int64_t row_blocks)
 {
     const int64_t ctas = row_blocks * pit_cuda_cdiv(p->N, v->tile.bn) * p->batch;
-    const int64_t wave = resident_per_sm(c, k, v->tile.threads) * c->sm_count;
-    if (ctas <= 0 || ctas >= wave) return 1;
-    int64_t splits = wave / ctas; /* whole waves: a few CTAs past one would double the time */
     const int64_t chunks = pit_cuda_cdiv((int64_t)idx->capacity * idx->tile.cols, v->tile.bk);
-    const int64_t by_chunks = chunks / AXIS_K_MIN_SPLIT_CHUNKS;
-    const int64_t by_bytes = p->K * (int64_t)pit_cuda_el_bytes(p->dt) / (8 * 4 * (p->M > 0 ? p->M : 1));
-    if (splits > by_chunks) splits = by_chunks;
-    if (splits > by_bytes) splits = by_bytes;
-    if (splits > AXIS_K_MAX_SPLITS) splits = AXIS_K_MAX_SPLITS;
-    return splits < 1 ? 1 : (int)splits;
+    int64_t most = chunks / AXIS_K_MIN_SPLIT_CHUNKS;
+    if (most > AXIS_K_MAX_SPLITS) most = AXIS_K_MAX_SPLITS;
+    return k_shares(c, resident_per_sm(c, k, v->tile.threads), ctas, most, p);
 }
 
 /* The shares' f32 partials summed into C, in share order (deterministic). */
@@ -151,6 +158,27 @@ static pit_status sum_splits(pit_cuda_ctx *c, CUstream s, const mm_problem *p, C
     u.rows = (int32_t)p->M;
     u.cols = (int32_t)p->N;
     return launch_util(c, s, PIT_CUDA_CONVERT, p->dt, &u, p->batch);
+}
+
+/* Launches kernel k over gx x gy x (batch x splits) CTAs: with several
+ * shares of K, each stores an f32 partial slab that sum_splits adds into C. */
+static pit_status launch_shares(pit_cuda_ctx *c, CUstream s, const mm_problem *p, const pit_cuda_kernel *k,
+                                int splits, unsigned gx, unsigned gy, unsigned threads, pit_mm_args *a,
+                                const char *what)
+{
+    CUdeviceptr ws = 0;
+    const int64_t ldw = pit_cuda_cdiv(p->N, 4) * 4; /* float4 rows */
+    pit_status st = PIT_SUCCESS;
+    if (splits > 1) {
+        st = pit_cuda_scratch_alloc(c, s, (size_t)(splits * p->batch * p->M * ldw) * 4, "split-K partials", &ws);
+        a->splits = splits;
+        a->acc = ws;
+        a->ldacc = ldw;
+        a->sacc = p->M * ldw;
+    }
+    if (st == PIT_SUCCESS) st = pit_cuda_launch(k, s, gx, gy, (unsigned)(p->batch * splits), threads, a, what);
+    if (st == PIT_SUCCESS && splits > 1) st = sum_splits(c, s, p, ws, ldw, splits);
+    return pit_cuda_free_scratch(c, s, ws, st);
 }
 
 static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v, const mm_problem *p,
@@ -179,22 +207,10 @@ static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
     }
     /* every row-block gets a CTA (empty ones write zeros): the grid does
      * not depend on the counts, so nothing is read back */
-    const int splits = axis_k_splits(c, k, v, p, idx, row_blocks);
-    CUdeviceptr ws = 0;
-    const int64_t ldw = pit_cuda_cdiv(p->N, 4) * 4; /* float4 rows */
-    if (st == PIT_SUCCESS && splits > 1) {
-        st = pit_cuda_scratch_alloc(c, s, (size_t)(splits * p->batch * p->M * ldw) * 4, "axis K split partials", &ws);
-        a.splits = splits;
-        a.acc = ws;
-        a.ldacc = ldw;
-        a.sacc = p->M * ldw;
-    }
     if (st == PIT_SUCCESS)
-        st = pit_cuda_launch(k, s, (unsigned)row_blocks, (unsigned)pit_cuda_cdiv(p->N, v->tile.bn),
-                             (unsigned)(p->batch * splits), (unsigned)v->tile.threads, &a,
-                             PIT_CALL(LaunchKernel) "(pit_matmul axis K)");
-    if (st == PIT_SUCCESS && splits > 1) st = sum_splits(c, s, p, ws, ldw, splits);
-    st = pit_cuda_free_scratch(c, s, ws, st);
+        st = launch_shares(c, s, p, k, axis_k_splits(c, k, v, p, idx, row_blocks), (unsigned)row_blocks,
+                           (unsigned)pit_cuda_cdiv(p->N, v->tile.bn), (unsigned)v->tile.threads, &a,
+                           PIT_CALL(LaunchKernel) "(pit_matmul axis K)");
     return pit_cuda_free_scratch(c, s, scratch, st);
 }
 
@@ -218,35 +234,15 @@ static pit_status matmul_decode(pit_cuda_ctx *c, CUstream s, const mm_problem *p
     pit_cuda_kernel *k;
     pit_status st = pit_cuda_get_kernel(c, &v, &k);
     if (st != PIT_SUCCESS) return st;
-    const int threads = pit_cuda_decode_threads(v.mt_rows);
     const int64_t ntiles = pit_cuda_cdiv(p->N, 32 * (int64_t)(16 / pit_cuda_el_bytes(p->dt)));
-    int64_t per_sm = resident_per_sm(c, k, threads);
+    int64_t per_sm = resident_per_sm(c, k, PIT_CUDA_DECODE_THREADS);
     if (per_sm > pit_cuda_decode_min_ctas(v.mt_rows)) per_sm = pit_cuda_decode_min_ctas(v.mt_rows);
-    const int64_t ctas = ntiles * p->batch, wave = per_sm * c->sm_count;
-    /* shares: one wave of CTAs, each at least DECODE_MIN_SHARE rows of a
-     * full index, the f32 partials under an eighth of B's bytes */
-    int64_t splits = wave / (ctas > 0 ? ctas : 1);
-    const int64_t by_rows = idx->capacity / DECODE_MIN_SHARE;
-    const int64_t by_bytes = p->K * (int64_t)pit_cuda_el_bytes(p->dt) / (8 * 4 * (p->M > 0 ? p->M : 1));
-    if (splits > by_rows) splits = by_rows;
-    if (splits > by_bytes) splits = by_bytes;
-    if (splits < 1) splits = 1;
+    /* each share at least DECODE_MIN_SHARE rows of a full index */
+    const int splits = k_shares(c, per_sm, ntiles * p->batch, idx->capacity / DECODE_MIN_SHARE, p);
     pit_mm_args a;
     fill_pit_mm_args(p, idx, &a);
-    CUdeviceptr ws = 0;
-    const int64_t ldw = pit_cuda_cdiv(p->N, 4) * 4;
-    if (splits > 1) {
-        st = pit_cuda_scratch_alloc(c, s, (size_t)(splits * p->batch * p->M * ldw) * 4, "decode partials", &ws);
-        a.splits = (int32_t)splits;
-        a.acc = ws;
-        a.ldacc = ldw;
-        a.sacc = p->M * ldw;
-    }
-    if (st == PIT_SUCCESS)
-        st = pit_cuda_launch(k, s, (unsigned)ntiles, 1, (unsigned)(p->batch * splits), (unsigned)threads, &a,
-                             PIT_CALL(LaunchKernel) "(pit_decode)");
-    if (st == PIT_SUCCESS && splits > 1) st = sum_splits(c, s, p, ws, ldw, (int)splits);
-    return pit_cuda_free_scratch(c, s, ws, st);
+    return launch_shares(c, s, p, k, splits, (unsigned)ntiles, 1, PIT_CUDA_DECODE_THREADS, &a,
+                         PIT_CALL(LaunchKernel) "(pit_decode)");
 }
 
 static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v, const mm_problem *p,
