@@ -154,11 +154,15 @@ typedef struct pit_index {
 } pit_index;
 
 /* ---- a dense computation tile (one line of the tile database) ---------- */
+#define PIT_TILE_ENGINE 2
 typedef struct pit_tile {
     int32_t bm, bn, bk;
     int32_t threads;     /* work-group / block size */
     int32_t stages;      /* shared-memory pipeline depth */
-    int32_t tensor_core; /* 1: mma / matrix cores */
+    int32_t tensor_core; /* 1: mma / matrix cores; PIT_TILE_ENGINE (2): the
+                          * warp-specialised tensor-core engine, which along K
+                          * takes micro-tile columns in whole bk-deep steps
+                          * (Tk a multiple of bk) */
 } pit_tile;
 
 /* ---- device memory from the caller's allocator --------------------------- *

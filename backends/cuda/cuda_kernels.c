@@ -79,6 +79,10 @@ char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size
                  v->tile.tensor_core ? 1 : 0, (int)v->axis, v->mt_rows, v->mt_cols, v->a_vec,
                  v->b_vec, v->a_comp, v->c_vec);
         break;
+    case PIT_CUDA_MATMUL_WG:
+        snprintf(p, size, "-DPIT_DTYPE=%d -DMT_ROWS=%d -DBN=%d -DSTAGES=%d -DC_VEC=%d", dt, v->mt_rows, v->tile.bn,
+                 v->tile.stages, v->c_vec);
+        break;
     case PIT_CUDA_DECODE:
         snprintf(p, size, "-DPIT_DTYPE=%d -DMROWS=%d -DB_VEC=%d -DTHREADS=%d -DMIN_CTAS=%d", dt, v->mt_rows, v->b_vec,
                  PIT_CUDA_DECODE_THREADS, pit_cuda_decode_min_ctas(v->mt_rows));
@@ -159,6 +163,31 @@ static int tensor_core_layout_exists(int bm, int bn, int threads)
     return 0;
 }
 
+/* The engine (pit_matmul_wg.cu): 128 rows of A and bn of B a 64-deep
+ * stage, its barriers, the presence words and the swizzle's alignment. */
+static int engine_smem_bytes(const pit_tile *t)
+{
+    return t->stages * (128 + t->bn) * 64 * 2 + 16 * t->stages + PIT_CUDA_ENGINE_KT_MAX * 4 + 1024;
+}
+
+static int engine_tile_valid(pit_dtype dtype, const pit_tile *t, const char **why)
+{
+    if (dtype == PIT_F32) {
+        *why = "the tensor-core engine takes f16/bf16";
+        return 0;
+    }
+    if ((t->bm != 16 && t->bm != 32 && t->bm != 64) || (t->bn != 128 && t->bn != 256) || t->bk != 64 ||
+        t->threads != PIT_CUDA_ENGINE_THREADS || t->stages < 2) {
+        *why = "engine tiles are 16, 32 or 64 rows x 128 or 256 x 64, 384 threads, 2 stages or more";
+        return 0;
+    }
+    if (engine_smem_bytes(t) > 227 * 1024) {
+        *why = "shared memory above 227 KB";
+        return 0;
+    }
+    return 1;
+}
+
 static int tile_smem_bytes(pit_dtype dtype, const pit_tile *t)
 {
     int stages = t->stages < 2 ? 2 : t->stages;
@@ -171,6 +200,7 @@ int pit_cuda_tile_valid(pit_dtype dtype, const pit_tile *t, const char **why)
 {
     const char *dummy;
     if (!why) why = &dummy;
+    if (t->tensor_core == PIT_TILE_ENGINE) return engine_tile_valid(dtype, t, why);
     if (t->bm < 1 || t->bn < 1 || t->bk < 1 || t->bm > 256 || t->bn > 256 || t->bk > 128) {
         *why = "tile sizes outside 1..256 (bk 1..128)";
         return 0;
@@ -214,6 +244,25 @@ int pit_cuda_tile_valid(pit_dtype dtype, const pit_tile *t, const char **why)
     return 1;
 }
 
+/* The engine runs on sm_90 (wgmma) along K, whole 64-wide steps of
+ * micro-tile columns, A and B read by the copy engine (16-byte rows). */
+static int engine_variant(int arch, pit_dtype dt, const pit_microtile *mt, const pit_cuda_mm_align *al,
+                          pit_cuda_variant *v, const char **why)
+{
+    v->kind = PIT_CUDA_MATMUL_WG;
+    v->tile.bm = mt->rows;
+    if (!pit_cuda_tile_valid(dt, &v->tile, why)) return 0;
+    if (arch != 90) *why = "the tensor-core engine needs sm_90 (wgmma)";
+    else if (mt->axis != PIT_AXIS_K || mt->cols % 64) *why = "the engine gathers along K, micro-tile columns by 64";
+    else if (!al->a || !al->b) *why = "the engine needs A's and B's rows 16-byte aligned";
+    else {
+        v->a_vec = v->b_vec = 1;
+        v->c_vec = al->c;
+        return 1;
+    }
+    return 0;
+}
+
 int pit_cuda_matmul_variant(int arch, pit_dtype dt, const pit_tile *tile, const pit_microtile *mt,
                             const pit_cuda_mm_align *al, pit_cuda_variant *v, const char **why)
 {
@@ -226,6 +275,7 @@ int pit_cuda_matmul_variant(int arch, pit_dtype dt, const pit_tile *tile, const 
     pit_tile *t = &v->tile;
     *t = *tile;
     if (t->stages < 2) t->stages = 2;
+    if (t->tensor_core == PIT_TILE_ENGINE) return engine_variant(arch, dt, mt, al, v, why);
     if (mt->axis == PIT_AXIS_K) t->bm = mt->rows;
     t->tensor_core = t->tensor_core && dt != PIT_F32 && arch >= 80 && t->bm >= 16;
     /* a tile made short by a 1-row micro-tile has fewer outputs than the
@@ -389,6 +439,33 @@ static int emit_decode(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
     return n;
 }
 
+/* The engine's variants (sm_90): every row-block height, width and C
+ * alignment at 3 and 4 stages. */
+static int emit_engine(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
+{
+    static const int rows[] = {16, 32, 64}, widths[] = {128, 256}, stages[] = {3, 4};
+    int n = 0;
+    for (int r = 0; r < COUNT(rows); ++r)
+        for (int w = 0; w < COUNT(widths); ++w)
+            for (int s = 0; s < COUNT(stages); ++s)
+                for (int c = 0; c < 2; ++c) {
+                    pit_tile t = {rows[r], widths[w], 64, PIT_CUDA_ENGINE_THREADS, stages[s], PIT_TILE_ENGINE};
+                    if (!pit_cuda_tile_valid(dt, &t, NULL)) continue;
+                    pit_cuda_variant v;
+                    memset(&v, 0, sizeof v);
+                    v.kind = PIT_CUDA_MATMUL_WG;
+                    v.dtype = dt;
+                    v.tile = t;
+                    v.axis = PIT_AXIS_K;
+                    v.mt_rows = rows[r];
+                    v.a_vec = v.b_vec = 1;
+                    v.c_vec = c;
+                    fn(&v, user);
+                    n++;
+                }
+    return n;
+}
+
 int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
 {
     static const pit_dtype dtypes[] = {PIT_F32, PIT_F16, PIT_BF16};
@@ -412,6 +489,7 @@ int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
         n += emit_decode(dtypes[d], fn, user);
         n += 5;
         n += emit_dtype(dtypes[d], arch, fn, user);
+        if (arch == 90 && dtypes[d] != PIT_F32) n += emit_engine(dtypes[d], fn, user);
     }
     /* detection of the masks that are no operand dtype: u8 (bool) with
      * 8-byte and 1-byte loads, i32 with 16-byte and 4-byte loads; the

@@ -91,6 +91,12 @@ int pit_cuda_decode_rows(int64_t m);
 #define PIT_CUDA_DECODE_THREADS 256
 int pit_cuda_decode_min_ctas(int mrows);
 
+/* The sm_90 tensor-core engine of the matmul along K (pit_matmul_wg.cu,
+ * tiles marked PIT_TILE_ENGINE): its threads (a copying warpgroup and two
+ * multiplying ones) and the micro-tile columns its shared presence words
+ * hold (K of at most this many micro-tile columns). */
+#define PIT_CUDA_ENGINE_THREADS 384
+#define PIT_CUDA_ENGINE_KT_MAX 2048
 int pit_cuda_matmul_variant(int arch, pit_dtype dt, const pit_tile *tile, const pit_microtile *mt,
                             const pit_cuda_mm_align *al, pit_cuda_variant *v, const char **why);
 

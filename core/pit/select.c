@@ -93,7 +93,8 @@ static int tile_op_for(const pit_problem *p, pit_axis axis, pit_tile_op *op)
 int pit_tile_fits(const pit_microtile *t, const pit_tile *tile)
 {
     switch (t->axis) {
-    case PIT_AXIS_K: return tile->bm == t->rows;
+    case PIT_AXIS_K: /* the engine steps through whole micro-tile columns */
+        return tile->bm == t->rows && (tile->tensor_core != PIT_TILE_ENGINE || t->cols % tile->bk == 0);
     case PIT_AXIS_M: return tile->bk == t->cols;
     case PIT_AXIS_N: return tile->bk == t->rows;
     default: return 0;

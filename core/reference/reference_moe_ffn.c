@@ -177,7 +177,7 @@ void pit_ref_moe_ffn_backward(const pit_ref_ffn *s, const double *X, const int32
     const int64_t w = width_of(s);
     double *outs[4] = {g->dX, g->dW1, g->dW2, g->dgates};
     const int64_t sizes[4] = {s->t * s->h, s->e * s->h * w, s->e * s->f * s->h, s->t * s->k};
-    slot_rows r;
+    slot_rows r = {0};
     int ok = rows_alloc(s, &r);
     for (int i = 0; i < 4; i++)
         if (outs[i] && ok)

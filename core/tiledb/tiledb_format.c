@@ -120,7 +120,7 @@ int pit_tiledb_entry_valid(const pit_tiledb_entry *e, char *why, size_t n)
         !check_int("bk", t->bk, 1, TILEDB_MAX_TILE_DIM, why, n) ||
         !check_int("threads", t->threads, 1, 4096, why, n) ||
         !check_int("stages", t->stages, 1, 16, why, n) ||
-        !check_int("tensor_core", t->tensor_core, 0, 1, why, n))
+        !check_int("tensor_core", t->tensor_core, 0, PIT_TILE_ENGINE, why, n))
         return 0;
     if (!isfinite(e->us_per_tile) || e->us_per_tile <= 0) {
         snprintf(why, n, "us_per_tile must be a positive number, got %g", e->us_per_tile);

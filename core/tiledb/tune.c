@@ -5,7 +5,8 @@
  * us_per_tile is measured the way the database defines it: a kernel of T
  * tile-steps (bm x bn x bk each) that fills the device takes T * us_per_tile.
  * Sparse tiles are timed through the real fused kernels, with the narrowest
- * micro-tile of their gather (bm x 1 along K, 1 x bk along M), on two indices
+ * micro-tile of their gather (bm x 1 along K, bm x bk for the engine, 1 x bk
+ * along M), on two indices
  * built on the host: a full one and a random one with 1/TUNE_SPARSE_FRACTION
  * of the micro-tiles. The two times fit
  *
@@ -55,8 +56,9 @@ static void free_problem(tune_problem *p)
  * along the gathered axis, one element wide along the other. */
 static pit_microtile tune_microtile(const pit_tiledb_entry *e)
 {
-    return e->op == PIT_TILE_MATMUL_M ? (pit_microtile){1, e->tile.bk, PIT_AXIS_M}
-                                      : (pit_microtile){e->tile.bm, 1, PIT_AXIS_K};
+    if (e->op == PIT_TILE_MATMUL_M) return (pit_microtile){1, e->tile.bk, PIT_AXIS_M};
+    /* the engine takes whole micro-tile columns: one a tile-step */
+    return (pit_microtile){e->tile.bm, e->tile.tensor_core == PIT_TILE_ENGINE ? e->tile.bk : 1, PIT_AXIS_K};
 }
 
 /* A problem whose sides are multiples of the tile, and room for its index. */

@@ -77,6 +77,17 @@ typedef struct pit_mm_args {
 } pit_mm_args;
 PIT_ARGS_SIZE(pit_mm_args, 136);
 
+/* pit_matmul_wg.cu (sm_90): the matmul's arguments and CUtensorMaps of A
+ * as [batch, M, K] (boxes of 64 x MT_ROWS) and B as [batch, K, N] (boxes
+ * of 64 x 64), both under 128-byte swizzle; one batch where a stride is 0 */
+typedef struct pit_mmwg_args {
+    pit_mm_args mm;
+    int mt_cols, pad; /* the micro-tile's columns, a multiple of 64 */
+    PIT_ALIGNAS(64) pit_u8 map_a[128];
+    PIT_ALIGNAS(64) pit_u8 map_b[128];
+} pit_mmwg_args;
+PIT_ARGS_SIZE(pit_mmwg_args, 448);
+
 /* ---- pit_util.cu: zero / convert an f32 matrix, compact A ---------------- */
 typedef struct pit_util_args {
     PIT_PTR(float) f32;     /* the f32 matrix: zeroed, or converted from */

@@ -181,6 +181,70 @@ static pit_status launch_shares(pit_cuda_ctx *c, CUstream s, const mm_problem *p
     return pit_cuda_free_scratch(c, s, ws, st);
 }
 
+/* ---- the sm_90 engine (pit_matmul_wg.cu) ---------------------------------- */
+#define ENGINE_CTA_ROWS 128
+
+/* A CUtensorMap of a [batch, rows, cols] operand (row stride ld, batch
+ * stride bs in elements; one batch where bs is 0) in boxes of 64 columns x
+ * box_rows under 128-byte swizzle: the layout the engine's wgmma's read. */
+static int encode_map(pit_u8 *map, pit_dtype dt, uint64_t base, int64_t rows, int64_t cols, int64_t ld, int64_t bs,
+                      int64_t batch, int box_rows)
+{
+#ifdef PIT_HIP_SHIM_H /* no copy engine through the HIP shim */
+    (void)map, (void)dt, (void)base, (void)rows, (void)cols, (void)ld, (void)bs, (void)batch, (void)box_rows;
+    return 0;
+#else
+    const uint64_t es = 2;
+    cuuint64_t dims[3] = {(cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)(bs ? batch : 1)};
+    cuuint64_t strides[2] = {(cuuint64_t)ld * es, (cuuint64_t)(bs ? bs : ld * rows) * es};
+    cuuint32_t box[3] = {64, (cuuint32_t)box_rows, 1}, step[3] = {1, 1, 1};
+    CUtensorMapDataType t = dt == PIT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    return pit_cu.TensorMapEncodeTiled((CUtensorMap *)map, t, 3, (void *)(uintptr_t)base, dims, strides, box, step,
+                                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+#endif
+}
+
+/* The engine runs where K has few enough micro-tile columns for its
+ * presence words and the driver makes tensor maps. */
+static int engine_fits(const mm_problem *p, const pit_microtile *mt)
+{
+#ifdef PIT_HIP_SHIM_H
+    (void)p, (void)mt;
+    return 0;
+#else
+    return pit_cu.TensorMapEncodeTiled && pit_cuda_cdiv(p->K, mt->cols) <= PIT_CUDA_ENGINE_KT_MAX;
+#endif
+}
+
+/* The kernel of tile for micro-tile mt; an engine tile the engine cannot
+ * run here (another arch, unaligned rows, micro-tile columns not by 64)
+ * runs as the mma.sync tile of the same micro-tile, 128 wide and 64 deep. */
+static int matmul_variant_here(const pit_cuda_ctx *c, const mm_problem *p, const pit_tile *tile,
+                               const pit_microtile *mt, const pit_cuda_mm_align *al, pit_cuda_variant *v,
+                               const char **why)
+{
+    int ok = pit_cuda_matmul_variant(c->arch, p->dt, tile, mt, al, v, why);
+    if (tile->tensor_core != PIT_TILE_ENGINE || (ok && engine_fits(p, mt))) return ok;
+    const pit_tile mma = {mt->rows, 128, 64, 256, 4, 1};
+    return pit_cuda_matmul_variant(c->arch, p->dt, &mma, mt, al, v, why);
+}
+
+static pit_status matmul_engine(pit_cuda_ctx *c, CUstream s, const pit_cuda_variant *v, const mm_problem *p,
+                                const pit_index *idx)
+{
+    pit_mmwg_args w;
+    memset(&w, 0, sizeof w);
+    fill_pit_mm_args(p, idx, &w.mm);
+    w.mt_cols = idx->tile.cols;
+    if (!encode_map(w.map_a, p->dt, p->a.ptr, p->M, p->K, p->a.ld, p->a.bs, p->batch, idx->tile.rows) ||
+        !encode_map(w.map_b, p->dt, p->b.ptr, p->K, p->N, p->b.ld, p->b.bs, p->batch, 64))
+        return pit_cuda_host->error(PIT_ERR_BACKEND, PIT_VENDOR_NAME " matmul: the driver made no tensor map of A or B");
+    return pit_cuda_launch_variant(c, s, v, pit_cuda_cdiv(p->M, ENGINE_CTA_ROWS), pit_cuda_cdiv(p->N, v->tile.bn),
+                                   p->batch, PIT_CUDA_ENGINE_THREADS, &w);
+}
+
 static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v, const mm_problem *p,
                                 const pit_index *idx)
 {
@@ -324,7 +388,7 @@ pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile
     }
     pit_cuda_variant v;
     const char *why = "";
-    if (!pit_cuda_matmul_variant(c->arch, p.dt, tile, mt, &al, &v, &why))
+    if (!matmul_variant_here(c, &p, tile, mt, &al, &v, &why))
         return pit_cuda_host->error(
             PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " matmul: tile %dx%dx%d (%d threads, %s) for micro-tile %dx%d: %s",
             v.tile.bm, v.tile.bn, v.tile.bk, v.tile.threads, v.tile.tensor_core ? "tensor cores" : "CUDA cores",
@@ -332,7 +396,8 @@ pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile
     if ((st = pit_cuda_push(c)) != PIT_SUCCESS) return st;
     CUstream s = pit_cuda_stream_of(stream);
     if (p.M > 0 && p.N > 0 && p.batch > 0) {
-        if (mt->axis == PIT_AXIS_K) st = matmul_axis_k(c, s, &v, &p, idx);
+        if (v.kind == PIT_CUDA_MATMUL_WG) st = matmul_engine(c, s, &v, &p, idx);
+        else if (mt->axis == PIT_AXIS_K) st = matmul_axis_k(c, s, &v, &p, idx);
         else st = matmul_axis_m(c, s, &v, &p, idx, max_entries, worst_case_grid);
     }
     pit_cuda_pop();

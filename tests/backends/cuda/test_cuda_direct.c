@@ -368,6 +368,11 @@ typedef struct tcase {
     double s;
 } tcase;
 
+static const char *tile_kind(const pit_tile *t)
+{
+    return t->tensor_core == PIT_TILE_ENGINE ? "wg" : t->tensor_core ? "tc" : "cc";
+}
+
 static pit_tile default_tile(pit_dtype dt, pit_axis axis)
 {
     int tc = dt != PIT_F32;
@@ -384,11 +389,13 @@ static void run_case(const tcase *tc, pit_dtype dt, const pit_tile *tiles, int n
     fill_dense(&b);
     upload(&a);
     upload(&b);
-    /* 32x1, 32x64, 1x64 of the paper, and two that straddle detection regions */
+    /* 32x1, 32x64, 1x64 of the paper, two that straddle detection regions,
+     * and the other row-block heights of the sm_90 engine (16, 64) */
     const pit_microtile cands[] = {{32, 1, PIT_AXIS_K}, {32, 64, PIT_AXIS_K}, {1, 64, PIT_AXIS_M},
-                                   {64, 1, PIT_AXIS_K}, {1, 3, PIT_AXIS_M}};
-    const int ncand = 5;
-    pit_index ix[5];
+                                   {64, 1, PIT_AXIS_K}, {1, 3, PIT_AXIS_M},  {16, 64, PIT_AXIS_K},
+                                   {64, 128, PIT_AXIS_K}};
+    const int ncand = 7;
+    pit_index ix[7];
     for (int i = 0; i < ncand; ++i) ix[i] = make_index(&a, cands[i]);
     CHECK(be->detect(bctx, stream, &a.d, ix, ncand));
     double *ref = reference(&a, &b);
@@ -408,7 +415,7 @@ static void run_case(const tcase *tc, pit_dtype dt, const pit_tile *tiles, int n
                          dt_name(dt), pattern_name[tc->p], tc->s, (long long)tc->M, (long long)tc->K,
                          (long long)tc->N, (long long)tc->batch, cands[i].rows, cands[i].cols,
                          cands[i].axis == PIT_AXIS_K ? "K" : "M", tile.bm, tile.bn, tile.bk, tile.threads,
-                         tile.stages, tile.tensor_core ? "tc" : "cc");
+                         tile.stages, tile_kind(&tile));
                 if (st != PIT_SUCCESS) {
                     printf("FAIL %s: status %d: %s\n", what, (int)st, last_error);
                     ++failures;
@@ -474,11 +481,23 @@ static int correctness(int quick)
                                  {32, 256, 16, 128, 2, 0}};
     const pit_tile tc_tiles[] = {{32, 128, 64, 128, 4, 1}, {64, 128, 32, 128, 2, 1}, {32, 64, 64, 128, 3, 1},
                                  {128, 128, 64, 256, 4, 1}, {1, 128, 32, 128, 2, 1}, {16, 64, 32, 128, 2, 1},
-                                 {64, 64, 32, 128, 4, 1}, {32, 256, 32, 128, 4, 1}, {32, 256, 32, 256, 4, 1}};
+                                 {64, 64, 32, 128, 4, 1}, {32, 256, 32, 128, 4, 1}, {32, 256, 32, 256, 4, 1},
+                                 /* the sm_90 engine (elsewhere, and on 32x1: the mma.sync tile) */
+                                 {32, 256, 64, 384, 4, 2}, {32, 128, 64, 384, 3, 2}, {16, 256, 64, 384, 4, 2},
+                                 {16, 128, 64, 384, 3, 2}, {64, 256, 64, 384, 4, 2}, {64, 128, 64, 384, 3, 2}};
     const tcase sweep = {2, 200, 600, 300, 0, P_32X1, 0.6};
     run_case(&sweep, PIT_F32, cc_tiles, 7);
-    run_case(&sweep, PIT_F16, tc_tiles, 9);
-    run_case(&sweep, PIT_BF16, tc_tiles, 9);
+    run_case(&sweep, PIT_F16, tc_tiles, 15);
+    run_case(&sweep, PIT_BF16, tc_tiles, 15);
+    /* the engine on sparse micro-tiles: row-blocks with different columns,
+     * edges in every dimension, padded rows of A, an empty pattern */
+    const tcase engine[] = {{2, 300, 1000, 520, 0, P_32X64, 0.7},
+                            {1, 517, 4100, 263, 8, P_32X64, 0.9},
+                            {1, 256, 512, 256, 0, P_ZERO, 0}};
+    for (int i = 0; i < 3; ++i) {
+        run_case(&engine[i], PIT_F16, tc_tiles + 9, 6);
+        run_case(&engine[i], PIT_BF16, tc_tiles + 9, 6);
+    }
     test_errors();
     return failures;
 }
@@ -560,7 +579,7 @@ static double copy_bandwidth(void)
 
 /* --bench N [DTYPE [MICRO [S]]]: only the matching points (profiling) */
 static const char *bench_dt, *bench_micro;
-static double bench_s;
+static double bench_s = -1;
 
 static int bench(int64_t n)
 {
@@ -569,7 +588,10 @@ static int bench(int64_t n)
     const pit_dtype dts[] = {PIT_F32, PIT_F16, PIT_BF16};
     const pattern pats[] = {P_32X1, P_1X64, P_32X64};
     const pit_microtile mts[] = {{32, 1, PIT_AXIS_K}, {1, 64, PIT_AXIS_M}, {32, 64, PIT_AXIS_K}};
-    const double sps[] = {0.5, 0.9, 0.95, 0.99};
+    /* a sparsity named on the command line runs alone (0: a full index) */
+    const double sps_all[] = {0.5, 0.9, 0.95, 0.99};
+    const double *sps = bench_s >= 0 ? &bench_s : sps_all;
+    const int nsps = bench_s >= 0 ? 1 : 4;
     printf("%-5s %-6s %5s %9s %9s %9s %9s %9s %7s %8s  %s\n", "dtype", "micro", "s", "detect_us", "sparse_us",
            "total_us", "dense_us", "floor_us", "x_floor", "det_GB/s", "best tile");
     for (int d = 0; d < 3; ++d) {
@@ -585,8 +607,7 @@ static int bench(int64_t n)
         int tc = dt != PIT_F32;
         for (int p = 0; p < 3; ++p) {
             if (bench_micro && strcmp(bench_micro, pattern_name[pats[p]])) continue;
-            for (int si = 0; si < 4; ++si) {
-                if (bench_s > 0 && fabs(bench_s - sps[si]) > 1e-9) continue;
+            for (int si = 0; si < nsps; ++si) {
                 fill_pattern(&a, pats[p], sps[si]);
                 upload(&a);
                 pit_index ix = make_index(&a, mts[p]);
@@ -594,8 +615,8 @@ static int bench(int64_t n)
                 CHECK(be->detect(bctx, stream, &a.d, &ix, 1));
                 bc.maxc = check_index(&a, &ix, "bench");
                 double det_ms = time_op(op_detect, &bc);
-                pit_tile tiles_k[] = {{32, 128, 32, 128, 4, 1}, {32, 128, 64, 128, 3, 1}, {32, 64, 64, 128, 4, 1},
-                                      {32, 256, 32, 128, 4, 1}};
+                pit_tile tiles_k[] = {{32, 128, 32, 128, 4, 1},  {32, 128, 64, 128, 3, 1},  {32, 64, 64, 128, 4, 1},
+                                      {32, 256, 32, 128, 4, 1},  {32, 256, 64, 384, 4, 2}, {32, 128, 64, 384, 3, 2}};
                 pit_tile tiles_k_cc[] = {{32, 128, 16, 128, 2, 0}, {32, 128, 16, 128, 4, 0}, {32, 128, 32, 128, 3, 0},
                                          {32, 256, 16, 256, 3, 0}};
                 pit_tile tiles_m[] = {{128, 128, 32, 256, 4, 1}, {128, 256, 64, 256, 3, 1}, {64, 128, 64, 128, 3, 1},
@@ -605,7 +626,9 @@ static int bench(int64_t n)
                 pit_tile *tiles = mts[p].axis == PIT_AXIS_K ? (tc ? tiles_k : tiles_k_cc) : (tc ? tiles_m : tiles_m_cc);
                 double best = 1e30;
                 pit_tile best_tile = tiles[0];
-                for (int t = 0; t < 4; ++t) {
+                /* K along 16-bit: the last two are the sm_90 engine (tc 2) */
+                const int ntiles = mts[p].axis == PIT_AXIS_K && tc ? 6 : 4;
+                for (int t = 0; t < ntiles; ++t) {
                     bc.tile = tiles[t];
                     double ms = time_op(op_sparse, &bc);
                     if (ms < best) {
@@ -620,7 +643,7 @@ static int bench(int64_t n)
                        pattern_name[pats[p]], sps[si], det_ms * 1e3, best * 1e3, total * 1e3, dense_ms * 1e3,
                        floor_ms * 1e3, total / floor_ms, (double)(n * n) * (double)el_size(dt) / (det_ms * 1e-3) / 1e9,
                        best_tile.bm, best_tile.bn, best_tile.bk, best_tile.threads, best_tile.stages,
-                       best_tile.tensor_core ? "tc" : "cc");
+                       tile_kind(&best_tile));
                 fflush(stdout);
                 free_index(&ix);
             }

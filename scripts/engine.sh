@@ -1,0 +1,53 @@
+#!/bin/bash
+# scripts/engine.sh - a lab script for the GPU machine (not shipped): the sm_90
+# tile engine of the sparse matmul along K (kernels/pit_matmul_wg.cu).
+#   usage: bash scripts/engine.sh [check] [bench] [profile S] [sanitize] [suite]
+# check:    test_cuda_direct (every tile, the engine's included, against the
+#           double reference)
+# bench:    test_cuda_direct --bench 4096 for bf16 and f16 on 32x64 at a full
+#           index and s = 0.5 .. 0.99: the best of the forced tiles (the last
+#           two are the engine) beside cuBLAS in the same process
+# profile S: ncu of the two engine tiles at bf16 32x64 sparsity S
+# sanitize: compute-sanitizer memcheck and racecheck of the engine's cases
+# suite:    pit bench --suite matmul --dtype bf16 and f16 (end to end, the
+#           selection on the shipped database)
+# Expects build-gpu/ (bin/, lib/) carried with the tree. Logs go to $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-$PWD/gpu-out}"; mkdir -p "$out"
+B="$PWD/build-gpu"
+export PIT_CACHE_DIR=/tmp/pit-cache LD_LIBRARY_PATH="$B/lib:${LD_LIBRARY_PATH:-}" PIT_TILEDB_DIR="$PWD/tiledb"
+export PIT_CUDA_PLUGIN_PATH="$B/lib/libpit-cuda.so"
+direct() { stdbuf -oL "$B/bin/test_cuda_direct" "$@"; }
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+while [ $# -gt 0 ]; do
+  case "$1" in
+  check) direct > "$out/check.log" 2>&1; echo "check rc=$? failures: $(grep -c FAIL "$out/check.log")"; tail -1 "$out/check.log" ;;
+  bench)
+    for dt in bf16 f16; do
+      for s in 0 0.5 0.9 0.95 0.99; do direct --bench 4096 $dt 32x64 $s | grep -E "^(device|$dt)"; done
+    done | tee "$out/bench.log" ;;
+  profile)
+    s="$2"; shift
+    # the engine's tiles are the 5th and 6th timed (3 warm-ups + 20 runs each)
+    for skip in 5 28; do
+      ncu --kernel-name pit_matmul_wg --launch-skip $skip --launch-count 1 --section SpeedOfLight \
+          --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats \
+          --section Occupancy --section LaunchStats \
+          --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,lts__t_bytes.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum \
+          "$B/bin/test_cuda_direct" --bench 4096 bf16 32x64 "$s" > "$out/ncu-$s-$skip.log" 2>&1
+      grep -E "Duration|Throughput|gmma|lts__t_bytes|Stall|Registers|Block Limit|Achieved Occupancy|Warp Cycles Per Issued" "$out/ncu-$s-$skip.log" | head -40
+    done ;;
+  sanitize)
+    for tool in memcheck racecheck; do
+      compute-sanitizer --tool $tool --kernel-name kns=pit_matmul_wg "$B/bin/test_cuda_direct" --quick > "$out/$tool.log" 2>&1
+      echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$tool.log" | tail -1)"
+    done ;;
+  suite)
+    for dt in bf16 f16; do
+      PIT_BACKEND=cuda "$B/bin/pit" bench --suite matmul --dtype $dt --json "$out/suite-$dt.json" > "$out/suite-$dt.log" 2>&1
+      echo "suite $dt rc=$?"; grep -E "^\|" "$out/suite-$dt.log" | head -20
+    done ;;
+  esac
+  shift
+done
