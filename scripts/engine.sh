@@ -1,14 +1,17 @@
 #!/bin/bash
 # scripts/engine.sh - a lab script for the GPU machine (not shipped): the sm_90
 # tile engine of the sparse matmul along K (kernels/pit_matmul_wg.cu).
-#   usage: bash scripts/engine.sh [check] [bench] [profile S] [sanitize] [suite]
+#   usage: bash scripts/engine.sh [check] [bench] [profile S] [sanitize] [suite] [tune] [conformance]
 # check:    test_cuda_direct (every tile, the engine's included, against the
 #           double reference)
 # bench:    test_cuda_direct --bench 4096 for bf16 and f16 on 32x64 at a full
 #           index and s = 0.5 .. 0.99: the best of the forced tiles (the last
 #           two are the engine) beside cuBLAS in the same process
 # profile S: ncu of the two engine tiles at bf16 32x64 sparsity S
-# sanitize: compute-sanitizer memcheck and racecheck of the engine's cases
+# sanitize: compute-sanitizer memcheck and racecheck of the engine's case
+# tune:     pit tune of the engine's rows (a database of them, dense, detect
+#           and call rows); the measured rows are printed
+# conformance: PIT_BACKEND=cuda pit conformance, in full
 # suite:    pit bench --suite matmul --dtype bf16 and f16 (end to end, the
 #           selection on the shipped database)
 # Expects build-gpu/ (bin/, lib/) carried with the tree. Logs go to $OUT.
@@ -40,9 +43,17 @@ while [ $# -gt 0 ]; do
     done ;;
   sanitize)
     for tool in memcheck racecheck; do
-      compute-sanitizer --tool $tool --kernel-name kns=pit_matmul_wg "$B/bin/test_cuda_direct" --quick > "$out/$tool.log" 2>&1
+      compute-sanitizer --tool $tool --kernel-name kns=pit_matmul_wg "$B/bin/test_cuda_direct" --engine > "$out/$tool.log" 2>&1
       echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$tool.log" | tail -1)"
     done ;;
+  tune)
+    # the engine's rows alone (with the rows their fit and selection need),
+    # measured by pit tune
+    grep -E "^sm_.* (dense|detect|call) |^sm_.* matmul_k .* 384 +[0-9] 2 " tiledb/nvidia-sm90.tiledb > "$out/engine-rows.tiledb"
+    PIT_TILEDB="$out/engine-rows.tiledb" PIT_BACKEND=cuda "$B/bin/pit" tune --output "$out/engine-tuned.tiledb" > "$out/tune.log" 2>&1
+    echo "tune rc=$?"; grep -E " 384 +[0-9] 2 " "$out/engine-tuned.tiledb" ;;
+  conformance)
+    PIT_BACKEND=cuda timeout "${CONF_TIMEOUT:-3000}" "$B/bin/pit" conformance > "$out/conformance.log" 2>&1; echo "conformance rc=$?"; tail -3 "$out/conformance.log" ;;
   suite)
     for dt in bf16 f16; do
       PIT_BACKEND=cuda "$B/bin/pit" bench --suite matmul --dtype $dt --json "$out/suite-$dt.json" > "$out/suite-$dt.log" 2>&1

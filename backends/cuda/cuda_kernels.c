@@ -80,8 +80,8 @@ char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size
                  v->b_vec, v->a_comp, v->c_vec);
         break;
     case PIT_CUDA_MATMUL_WG:
-        snprintf(p, size, "-DPIT_DTYPE=%d -DMT_ROWS=%d -DBN=%d -DSTAGES=%d -DC_VEC=%d", dt, v->mt_rows, v->tile.bn,
-                 v->tile.stages, v->c_vec);
+        snprintf(p, size, "-DPIT_DTYPE=%d -DMT_ROWS=%d -DBN=%d -DSTAGES=%d -DC_VEC=%d -DKT_MAX=%d", dt, v->mt_rows,
+                 v->tile.bn, v->tile.stages, v->c_vec, PIT_CUDA_ENGINE_KT_MAX);
         break;
     case PIT_CUDA_DECODE:
         snprintf(p, size, "-DPIT_DTYPE=%d -DMROWS=%d -DB_VEC=%d -DTHREADS=%d -DMIN_CTAS=%d", dt, v->mt_rows, v->b_vec,

@@ -12,10 +12,11 @@
  * present row-block only.
  *
  * The product is taken with the roles turned, C^T = B^T . A^T: wgmma's M is
- * 64 columns of C (B's tile read MN-major), its N is one row-block's
- * MT_ROWS rows (A's micro-tile read K-major). So a row-block whose
- * micro-tile is zero costs no tensor-core work at all: exactly the
- * non-zero micro-tiles are multiplied, at any MT_ROWS of 16, 32 or 64.
+ * 64 columns of C (B^T's fragment, read from shared memory once a k-step
+ * into registers by ldmatrix.trans and used by every row-block), its N is
+ * one row-block's MT_ROWS rows (A's micro-tile, K-major in shared memory).
+ * So a row-block whose micro-tile is zero costs no tensor-core work at all:
+ * exactly the non-zero micro-tiles are multiplied, at MT_ROWS 16, 32 or 64.
  *
  * Warp-specialised (384 threads): warp 0 loads every k-step with the
  * tensor copy engine (128-byte swizzle, rows past M or K and columns past N
@@ -25,7 +26,9 @@
  * with the accumulators in registers, then stage C row-major through the
  * freed stage memory and store it with 16-byte writes.
  *
- * Defines: PIT_DTYPE MT_ROWS BN (128 or 256) STAGES C_VEC.
+ * Defines: PIT_DTYPE MT_ROWS BN (128 or 256) STAGES C_VEC KT_MAX (the
+ * micro-tile columns the presence words hold: the host runs K <= KT_MAX *
+ * mt_cols).
  */
 #include "common/port.cuh"
 #include "args.h"
@@ -43,8 +46,6 @@ constexpr int SLICES = BN / 128;           /* 64-column slices of C a multiplyin
 constexpr int RB_BYTES = MT_ROWS * WBK * 2; /* one row-block's micro-tile part of a k-step */
 constexpr int A_STAGE = CTA_ROWS * WBK * 2, B_STAGE = BN * WBK * 2;
 constexpr int STAGE_AREA = STAGES * (A_STAGE + B_STAGE);
-/* micro-tile columns the presence words hold: K <= KT_MAX * mt_cols (the host checks) */
-constexpr int KT_MAX = 2048;
 constexpr int BAR_AT = STAGE_AREA, PRES_AT = BAR_AT + 16 * STAGES;
 constexpr int C_ROW = BN * 2 + 16; /* staging row of C, padded 16 bytes */
 constexpr int SMEM = PRES_AT + KT_MAX * 4 + 1024;
@@ -55,12 +56,12 @@ static_assert(MT_ROWS == 16 || MT_ROWS == 32 || MT_ROWS == 64, "row-block height
 static_assert(BN == 128 || BN == 256, "engine tile width");
 static_assert(CTA_ROWS * C_ROW <= STAGE_AREA, "C's staging fits the stages");
 
-/* CTAs an SM holds: two for the 128-wide tile with 3 stages, one above */
-constexpr int MINB = 1;
-/* registers a thread after the copying warpgroup gives its share to the
- * multiplying ones: 128 x COPY + 256 x MMA within the 384 x (65536 / (384
- * MINB)) the launch bounds give a CTA (a larger request would wait forever) */
-constexpr int COPY_REGS = MINB == 2 ? 24 : 40, MMA_REGS = MINB == 2 ? 104 : 232;
+/* One CTA an SM (the launch bounds cap a thread at 168 registers; two CTAs
+ * would leave 80, too few for a warpgroup's accumulators and fragments).
+ * Registers a thread after the copying warpgroup gives its share to the
+ * multiplying ones: 128 x 40 + 256 x 232 within the 384 x 168 of the CTA
+ * (a larger request would wait forever). */
+constexpr int COPY_REGS = 40, MMA_REGS = 232;
 
 #if PIT_HAS_WGMMA
 PIT_DEV pit_u32 full_bar(pit_u32 base, int s) { return base + BAR_AT + 8 * s; }
@@ -254,7 +255,7 @@ PIT_DEV void multiply_ksteps(const pit_mm_args &p, const wg_cta &w, const pit_u3
     store_tile(p, w, acc, smem, cw);
 }
 
-PIT_KERNEL void __launch_bounds__(384, MINB) pit_matmul_wg(const __grid_constant__ pit_mmwg_args args)
+PIT_KERNEL void __launch_bounds__(384, 1) pit_matmul_wg(const __grid_constant__ pit_mmwg_args args)
 {
     extern __shared__ __align__(16) pit_u8 smem_raw[];
     pit_u8 *smem = smem_raw + ((1024 - (pit_smem_addr(smem_raw) & 1023)) & 1023); /* the swizzle's alignment */

@@ -6,6 +6,7 @@
  *
  *   test_cuda_direct            correctness
  *   test_cuda_direct --quick    a few small cases (for compute-sanitizer)
+ *   test_cuda_direct --engine   the sm_90 engine's small case alone (its racecheck)
  *   test_cuda_direct --bench    the paper's 4096^3 point, timed with events
  */
 #include <dlfcn.h>
@@ -459,6 +460,7 @@ static void test_errors(void)
     }
 }
 
+/* quick 2: only the engine's case (racecheck of its kernel) */
 static int correctness(int quick)
 {
     const tcase cases[] = {
@@ -472,31 +474,37 @@ static int correctness(int quick)
     /* --quick (for compute-sanitizer): a few small cases */
     const size_t quick_cases[] = {0, 1, 6, 10};
     size_t ncases = quick ? 4 : sizeof cases / sizeof cases[0];
-    for (int d = 0; d < 3; ++d)
+    for (int d = 0; d < 3 && quick < 2; ++d)
         for (size_t i = 0; i < ncases; ++i) run_case(&cases[quick ? quick_cases[i] : i], dts[d], NULL, 0);
-    if (quick) return failures;
+    /* the sm_90 engine (elsewhere, and on 32x1: the mma.sync tile) */
+    const pit_tile engine_tiles[] = {{32, 256, 64, 384, 4, 2}, {32, 128, 64, 384, 3, 2}, {16, 256, 64, 384, 4, 2},
+                                     {16, 128, 64, 384, 3, 2}, {64, 256, 64, 384, 4, 2}, {64, 128, 64, 384, 3, 2}};
+    if (quick) {
+        const tcase small = {2, 200, 600, 300, 0, P_32X64, 0.7};
+        run_case(&small, PIT_BF16, engine_tiles, 2);
+        return failures;
+    }
     /* a sweep of tiles on one case with edges in every dimension */
     const pit_tile cc_tiles[] = {{32, 128, 32, 128, 2, 0}, {64, 128, 8, 128, 2, 0}, {32, 64, 32, 128, 2, 0},
                                  {128, 128, 32, 256, 2, 0}, {1, 128, 32, 128, 2, 0}, {16, 64, 16, 128, 2, 0},
                                  {32, 256, 16, 128, 2, 0}};
     const pit_tile tc_tiles[] = {{32, 128, 64, 128, 4, 1}, {64, 128, 32, 128, 2, 1}, {32, 64, 64, 128, 3, 1},
                                  {128, 128, 64, 256, 4, 1}, {1, 128, 32, 128, 2, 1}, {16, 64, 32, 128, 2, 1},
-                                 {64, 64, 32, 128, 4, 1}, {32, 256, 32, 128, 4, 1}, {32, 256, 32, 256, 4, 1},
-                                 /* the sm_90 engine (elsewhere, and on 32x1: the mma.sync tile) */
-                                 {32, 256, 64, 384, 4, 2}, {32, 128, 64, 384, 3, 2}, {16, 256, 64, 384, 4, 2},
-                                 {16, 128, 64, 384, 3, 2}, {64, 256, 64, 384, 4, 2}, {64, 128, 64, 384, 3, 2}};
+                                 {64, 64, 32, 128, 4, 1}, {32, 256, 32, 128, 4, 1}, {32, 256, 32, 256, 4, 1}};
     const tcase sweep = {2, 200, 600, 300, 0, P_32X1, 0.6};
     run_case(&sweep, PIT_F32, cc_tiles, 7);
-    run_case(&sweep, PIT_F16, tc_tiles, 15);
-    run_case(&sweep, PIT_BF16, tc_tiles, 15);
+    run_case(&sweep, PIT_F16, tc_tiles, 9);
+    run_case(&sweep, PIT_BF16, tc_tiles, 9);
+    run_case(&sweep, PIT_F16, engine_tiles, 6);
+    run_case(&sweep, PIT_BF16, engine_tiles, 6);
     /* the engine on sparse micro-tiles: row-blocks with different columns,
      * edges in every dimension, padded rows of A, an empty pattern */
     const tcase engine[] = {{2, 300, 1000, 520, 0, P_32X64, 0.7},
                             {1, 517, 4100, 263, 8, P_32X64, 0.9},
                             {1, 256, 512, 256, 0, P_ZERO, 0}};
     for (int i = 0; i < 3; ++i) {
-        run_case(&engine[i], PIT_F16, tc_tiles + 9, 6);
-        run_case(&engine[i], PIT_BF16, tc_tiles + 9, 6);
+        run_case(&engine[i], PIT_F16, engine_tiles, 6);
+        run_case(&engine[i], PIT_BF16, engine_tiles, 6);
     }
     test_errors();
     return failures;
@@ -670,7 +678,7 @@ int main(int argc, char **argv)
     if (argc > 4) bench_micro = argv[4];
     if (argc > 5) bench_s = atof(argv[5]);
     if (argc > 1 && !strcmp(argv[1], "--bench")) rc = bench(argc > 2 ? atoll(argv[2]) : 4096);
-    else rc = correctness(argc > 1 && !strcmp(argv[1], "--quick"));
+    else rc = correctness(argc < 2 ? 0 : !strcmp(argv[1], "--quick") ? 1 : !strcmp(argv[1], "--engine") ? 2 : 0);
     be->stream_destroy(bctx, stream);
     be->context_destroy(bctx);
     be->shutdown();
