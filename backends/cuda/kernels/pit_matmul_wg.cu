@@ -186,23 +186,27 @@ PIT_DEV void bar_multipliers(void) { asm volatile("bar.sync 1, 256;\n" ::: "memo
 /* C^T's accumulators into the staging tile (row-major C, 128 x BN), then
  * out to C with 16-byte stores where C allows. Accumulator d[4i + j] of a
  * 64 x MT_ROWS product sits at C^T row 16 (warp % 4) + lane / 4 + 8 (j / 2)
- * (a column of C), column 8i + 2 (lane % 4) + j % 2 (a row of C). */
+ * (a column of C), column 8i + 2 (lane % 4) + j % 2 (a row of C): pairs
+ * (j, j + 1) packed are mma's fragment of the 8x8 block (i, j / 2), which
+ * stmatrix.trans stores as 8 rows of C. */
 PIT_DEV void store_tile(const pit_mm_args &p, const wg_cta &w, const wg_acc &acc, pit_u8 *smem, int cw)
 {
     const int lane = pit_lane(), wq = (threadIdx.x / 32) % 4;
     bar_multipliers(); /* both warpgroups are done reading the stages */
+    const int q = lane / 8; /* the matrix whose row this lane addresses: block (2 i2 + q / 2, q % 2) */
+    const pit_u32 stage = pit_smem_addr(smem);
 #pragma unroll
     for (int sl = 0; sl < SLICES; ++sl)
 #pragma unroll
         for (int r = 0; r < NRB; ++r)
 #pragma unroll
-            for (int i = 0; i < MT_ROWS / 8; ++i)
-#pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    const int col = (cw * SLICES + sl) * 64 + 16 * wq + lane / 4 + 8 * (j / 2);
-                    const int row = r * MT_ROWS + 8 * i + 2 * (lane % 4) + j % 2;
-                    *(T *)(smem + row * C_ROW + col * 2) = pit_from_float<T>(acc[sl][r][4 * i + j]);
-                }
+            for (int i2 = 0; i2 < MT_ROWS / 16; ++i2) {
+                const float *d = &acc[sl][r][8 * i2];
+                const pit_u32 x[4] = {pack2(d[0], d[1]), pack2(d[2], d[3]), pack2(d[4], d[5]), pack2(d[6], d[7])};
+                const int row = r * MT_ROWS + 8 * (2 * i2 + q / 2) + lane % 8;
+                const int col = (cw * SLICES + sl) * 64 + 16 * wq + 8 * (q % 2);
+                pit_stmatrix_x4_trans(stage + row * C_ROW + col * 2, x);
+            }
     bar_multipliers();
     constexpr int PIECES = BN / 8; /* 16-byte pieces of a staged row */
     for (int u = threadIdx.x - 128; u < CTA_ROWS * PIECES; u += 256) {
@@ -269,6 +273,8 @@ PIT_KERNEL void __launch_bounds__(384, 1) pit_matmul_wg(const __grid_constant__ 
     w.mt_cols = args.mt_cols;
     w.kt = (p.K + w.mt_cols - 1) / w.mt_cols;
     if (threadIdx.x == 0) {
+        pit_prefetch_tensormap(args.map_a);
+        pit_prefetch_tensormap(args.map_b);
         for (int s = 0; s < STAGES; ++s) {
             pit_mbar_init(full_bar(base, s), 1); /* the issuer's announcement; the bytes complete it */
             pit_mbar_init(empty_bar(base, s), 8); /* a lane of each multiplying warp */

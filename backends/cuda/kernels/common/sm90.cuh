@@ -99,6 +99,21 @@ PIT_DEV void pit_tma_load_3d(pit_u32 dst, const void *map, pit_u32 bar, int x, i
                  : "memory");
 }
 
+/* Four 8x8 matrices of 16-bit pairs in mma's fragment layout, stored
+ * transposed: lanes 8q .. 8q + 7 give the shared addresses of matrix q's 8
+ * output rows (16 bytes each) */
+PIT_DEV void pit_stmatrix_x4_trans(pit_u32 addr, const pit_u32 (&x)[4])
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(x[0]),
+                 "r"(x[1]), "r"(x[2]), "r"(x[3])
+                 : "memory");
+}
+/* the tensor map at generic address map fetched ahead of its first copy */
+PIT_DEV void pit_prefetch_tensormap(const void *map)
+{
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+}
+
 PIT_DEV void pit_st_shared_u32(pit_u32 addr, pit_u32 v)
 {
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
