@@ -85,7 +85,7 @@ static int entry_ok(const pit_tiledb_entry *e)
            (e->dtype == PIT_F32 || e->dtype == PIT_F16 || e->dtype == PIT_BF16) &&
            t->bm >= 1 && t->bm <= 1024 && t->bn >= 1 && t->bn <= 1024 && t->bk >= 1 &&
            t->bk <= 1024 && t->threads >= 1 && t->threads <= 4096 && t->stages >= 1 &&
-           t->stages <= 16 && (t->tensor_core == 0 || t->tensor_core == 1) &&
+           t->stages <= 16 && t->tensor_core >= 0 && t->tensor_core <= PIT_TILE_ENGINE &&
            e->us_per_tile > 0 && isfinite(e->us_per_tile) && e->gflops >= 0 && isfinite(e->gflops);
 }
 
