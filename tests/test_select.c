@@ -497,6 +497,20 @@ static void test_gathered_cheapest(void)
     pit_tiledb_close(db);
 }
 
+/* Which tiles a micro-tile may run on: along K bm is the micro-tile's
+ * rows; the engine (PIT_TILE_ENGINE) also takes its columns in whole
+ * bk-deep steps, so 32x1 never goes to it, 32x64 and 32x128 do. */
+static void test_tile_fits(void)
+{
+    const pit_tile engine = {32, 256, 64, 384, 4, PIT_TILE_ENGINE}, mma = {32, 256, 64, 256, 4, 1};
+    const pit_microtile k32x64 = {32, 64, PIT_AXIS_K}, k32x128 = {32, 128, PIT_AXIS_K}, k32x1 = {32, 1, PIT_AXIS_K},
+                        k32x32 = {32, 32, PIT_AXIS_K}, k64x64 = {64, 64, PIT_AXIS_K};
+    CHECK(pit_tile_fits(&k32x64, &engine) && pit_tile_fits(&k32x128, &engine));
+    CHECK(!pit_tile_fits(&k32x1, &engine) && !pit_tile_fits(&k32x32, &engine));
+    CHECK(!pit_tile_fits(&k64x64, &engine));
+    CHECK(pit_tile_fits(&k32x1, &mma) && pit_tile_fits(&k32x32, &mma) && pit_tile_fits(&k32x64, &mma));
+}
+
 int main(void)
 {
     unsetenv("PIT_TILEDB");
@@ -519,6 +533,7 @@ int main(void)
         test_errors(db);
         pit_tiledb_close(db);
     }
+    test_tile_fits();
     test_around_costs();
     test_memory_bound();
     test_gathered_cheapest();
