@@ -248,10 +248,6 @@ static pit_status matmul_engine(pit_cuda_ctx *c, CUstream s, const pit_cuda_vari
 static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v, const mm_problem *p,
                                 const pit_index *idx)
 {
-    if ((int64_t)idx->groups_per_batch * idx->tile.rows < p->M)
-        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT,
-                                    PIT_VENDOR_NAME " matmul: the index has %d row-blocks of %d for %lld rows",
-                                    idx->groups_per_batch, idx->tile.rows, (long long)p->M);
     pit_cuda_kernel *k;
     pit_status st = pit_cuda_get_kernel(c, v, &k);
     if (st != PIT_SUCCESS) return st;
@@ -376,6 +372,10 @@ pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile
     if (mt->rows < 1 || mt->cols < 1)
         return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " matmul: micro-tile %dx%d", mt->rows,
                                     mt->cols);
+    if (mt->axis == PIT_AXIS_K && (int64_t)idx->groups_per_batch * mt->rows < p.M)
+        return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT,
+                                    PIT_VENDOR_NAME " matmul: the index has %d row-blocks of %d for %lld rows",
+                                    idx->groups_per_batch, mt->rows, (long long)p.M);
     int vec = (int)(16 / pit_cuda_el_bytes(p.dt));
     pit_cuda_mm_align al = {pit_cuda_rows_aligned(&p.a, p.K, 16), pit_cuda_rows_aligned(&p.b, p.N, 16),
                             p.c.ptr % 16 == 0 && p.c.ld % vec == 0 && p.c.bs % vec == 0, p.N % 4 == 0,
