@@ -80,8 +80,8 @@ char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size
                  v->b_vec, v->a_comp, v->c_vec);
         break;
     case PIT_CUDA_MATMUL_WG:
-        snprintf(p, size, "-DPIT_DTYPE=%d -DMT_ROWS=%d -DBN=%d -DSTAGES=%d -DC_VEC=%d -DKT_MAX=%d", dt, v->mt_rows,
-                 v->tile.bn, v->tile.stages, v->c_vec, PIT_CUDA_ENGINE_KT_MAX);
+        snprintf(p, size, "-DPIT_DTYPE=%d -DMT_ROWS=%d -DBN=%d -DSTAGES=%d -DC_VEC=%d -DKT_MAX=%d -DCTA_ROWS=%d", dt,
+                 v->mt_rows, v->tile.bn, v->tile.stages, v->c_vec, PIT_CUDA_ENGINE_KT_MAX, PIT_CUDA_ENGINE_ROWS);
         break;
     case PIT_CUDA_DECODE:
         snprintf(p, size, "-DPIT_DTYPE=%d -DMROWS=%d -DB_VEC=%d -DTHREADS=%d -DMIN_CTAS=%d", dt, v->mt_rows, v->b_vec,
@@ -163,11 +163,11 @@ static int tensor_core_layout_exists(int bm, int bn, int threads)
     return 0;
 }
 
-/* The engine (pit_matmul_wg.cu): 128 rows of A and bn of B a 64-deep
+/* The engine (pit_matmul_wg.cu): a CTA's rows of A and bn of B a 64-deep
  * stage, its barriers, the presence words and the swizzle's alignment. */
 static int engine_smem_bytes(const pit_tile *t)
 {
-    return t->stages * (128 + t->bn) * 64 * 2 + 16 * t->stages + PIT_CUDA_ENGINE_KT_MAX * 4 + 1024;
+    return t->stages * (PIT_CUDA_ENGINE_ROWS + t->bn) * 64 * 2 + 16 * t->stages + PIT_CUDA_ENGINE_KT_MAX * 4 + 1024;
 }
 
 static int engine_tile_valid(pit_dtype dtype, const pit_tile *t, const char **why)
@@ -266,6 +266,8 @@ static int engine_variant(int arch, pit_dtype dt, const pit_microtile *mt, const
 int pit_cuda_matmul_variant(int arch, pit_dtype dt, const pit_tile *tile, const pit_microtile *mt,
                             const pit_cuda_mm_align *al, pit_cuda_variant *v, const char **why)
 {
+    const char *dummy;
+    if (!why) why = &dummy;
     memset(v, 0, sizeof *v);
     v->kind = PIT_CUDA_MATMUL;
     v->dtype = dt;
@@ -440,7 +442,7 @@ static int emit_decode(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
 }
 
 /* The engine's variants (sm_90): every row-block height, width and C
- * alignment at 3 and 4 stages. */
+ * alignment at 3 and 4 stages, made by the run time's rule. */
 static int emit_engine(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
 {
     static const int rows[] = {16, 32, 64}, widths[] = {128, 256}, stages[] = {3, 4};
@@ -449,17 +451,11 @@ static int emit_engine(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
         for (int w = 0; w < COUNT(widths); ++w)
             for (int s = 0; s < COUNT(stages); ++s)
                 for (int c = 0; c < 2; ++c) {
-                    pit_tile t = {rows[r], widths[w], 64, PIT_CUDA_ENGINE_THREADS, stages[s], PIT_TILE_ENGINE};
-                    if (!pit_cuda_tile_valid(dt, &t, NULL)) continue;
+                    const pit_tile t = {rows[r], widths[w], 64, PIT_CUDA_ENGINE_THREADS, stages[s], PIT_TILE_ENGINE};
+                    const pit_microtile mt = {rows[r], 64, PIT_AXIS_K};
+                    const pit_cuda_mm_align al = {1, 1, c, 1, 0};
                     pit_cuda_variant v;
-                    memset(&v, 0, sizeof v);
-                    v.kind = PIT_CUDA_MATMUL_WG;
-                    v.dtype = dt;
-                    v.tile = t;
-                    v.axis = PIT_AXIS_K;
-                    v.mt_rows = rows[r];
-                    v.a_vec = v.b_vec = 1;
-                    v.c_vec = c;
+                    if (!pit_cuda_matmul_variant(90, dt, &t, &mt, &al, &v, NULL)) continue;
                     fn(&v, user);
                     n++;
                 }

@@ -97,6 +97,8 @@ int pit_cuda_decode_min_ctas(int mrows);
  * hold (K of at most this many micro-tile columns). */
 #define PIT_CUDA_ENGINE_THREADS 384
 #define PIT_CUDA_ENGINE_KT_MAX 2048
+/* Rows of C a CTA of the engine takes (the row-blocks it merges). */
+#define PIT_CUDA_ENGINE_ROWS 128
 int pit_cuda_matmul_variant(int arch, pit_dtype dt, const pit_tile *tile, const pit_microtile *mt,
                             const pit_cuda_mm_align *al, pit_cuda_variant *v, const char **why);
 

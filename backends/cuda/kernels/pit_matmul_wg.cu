@@ -26,9 +26,9 @@
  * with the accumulators in registers, then stage C row-major through the
  * freed stage memory and store it with 16-byte writes.
  *
- * Defines: PIT_DTYPE MT_ROWS BN (128 or 256) STAGES C_VEC KT_MAX (the
- * micro-tile columns the presence words hold: the host runs K <= KT_MAX *
- * mt_cols).
+ * Defines: PIT_DTYPE MT_ROWS BN (128 or 256) STAGES C_VEC, and from the host's
+ * constants CTA_ROWS (128) and KT_MAX (the micro-tile columns the presence
+ * words hold: the host runs K <= KT_MAX * mt_cols).
  */
 #include "common/port.cuh"
 #include "args.h"
@@ -41,7 +41,7 @@
 #define C_VEC 0
 #endif
 
-constexpr int CTA_ROWS = 128, NRB = CTA_ROWS / MT_ROWS, WBK = 64;
+constexpr int NRB = CTA_ROWS / MT_ROWS, WBK = 64;
 constexpr int SLICES = BN / 128;           /* 64-column slices of C a multiplying warpgroup owns */
 constexpr int RB_BYTES = MT_ROWS * WBK * 2; /* one row-block's micro-tile part of a k-step */
 constexpr int A_STAGE = CTA_ROWS * WBK * 2, B_STAGE = BN * WBK * 2;
@@ -52,6 +52,7 @@ constexpr int SMEM = PRES_AT + KT_MAX * 4 + 1024;
 extern "C" __device__ const int pit_smem_bytes = SMEM;
 
 static_assert(sizeof(T) == 2, "the tile engine takes 16-bit data");
+static_assert(CTA_ROWS == 128, "two multiplying warpgroups take 64 columns of C^T each a slice, every row a CTA");
 static_assert(MT_ROWS == 16 || MT_ROWS == 32 || MT_ROWS == 64, "row-block heights of the engine");
 static_assert(BN == 128 || BN == 256, "engine tile width");
 static_assert(CTA_ROWS * C_ROW <= STAGE_AREA, "C's staging fits the stages");
@@ -176,8 +177,8 @@ PIT_DEV void multiply_kstep(wg_acc &acc, const wg_frag &f, pit_u32 base, int s, 
         for (int sl = 0; sl < SLICES; ++sl)
 #pragma unroll
             for (int ks = 0; ks < WBK / 16; ++ks)
-                pit_wgmma_rsk<PIT_DTYPE>(acc[sl][r], f[sl][ks],
-                                         pit_wgmma_desc(a_stage(base, s) + r * RB_BYTES + ks * 32, 16, 1024));
+                pit_wgmma_rs<PIT_DTYPE, 0>(acc[sl][r], f[sl][ks],
+                                           pit_wgmma_desc(a_stage(base, s) + r * RB_BYTES + ks * 32, 16, 1024));
     }
 }
 

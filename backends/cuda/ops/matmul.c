@@ -182,8 +182,6 @@ static pit_status launch_shares(pit_cuda_ctx *c, CUstream s, const mm_problem *p
 }
 
 /* ---- the sm_90 engine (pit_matmul_wg.cu) ---------------------------------- */
-#define ENGINE_CTA_ROWS 128
-
 /* A CUtensorMap of a [batch, rows, cols] operand (row stride ld, batch
  * stride bs in elements; one batch where bs is 0) in boxes of 64 columns x
  * box_rows under 128-byte swizzle: the layout the engine's wgmma's read. */
@@ -241,7 +239,7 @@ static pit_status matmul_engine(pit_cuda_ctx *c, CUstream s, const pit_cuda_vari
     if (!encode_map(w.map_a, p->dt, p->a.ptr, p->M, p->K, p->a.ld, p->a.bs, p->batch, idx->tile.rows) ||
         !encode_map(w.map_b, p->dt, p->b.ptr, p->K, p->N, p->b.ld, p->b.bs, p->batch, 64))
         return pit_cuda_host->error(PIT_ERR_BACKEND, PIT_VENDOR_NAME " matmul: the driver made no tensor map of A or B");
-    return pit_cuda_launch_variant(c, s, v, pit_cuda_cdiv(p->M, ENGINE_CTA_ROWS), pit_cuda_cdiv(p->N, v->tile.bn),
+    return pit_cuda_launch_variant(c, s, v, pit_cuda_cdiv(p->M, PIT_CUDA_ENGINE_ROWS), pit_cuda_cdiv(p->N, v->tile.bn),
                                    p->batch, PIT_CUDA_ENGINE_THREADS, &w);
 }
 

@@ -181,81 +181,37 @@ template <int DT> PIT_DEV void pit_wgmma(float (&d)[128], pit_u64 da, pit_u64 db
                      : PIT_WG_O64(d), PIT_WG_O64(d + 64) : "l"(da), "l"(db));
 }
 
-/* The product with the roles turned (pit_matmul_wg.cu): D(64 x
- * N) += A(64 x 16) . B(16 x N) with A read MN-major (transposed: rows of 64
- * A-rows a k, 128-byte swizzle, as a B tile of N-major layout is stored)
- * and B K-major, for N = 16, 32, 64, 128 (N / 2 accumulators a thread). */
+#define PIT_WG_D8 "{%0,%1,%2,%3,%4,%5,%6,%7}"
+#define PIT_WG_D16 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}"
 #define PIT_WG_D32 \
     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
     "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}"
-#define PIT_WG_D8 "{%0,%1,%2,%3,%4,%5,%6,%7}"
-#define PIT_WG_D16 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}"
-#define PIT_WG_TA_ASM(SHAPE, D, DA, DB) \
-    "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned." SHAPE " " D ", " DA ", " DB \
-    ", p, 1, 1, 1, 0;\n}\n"
-#define PIT_WG_TA(N, D, DA, DB, ...)                                                                            \
-    if (DT == PIT_DT_BF16)                                                                                      \
-        asm volatile(PIT_WG_TA_ASM("m64n" #N "k16.f32.bf16.bf16", D, DA, DB) : __VA_ARGS__ : "l"(da), "l"(db)); \
-    else                                                                                                        \
-        asm volatile(PIT_WG_TA_ASM("m64n" #N "k16.f32.f16.f16", D, DA, DB) : __VA_ARGS__ : "l"(da), "l"(db))
-template <int DT> PIT_DEV void pit_wgmma_ta(float (&d)[8], pit_u64 da, pit_u64 db)
-{
-    PIT_WG_TA(16, PIT_WG_D8, "%8", "%9", PIT_WG_O8(d, 0));
-}
-template <int DT> PIT_DEV void pit_wgmma_ta(float (&d)[16], pit_u64 da, pit_u64 db)
-{
-    PIT_WG_TA(32, PIT_WG_D16, "%16", "%17", PIT_WG_O8(d, 0), PIT_WG_O8(d, 8));
-}
-template <int DT> PIT_DEV void pit_wgmma_ta(float (&d)[32], pit_u64 da, pit_u64 db)
-{
-    PIT_WG_TA(64, PIT_WG_D32, "%32", "%33", PIT_WG_O8(d, 0), PIT_WG_O8(d, 8), PIT_WG_O8(d, 16), PIT_WG_O8(d, 24));
-}
-template <int DT> PIT_DEV void pit_wgmma_ta(float (&d)[64], pit_u64 da, pit_u64 db)
-{
-    PIT_WG_TA(128, PIT_WG_D64, "%64", "%65", PIT_WG_O64(d));
-}
 
-/* N = 16, 32, 64 with A from registers (this warp's 16 rows as below)
- * and B K-major: the tile engine's product of one row-block
- * (pit_matmul_wg.cu) */
-#define PIT_WG_RSK_ASM(SHAPE, D, A) \
-    "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned." SHAPE " " D ", " A ", p, 1, 1, 0;\n}\n"
-#define PIT_WG_RSK(N, D, A, ...)                                                                              \
-    if (DT == PIT_DT_BF16)                                                                                    \
-        asm volatile(PIT_WG_RSK_ASM("m64n" #N "k16.f32.bf16.bf16", D, A)                                      \
-                     : __VA_ARGS__ : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));                    \
-    else                                                                                                      \
-        asm volatile(PIT_WG_RSK_ASM("m64n" #N "k16.f32.f16.f16", D, A)                                        \
-                     : __VA_ARGS__ : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db))
-template <int DT> PIT_DEV void pit_wgmma_rsk(float (&d)[8], const pit_u32 (&a)[4], pit_u64 db)
+/* N = 16, 32, 64 (N / 2 accumulators a thread) with A from registers:
+ * this warp's 16 rows as mma.sync's m16n8k16 A fragment (four 32-bit
+ * registers); TB 1: B N-major, 0: K-major. A: the operands after the
+ * accumulators ("{a0..a3}, descB, TB"). */
+#define PIT_WG_RS_ASM(SHAPE, D, A) \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned." SHAPE " " D ", " A ";\n}\n"
+#define PIT_WG_RS(N, D, A, ...)                                                                                       \
+    if (DT == PIT_DT_BF16)                                                                                            \
+        asm volatile(PIT_WG_RS_ASM("m64n" #N "k16.f32.bf16.bf16", D, A)                                               \
+                     : __VA_ARGS__ : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB));                   \
+    else                                                                                                              \
+        asm volatile(PIT_WG_RS_ASM("m64n" #N "k16.f32.f16.f16", D, A)                                                 \
+                     : __VA_ARGS__ : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB))
+template <int DT, int TB> PIT_DEV void pit_wgmma_rs(float (&d)[8], const pit_u32 (&a)[4], pit_u64 db)
 {
-    PIT_WG_RSK(16, PIT_WG_D8, "{%8,%9,%10,%11}, %12", PIT_WG_O8(d, 0));
+    PIT_WG_RS(16, PIT_WG_D8, "{%8,%9,%10,%11}, %12, p, 1, 1, %13", PIT_WG_O8(d, 0));
 }
-template <int DT> PIT_DEV void pit_wgmma_rsk(float (&d)[16], const pit_u32 (&a)[4], pit_u64 db)
+template <int DT, int TB> PIT_DEV void pit_wgmma_rs(float (&d)[16], const pit_u32 (&a)[4], pit_u64 db)
 {
-    PIT_WG_RSK(32, PIT_WG_D16, "{%16,%17,%18,%19}, %20", PIT_WG_O8(d, 0), PIT_WG_O8(d, 8));
+    PIT_WG_RS(32, PIT_WG_D16, "{%16,%17,%18,%19}, %20, p, 1, 1, %21", PIT_WG_O8(d, 0), PIT_WG_O8(d, 8));
 }
-template <int DT> PIT_DEV void pit_wgmma_rsk(float (&d)[32], const pit_u32 (&a)[4], pit_u64 db)
-{
-    PIT_WG_RSK(64, PIT_WG_D32, "{%32,%33,%34,%35}, %36", PIT_WG_O8(d, 0), PIT_WG_O8(d, 8), PIT_WG_O8(d, 16),
-               PIT_WG_O8(d, 24));
-}
-
-/* N = 64 with A from registers: this warp's 16 rows as mma.sync's
- * m16n8k16 A fragment (four 32-bit registers); TB 1: B N-major. */
-#define PIT_WG_RS_ASM(SHAPE) \
-    "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned." SHAPE " " PIT_WG_D32 \
-    ", {%32,%33,%34,%35}, %36, p, 1, 1, %37;\n}\n"
 template <int DT, int TB> PIT_DEV void pit_wgmma_rs(float (&d)[32], const pit_u32 (&a)[4], pit_u64 db)
 {
-    if (DT == PIT_DT_BF16)
-        asm volatile(PIT_WG_RS_ASM("m64n64k16.f32.bf16.bf16")
-                     : PIT_WG_O8(d, 0), PIT_WG_O8(d, 8), PIT_WG_O8(d, 16), PIT_WG_O8(d, 24)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB));
-    else
-        asm volatile(PIT_WG_RS_ASM("m64n64k16.f32.f16.f16")
-                     : PIT_WG_O8(d, 0), PIT_WG_O8(d, 8), PIT_WG_O8(d, 16), PIT_WG_O8(d, 24)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB));
+    PIT_WG_RS(64, PIT_WG_D32, "{%32,%33,%34,%35}, %36, p, 1, 1, %37", PIT_WG_O8(d, 0), PIT_WG_O8(d, 8),
+              PIT_WG_O8(d, 16), PIT_WG_O8(d, 24));
 }
 #else
 #define PIT_HAS_WGMMA 0
