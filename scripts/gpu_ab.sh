@@ -4,7 +4,7 @@
 #   usage: bash scripts/gpu_ab.sh [conformance|conformance-cuda|conformance-opencl] [direct]
 #                                 [hardening] [bench|bench-base] [sanitize] [tune] [tune-opencl]
 #                                 [base-conformance]
-#                                 [decode] [sanitize-decode] [moe]
+#                                 [decode] [decode-kernel] [sanitize-decode] [moe]
 # Expects, carried along with the tree:
 #   build-gpu/           the build under test (bin/, lib/), built on a CPU machine
 #   .carry/base/         the reference build: bin/, lib/, tiledb/
@@ -25,8 +25,13 @@
 # sanitize: compute-sanitizer memcheck and racecheck on the quick suite of the
 #   operators whose kernels moved.
 # decode: `pit bench --suite decode` with the shipped database and again with
-#   "read" rows made from the copy bandwidth it measured.
+#   "read" rows made from the copy bandwidth it measured (and the reference
+#   build's suite with its database, when there is one).
+# decode-kernel: the decode kernels forced, beside cuBLAS and the floor
+#   (test_cuda_direct --bench-decode), and both sanitizers on the direct
+#   test's quick cases.
 # moe: `pit bench --suite moe` and scripts/torch_moe.py beside PyTorch.
+# PIT_NEW names another build under test than build-gpu/.
 # Logs and JSON go to $OUT (or ./gpu-out); a summary table is printed last.
 set -uo pipefail
 out="${OUT:-$PWD/gpu-out}"; mkdir -p "$out"
@@ -43,7 +48,7 @@ note "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>
 
 # run_in BUILD TILEDB cmd...: a build's libraries and tile databases
 run_in() { local b="$1" t="$2"; shift 2; env LD_LIBRARY_PATH="$b/lib:$LD_LIBRARY_PATH" PIT_TILEDB_DIR="$t" "$@"; }
-NEW="$root/build-gpu"; BASE="$root/.carry/base"
+NEW="${PIT_NEW:-$root/build-gpu}"; BASE="$root/.carry/base"
 
 for what in "$@"; do
   case "$what" in
@@ -80,6 +85,11 @@ for what in "$@"; do
     # the decode suite with the shipped database, then with "read" rows made
     # from the copy bandwidth it measured (what pit tune writes for them)
     step decode_shipped run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda "$NEW/bin/pit" bench --suite decode --json "$out/decode_shipped.json"
+    if [ -x "$BASE/bin/pit" ]; then
+      step decode_base run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=cuda "$BASE/bin/pit" bench --suite decode --json "$out/decode_base.json"
+      grep -hE "^ *(bf16|f16|f32) " "$out/decode_base.log" | sed 's/^/base: /' | head -40
+      grep -hE "^ *(bf16|f16|f32) " "$out/decode_shipped.log" | sed 's/^/new:  /' | head -40
+    fi
     gbps=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["decode_copy_gbps"])' "$out/decode_shipped.json")
     mkdir -p /tmp/tdb-read && cp "$root"/tiledb/*.tiledb /tmp/tdb-read/
     for d in "f32 4" "f16 2" "bf16 2"; do set -- $d
@@ -88,6 +98,15 @@ for what in "$@"; do
     note "read rows from $gbps GB/s: $(grep ' read ' /tmp/tdb-read/nvidia-sm90.tiledb | awk '{print $4, $11}' | tr '\n' ' ')"
     step decode_read run_in "$NEW" /tmp/tdb-read env PIT_BACKEND=cuda "$NEW/bin/pit" bench --suite decode --json "$out/decode_read.json"
     grep -hE "^ *(bf16|f16|f32) " "$out/decode_read.log" | head -40 ;;
+  decode-kernel)
+    # the decode kernels forced (no selection) beside cuBLAS and the floor,
+    # each result checked first; then both sanitizers on the direct test's
+    # quick cases (a tensor-core decode case among them)
+    step decode_kernel run_in "$NEW" "$root/tiledb" env PIT_CUDA_PLUGIN_PATH="$NEW/lib/libpit-cuda.so" "$NEW/bin/test_cuda_direct" --bench-decode
+    grep -E "^(f16|bf16|f32) " "$out/decode_kernel.log"
+    for tool in memcheck racecheck; do
+      step ${tool}_direct run_in "$NEW" "$root/tiledb" env PIT_CUDA_PLUGIN_PATH="$NEW/lib/libpit-cuda.so" compute-sanitizer --tool $tool --error-exitcode 3 "$NEW/bin/test_cuda_direct" --quick
+    done ;;
   sanitize-decode)
     # the decode kernel and the split tile kernel under both tools (the quick
     # decode suite checks every result), and the quick matmul conformance

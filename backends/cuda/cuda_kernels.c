@@ -71,6 +71,9 @@ char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size
     case PIT_CUDA_DETECT_STRIP:
         snprintf(p, size, "-DPIT_DTYPE=%d -DVEC=%d", dt, v->vec);
         break;
+    case PIT_CUDA_DETECT_COLS:
+        snprintf(p, size, "-DPIT_DTYPE=%d", dt);
+        break;
     case PIT_CUDA_MATMUL:
         snprintf(p, size,
                  "-DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DTHREADS=%d -DSTAGES=%d -DTC=%d "
@@ -86,6 +89,9 @@ char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size
     case PIT_CUDA_DECODE:
         snprintf(p, size, "-DPIT_DTYPE=%d -DMROWS=%d -DB_VEC=%d -DTHREADS=%d -DMIN_CTAS=%d", dt, v->mt_rows, v->b_vec,
                  PIT_CUDA_DECODE_THREADS, pit_cuda_decode_min_ctas(v->mt_rows));
+        break;
+    case PIT_CUDA_DECODE_MMA:
+        snprintf(p, size, "-DPIT_DTYPE=%d -DMT=%d", dt, v->mt_rows);
         break;
     case PIT_CUDA_ZERO:
     case PIT_CUDA_CONVERT:
@@ -441,6 +447,21 @@ static int emit_decode(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
     return n;
 }
 
+/* The tensor-core decode kernel (sm_80+, 16-bit) for both row-block heights. */
+static int emit_decode_mma(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
+{
+    static const int heights[] = {16, 32};
+    for (int h = 0; h < COUNT(heights); ++h) {
+        pit_cuda_variant v;
+        memset(&v, 0, sizeof v);
+        v.kind = PIT_CUDA_DECODE_MMA;
+        v.dtype = dt;
+        v.mt_rows = heights[h];
+        fn(&v, user);
+    }
+    return COUNT(heights);
+}
+
 /* The engine's variants (sm_90): every row-block height, width and C
  * alignment at 3 and 4 stages, made by the run time's rule. */
 static int emit_engine(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
@@ -477,14 +498,18 @@ int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
         fn(&v, user);
         v.kind = PIT_CUDA_DETECT_STRIP;
         fn(&v, user);
+        v.kind = PIT_CUDA_DETECT_COLS;
+        v.vec = 0;
+        fn(&v, user);
         v.kind = PIT_CUDA_CONVERT;
         v.vec = 0;
         fn(&v, user);
         v.kind = PIT_CUDA_COMPACT;
         fn(&v, user);
         n += emit_decode(dtypes[d], fn, user);
-        n += 5;
+        n += 6;
         n += emit_dtype(dtypes[d], arch, fn, user);
+        if (arch >= 80 && dtypes[d] != PIT_F32) n += emit_decode_mma(dtypes[d], fn, user);
         if (arch == 90 && dtypes[d] != PIT_F32) n += emit_engine(dtypes[d], fn, user);
     }
     /* detection of the masks that are no operand dtype: u8 (bool) with
@@ -492,7 +517,8 @@ int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
      * strips' 16-byte loads of both */
     static const struct { pit_cuda_kernel_kind kind; pit_dtype dtype; int vec; } masks[] = {
         {PIT_CUDA_DETECT, PIT_U8, 1},        {PIT_CUDA_DETECT, PIT_U8, 8},       {PIT_CUDA_DETECT, PIT_I32, 1},
-        {PIT_CUDA_DETECT, PIT_I32, 4},       {PIT_CUDA_DETECT_STRIP, PIT_U8, 16}, {PIT_CUDA_DETECT_STRIP, PIT_I32, 4}};
+        {PIT_CUDA_DETECT, PIT_I32, 4},       {PIT_CUDA_DETECT_STRIP, PIT_U8, 16}, {PIT_CUDA_DETECT_STRIP, PIT_I32, 4},
+        {PIT_CUDA_DETECT_COLS, PIT_U8, 0},   {PIT_CUDA_DETECT_COLS, PIT_I32, 0}};
     for (int i = 0; i < COUNT(masks); ++i, ++n) {
         pit_cuda_variant u;
         memset(&u, 0, sizeof u);

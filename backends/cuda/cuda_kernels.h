@@ -90,6 +90,10 @@ int pit_cuda_decode_rows(int64_t m);
  * launch bounds: the host sizes one wave of shares by them). */
 #define PIT_CUDA_DECODE_THREADS 256
 int pit_cuda_decode_min_ctas(int mrows);
+/* The decode kernel on tensor cores (pit_decode_mma.cu, 16-bit, sm_80+),
+ * from 5 rows: row-blocks of 16 or 32 rows, at most this many (the tokens
+ * of a decode step), column micro-tiles one wide. */
+#define PIT_CUDA_DECODE_MMA_MAX_ROW_BLOCKS 4
 
 /* The sm_90 tensor-core engine of the matmul along K (pit_matmul_wg.cu,
  * tiles marked PIT_TILE_ENGINE): its threads (a copying warpgroup and two

@@ -36,6 +36,19 @@ typedef uint8_t pit_u8;
 #define PIT_DETECT_STRIP_H 64
 #define PIT_DETECT_STRIP_G 16
 #define PIT_DETECT_STRIP_THREADS 128
+/* pit_detect_cols: one thread a column of an operand of at most this many rows */
+#define PIT_DETECT_COLS_MAX_ROWS 64
+#define PIT_DETECT_COLS_THREADS 256
+
+/* pit_decode_mma.cu: a CTA is THREADS threads over BN columns (its warps
+ * split them); a stage is KC gathered rows (16 or 32); STAGES stages in
+ * flight; the CTAs an SM holds for micro-tile rows mt (its launch bounds,
+ * and the host's wave) */
+#define PIT_DECODE_MMA_THREADS 256
+#define PIT_DECODE_MMA_BN 256
+#define PIT_DECODE_MMA_KC 32
+#define PIT_DECODE_MMA_STAGES 4
+#define PIT_DECODE_MMA_MIN_CTAS(mt) ((mt) == 16 ? 3 : 2)
 
 typedef struct pit_detect_target {
     int tm, tk, axis; /* axis: 1 = K, 2 = M */
@@ -74,8 +87,11 @@ typedef struct pit_mm_args {
     PIT_PTR(const int) counts;
     PIT_PTR(const int) entries;
     int capacity, groups_per_batch;
+    /* pit_decode_mma with several shares: a counter a tile of C, zeroed
+     * before the launch; the share that arrives last sums the slabs into C */
+    PIT_PTR(int) arrivals;
 } pit_mm_args;
-PIT_ARGS_SIZE(pit_mm_args, 136);
+PIT_ARGS_SIZE(pit_mm_args, 144);
 
 /* pit_matmul_wg.cu (sm_90): the matmul's arguments and CUtensorMaps of A
  * as [batch, M, K] (boxes of 64 x MT_ROWS) and B as [batch, K, N] (boxes

@@ -94,6 +94,28 @@ static void fill_args(pit_detect_args *a, const pit_cuda_view *x, const pit_inde
     for (int i = 0; i < n; ++i) pit_cuda_detect_target(&a->t[i], &idx[i], x->cols);
 }
 
+/* Column micro-tiles (Tm x 1 along K, no marks) of an operand of a few
+ * rows (decode's activations): pit_detect_cols, one thread a column. */
+static int cols_fit(const pit_cuda_view *x, const pit_index *idx, int n)
+{
+    if (x->rows > PIT_DETECT_COLS_MAX_ROWS) return 0;
+    for (int i = 0; i < n; ++i)
+        if (idx[i].tile.axis != PIT_AXIS_K || idx[i].tile.cols != 1 || pit_cuda_detect_marks(&idx[i])) return 0;
+    return 1;
+}
+
+static pit_status cols_launch(pit_cuda_ctx *c, CUstream s, const pit_cuda_view *x, const pit_index *idx, int n)
+{
+    pit_detect_args a;
+    fill_args(&a, x, idx, n);
+    pit_cuda_variant v;
+    memset(&v, 0, sizeof v);
+    v.kind = PIT_CUDA_DETECT_COLS;
+    v.dtype = x->dt;
+    return pit_cuda_launch_variant(c, s, &v, pit_cuda_cdiv(x->cols, PIT_DETECT_COLS_THREADS), 1, x->batch,
+                                   PIT_DETECT_COLS_THREADS, &a);
+}
+
 /* One warp a strip; CTAs beyond a few waves loop (the grid stays small). */
 static pit_status strip_launch(pit_cuda_ctx *c, CUstream s, pit_dtype dt, const pit_cuda_view *x, const pit_index *idx,
                                int n, int vec)
@@ -187,7 +209,9 @@ pit_status pit_cuda_detect(void *bctx, void *stream, const pit_tdesc *X, pit_ind
     int vec = 16 / (int)pit_cuda_el_bytes(x.dt), strip = pit_cuda_rows_aligned(&x, x.cols, 16);
     for (int i = 0; i < n && strip; ++i) strip = pit_cuda_strip_fits(&idx[i], vec);
     if (st == PIT_SUCCESS && x.rows > 0 && x.cols > 0 && x.batch > 0)
-        st = strip ? strip_launch(c, s, x.dt, &x, idx, n, vec) : detect_launch(c, s, X, &x, idx, n);
+        st = cols_fit(&x, idx, n) ? cols_launch(c, s, &x, idx, n)
+             : strip              ? strip_launch(c, s, x.dt, &x, idx, n, vec)
+                                  : detect_launch(c, s, X, &x, idx, n);
     pit_cuda_pop();
     return st;
 }

@@ -303,6 +303,58 @@ static pit_status matmul_decode(pit_cuda_ctx *c, CUstream s, const mm_problem *p
                          PIT_CALL(LaunchKernel) "(pit_decode)");
 }
 
+/* The decode regime on tensor cores (pit_decode_mma.cu): 16-bit, sm_80+,
+ * row-blocks of 16 or 32 rows (a few), column micro-tiles one wide, B's
+ * rows in 16-byte vectors and A's in 4-byte pairs. */
+static int decode_mma_fits(const pit_cuda_ctx *c, const mm_problem *p, const pit_index *idx)
+{
+    const pit_microtile *mt = &idx->tile;
+    return c->arch >= 80 && (p->dt == PIT_F16 || p->dt == PIT_BF16) && mt->axis == PIT_AXIS_K && mt->cols == 1 &&
+           (mt->rows == 16 || mt->rows == 32) &&
+           pit_cuda_cdiv(p->M, mt->rows) <= PIT_CUDA_DECODE_MMA_MAX_ROW_BLOCKS &&
+           pit_cuda_rows_aligned(&p->b, p->N, 16) && pit_cuda_rows_aligned(&p->a, p->K, 4);
+}
+
+static pit_status matmul_decode_mma(pit_cuda_ctx *c, CUstream s, const mm_problem *p, const pit_index *idx)
+{
+    pit_cuda_variant v;
+    memset(&v, 0, sizeof v);
+    v.kind = PIT_CUDA_DECODE_MMA;
+    v.dtype = p->dt;
+    v.mt_rows = idx->tile.rows;
+    pit_cuda_kernel *k;
+    pit_status st = pit_cuda_get_kernel(c, &v, &k);
+    if (st != PIT_SUCCESS) return st;
+    const int bn = PIT_DECODE_MMA_BN;
+    const int64_t row_blocks = pit_cuda_cdiv(p->M, idx->tile.rows), ntiles = pit_cuda_cdiv(p->N, bn);
+    int64_t per_sm = resident_per_sm(c, k, PIT_DECODE_MMA_THREADS);
+    if (per_sm > PIT_DECODE_MMA_MIN_CTAS(idx->tile.rows)) per_sm = PIT_DECODE_MMA_MIN_CTAS(idx->tile.rows);
+    const int splits = k_shares(c, per_sm, row_blocks * ntiles * p->batch, idx->capacity / DECODE_MIN_SHARE, p);
+    pit_mm_args a;
+    fill_pit_mm_args(p, idx, &a);
+    if (splits == 1)
+        return pit_cuda_launch(k, s, (unsigned)row_blocks, (unsigned)ntiles, (unsigned)p->batch,
+                               PIT_DECODE_MMA_THREADS, &a, PIT_CALL(LaunchKernel) "(pit_decode_mma)");
+    /* the shares' f32 slabs, then a zeroed arrival counter a tile of C: the
+     * last share of a tile sums them into C (no convert pass) */
+    const int64_t ldw = pit_cuda_cdiv(p->N, 4) * 4, tiles = row_blocks * ntiles * p->batch;
+    const size_t slab_bytes = (size_t)(splits * p->batch * p->M * ldw) * 4;
+    CUdeviceptr ws = 0;
+    st = pit_cuda_scratch_alloc(c, s, slab_bytes + (size_t)tiles * 4, "decode shares", &ws);
+    if (st != PIT_SUCCESS) return st;
+    a.splits = splits;
+    a.acc = ws;
+    a.ldacc = ldw;
+    a.sacc = p->M * ldw;
+    a.arrivals = ws + slab_bytes;
+    CUresult r = pit_cu.MemsetD32Async(ws + slab_bytes, 0, (size_t)tiles, s);
+    if (r != CUDA_SUCCESS) st = pit_cu_fail(r, PIT_CALL(MemsetD32Async) "(decode arrivals)", __FILE__, __LINE__);
+    if (st == PIT_SUCCESS)
+        st = pit_cuda_launch(k, s, (unsigned)row_blocks, (unsigned)ntiles, (unsigned)(p->batch * splits),
+                             PIT_DECODE_MMA_THREADS, &a, PIT_CALL(LaunchKernel) "(pit_decode_mma)");
+    return pit_cuda_free_scratch(c, s, ws, st);
+}
+
 static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v, const mm_problem *p,
                                 const pit_index *idx, int32_t max_entries, int worst_case_grid)
 {
@@ -378,9 +430,14 @@ pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile
     pit_cuda_mm_align al = {pit_cuda_rows_aligned(&p.a, p.K, 16), pit_cuda_rows_aligned(&p.b, p.N, 16),
                             p.c.ptr % 16 == 0 && p.c.ld % vec == 0 && p.c.bs % vec == 0, p.N % 4 == 0,
                             mt->axis == PIT_AXIS_K && p.M < mt->rows};
-    if (decode_fits(&p, idx)) {
+    /* up to 4 rows the CUDA-core kernel streams faster (no shares to sum in
+     * place, no tensor-core staging); from 5 rows tensor cores */
+    const int cores = decode_fits(&p, idx), mma = !cores && decode_mma_fits(c, &p, idx);
+    if (cores || mma) {
         if ((st = pit_cuda_push(c)) != PIT_SUCCESS) return st;
-        if (p.M > 0 && p.N > 0 && p.batch > 0) st = matmul_decode(c, pit_cuda_stream_of(stream), &p, idx, al.b);
+        CUstream s = pit_cuda_stream_of(stream);
+        if (p.M > 0 && p.N > 0 && p.batch > 0)
+            st = mma ? matmul_decode_mma(c, s, &p, idx) : matmul_decode(c, s, &p, idx, al.b);
         pit_cuda_pop();
         return st;
     }

@@ -7,7 +7,9 @@
  *   test_cuda_direct            correctness
  *   test_cuda_direct --quick    a few small cases (for compute-sanitizer)
  *   test_cuda_direct --engine   the sm_90 engine's small case alone (its racecheck)
+ *   test_cuda_direct --decode   the tensor-core decode cases alone (their racecheck)
  *   test_cuda_direct --bench    the paper's 4096^3 point, timed with events
+ *   test_cuda_direct --bench-decode [DTYPE]   x[M,K] . W[K,N] for a few rows (f16, bf16)
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -391,16 +393,29 @@ static void run_case(const tcase *tc, pit_dtype dt, const pit_tile *tiles, int n
     upload(&a);
     upload(&b);
     /* 32x1, 32x64, 1x64 of the paper, two that straddle detection regions,
-     * and the other row-block heights of the sm_90 engine (16, 64) */
-    const pit_microtile cands[] = {{32, 1, PIT_AXIS_K}, {32, 64, PIT_AXIS_K}, {1, 64, PIT_AXIS_M},
-                                   {64, 1, PIT_AXIS_K}, {1, 3, PIT_AXIS_M},  {16, 64, PIT_AXIS_K},
-                                   {64, 128, PIT_AXIS_K}};
-    const int ncand = 7;
-    pit_index ix[7];
+     * the other row-block heights of the sm_90 engine (16, 64) and the
+     * decode kernels' 16x1 */
+    const pit_microtile cands[] = {{32, 1, PIT_AXIS_K}, {32, 64, PIT_AXIS_K},  {1, 64, PIT_AXIS_M},
+                                   {64, 1, PIT_AXIS_K}, {1, 3, PIT_AXIS_M},    {16, 64, PIT_AXIS_K},
+                                   {64, 128, PIT_AXIS_K}, {16, 1, PIT_AXIS_K}};
+    enum { ncand = sizeof cands / sizeof cands[0] };
+    pit_index ix[ncand];
     for (int i = 0; i < ncand; ++i) ix[i] = make_index(&a, cands[i]);
     CHECK(be->detect(bctx, stream, &a.d, ix, ncand));
     double *ref = reference(&a, &b);
     char what[256];
+    if (tc->M <= 64) { /* the column micro-tiles alone: the few-row detection */
+        const pit_microtile cols[] = {{16, 1, PIT_AXIS_K}, {32, 1, PIT_AXIS_K}, {64, 1, PIT_AXIS_K}};
+        pit_index cx[3];
+        for (int i = 0; i < 3; ++i) cx[i] = make_index(&a, cols[i]);
+        CHECK(be->detect(bctx, stream, &a.d, cx, 3));
+        snprintf(what, sizeof what, "%s %s s=%.2f %lldx%lld b%lld columns alone", dt_name(dt), pattern_name[tc->p],
+                 tc->s, (long long)tc->M, (long long)tc->K, (long long)tc->batch);
+        for (int i = 0; i < 3; ++i) {
+            check_index(&a, &cx[i], what);
+            free_index(&cx[i]);
+        }
+    }
     int64_t cases = 0;
     for (int i = 0; i < ncand; ++i) {
         snprintf(what, sizeof what, "%s %s s=%.2f %lldx%lldx%lld b%lld", dt_name(dt), pattern_name[tc->p], tc->s,
@@ -460,7 +475,8 @@ static void test_errors(void)
     }
 }
 
-/* quick 2: only the engine's case (racecheck of its kernel) */
+/* quick 2: only the engine's case (racecheck of its kernel); 3: only the
+ * tensor-core decode cases */
 static int correctness(int quick)
 {
     const tcase cases[] = {
@@ -469,11 +485,23 @@ static int correctness(int quick)
         {1, 1, 7, 33, 0, P_DENSE, 0},       {1, 33, 1000, 7, 0, P_32X1, 0.5},  {1, 1000, 33, 65, 0, P_1X64, 0.5},
         {1, 7, 1, 1, 0, P_DENSE, 0},        {3, 100, 300, 96, 0, P_32X64, 0.5}, {1, 128, 256, 128, 8, P_32X1, 0.5},
         {1, 1000, 1000, 1000, 0, P_32X1, 0.9},
+        /* decode: a few rows, zero columns; from 5 rows tensor cores where
+         * B's rows hold 16-byte vectors and A's 4-byte pairs (N = 136, 256,
+         * 128; K even), several row-blocks (40), long K split into shares,
+         * padded and batched; up to 4 rows CUDA cores (also K odd, N = 100) */
+        {1, 1, 1000, 264, 0, P_FINE, 0.5},  {2, 5, 2048, 136, 8, P_32X1, 0.75}, {1, 40, 1000, 256, 0, P_32X1, 0.5},
+        {1, 16, 8192, 128, 0, P_32X1, 0.9}, {1, 3, 999, 264, 0, P_FINE, 0.5},   {1, 4, 1000, 100, 0, P_FINE, 0.6},
+        {1, 1, 512, 136, 0, P_ZERO, 0},
     };
     const pit_dtype dts[] = {PIT_F32, PIT_F16, PIT_BF16};
     /* --quick (for compute-sanitizer): a few small cases */
-    const size_t quick_cases[] = {0, 1, 6, 10};
-    size_t ncases = quick ? 4 : sizeof cases / sizeof cases[0];
+    const size_t quick_cases[] = {0, 1, 6, 10, 14};
+    size_t ncases = quick ? sizeof quick_cases / sizeof quick_cases[0] : sizeof cases / sizeof cases[0];
+    if (quick == 3) { /* the tensor-core decode cases alone (racecheck) */
+        for (int d = 1; d < 3; ++d)
+            for (size_t i = 13; i <= 16; ++i) run_case(&cases[i], dts[d], NULL, 0);
+        return failures;
+    }
     for (int d = 0; d < 3 && quick < 2; ++d)
         for (size_t i = 0; i < ncases; ++i) run_case(&cases[quick ? quick_cases[i] : i], dts[d], NULL, 0);
     /* the sm_90 engine (elsewhere, and on 32x1: the mma.sync tile) */
@@ -663,6 +691,79 @@ static int bench(int64_t n)
     return failures;
 }
 
+/* Zero columns of A shared by all its rows (contextual sparsity), the
+ * fraction s of them; every other element random and non-zero. */
+static void fill_zero_columns(dmat *a, double s)
+{
+    for (int64_t c = 0; c < cols_of(a); ++c) {
+        const int zero = urand() < s;
+        for (int64_t r = 0; r < rows_of(a); ++r)
+            *at(a, 0, r, c) = zero ? zero_value() : representable(nonzero_value(), a->d.dtype);
+    }
+}
+
+/* --bench-decode: x[M,K] . W[K,N] with zero columns of x, each column
+ * micro-tile the decode kernels take, forced (no selection), beside cuBLAS
+ * and the floor (1 - s) bytes(W) / copy bandwidth. */
+static int bench_decode(void)
+{
+    double bw = copy_bandwidth();
+    printf("device-to-device copy: %.0f GB/s (read + write)\n", bw / 1e9);
+    const pit_dtype dts[] = {PIT_F16, PIT_BF16, PIT_F32};
+    const int64_t ms[] = {1, 4, 16, 64}, kn[][2] = {{4096, 14336}, {14336, 4096}};
+    const double sps[] = {0.5, 0.75};
+    const pit_microtile mts[] = {{16, 1, PIT_AXIS_K}, {32, 1, PIT_AXIS_K}};
+    printf("%-5s %3s %6s %6s %5s %5s %9s %9s %9s %9s %9s %7s %7s\n", "dtype", "M", "K", "N", "s", "micro", "detect_us",
+           "kernel_us", "total_us", "dense_us", "floor_us", "x_floor", "dense/x");
+    for (int d = 0; d < 3; ++d) {
+        pit_dtype dt = dts[d];
+        if (bench_dt ? strcmp(bench_dt, dt_name(dt)) != 0 : dt == PIT_F32) continue; /* f32 when named */
+        for (int w = 0; w < 2; ++w) {
+            const int64_t K = kn[w][0], N = kn[w][1];
+            dmat b = make_dmat(dt, 1, K, N, N);
+            fill_dense(&b);
+            upload(&b);
+            for (int mi = 0; mi < 4; ++mi) {
+                dmat a = make_dmat(dt, 1, ms[mi], K, K), c = make_dmat(dt, 1, ms[mi], N, N);
+                bench_ctx bc = {&a, &b, &c, NULL, {16, 128, 32, 128, 2, 1}, 0};
+                for (int si = 0; si < 2; ++si) {
+                    fill_zero_columns(&a, sps[si]);
+                    upload(&a);
+                    double dense_ms = time_op(op_dense, &bc);
+                    double *ref = reference(&a, &b); /* each kernel checked once before it is timed */
+                    for (int t = 0; t < 2; ++t) {
+                        if (ms[mi] > 4 * mts[t].rows) continue;
+                        pit_index ix = make_index(&a, mts[t]);
+                        bc.ix = &ix;
+                        bc.tile.bm = mts[t].rows;
+                        CHECK(be->detect(bctx, stream, &a.d, &ix, 1));
+                        bc.maxc = check_index(&a, &ix, "bench-decode");
+                        poison(&c);
+                        op_sparse(&bc);
+                        char what[96];
+                        snprintf(what, sizeof what, "bench-decode %s M=%lld K=%lld N=%lld", dt_name(dt),
+                                 (long long)ms[mi], (long long)K, (long long)N);
+                        compare(ref, &c, what);
+                        double det_ms = time_op(op_detect, &bc), k_ms = time_op(op_sparse, &bc);
+                        double floor_ms = (1 - sps[si]) * (double)(K * N) * (double)el_size(dt) / bw * 1e3;
+                        printf("%-5s %3lld %6lld %6lld %5.2f %2dx%-2d %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f %7.2f\n",
+                               dt_name(dt), (long long)ms[mi], (long long)K, (long long)N, sps[si], mts[t].rows,
+                               mts[t].cols, det_ms * 1e3, k_ms * 1e3, (det_ms + k_ms) * 1e3, dense_ms * 1e3,
+                               floor_ms * 1e3, (det_ms + k_ms) / floor_ms, dense_ms / (det_ms + k_ms));
+                        fflush(stdout);
+                        free_index(&ix);
+                    }
+                    free(ref);
+                }
+                free_dmat(&a);
+                free_dmat(&c);
+            }
+            free_dmat(&b);
+        }
+    }
+    return failures;
+}
+
 int main(int argc, char **argv)
 {
     pit_device_info info;
@@ -678,7 +779,12 @@ int main(int argc, char **argv)
     if (argc > 4) bench_micro = argv[4];
     if (argc > 5) bench_s = atof(argv[5]);
     if (argc > 1 && !strcmp(argv[1], "--bench")) rc = bench(argc > 2 ? atoll(argv[2]) : 4096);
-    else rc = correctness(argc < 2 ? 0 : !strcmp(argv[1], "--quick") ? 1 : !strcmp(argv[1], "--engine") ? 2 : 0);
+    else if (argc > 1 && !strcmp(argv[1], "--bench-decode")) rc = (bench_dt = argc > 2 ? argv[2] : NULL, bench_decode());
+    else rc = correctness(argc < 2                        ? 0
+                          : !strcmp(argv[1], "--quick")  ? 1
+                          : !strcmp(argv[1], "--engine") ? 2
+                          : !strcmp(argv[1], "--decode") ? 3
+                                                         : 0);
     be->stream_destroy(bctx, stream);
     be->context_destroy(bctx);
     be->shutdown();

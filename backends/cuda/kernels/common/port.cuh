@@ -286,6 +286,12 @@ PIT_DEV void pit_sleep(void)
 }
 #endif
 
+#if defined(PIT_AMD)
+PIT_DEV float pit_ldcg_f32(const float *p) { return __builtin_bit_cast(float, pit_ldcg((const int *)p)); }
+#else
+PIT_DEV float pit_ldcg_f32(const float *p) { return __ldcg(p); }
+#endif
+
 /* ---- global -> shared copies. cp.async on sm_80+, a plain copy before. */
 #if defined(PIT_AMD)
 /* LDS address (32 bits): what ds_bpermute moves between lanes */
@@ -343,6 +349,16 @@ PIT_DEV void pit_copy16(void *dst, const void *src, bool valid)
     uint4 v = make_uint4(0, 0, 0, 0);
     if (valid) v = *(const uint4 *)src;
     *(uint4 *)dst = v;
+#endif
+}
+/* 4 bytes, or zeros when !valid (a gather of 16-bit pairs) */
+PIT_DEV void pit_copy4(void *dst, const void *src, bool valid)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+                 :: "r"(pit_smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0));
+#else
+    *(pit_u32 *)dst = valid ? *(const pit_u32 *)src : 0u;
 #endif
 }
 PIT_DEV void pit_copy_commit(void)
