@@ -1,0 +1,244 @@
+"""pit: dynamically sparse deep-learning operators (PIT) from Python.
+
+The functions take arrays (numpy arrays, or anything numpy.asarray takes)
+and return numpy arrays of the same dtype. They run on the default context:
+the backend PIT_BACKEND names ("cuda", "hip", "opencl", or "name:N"), else
+the first backend with a device. The arrays are copied to the device and
+back (docs/python.md). A failing call raises PitError, whose message is
+libpit's pit_last_error() for that call.
+"""
+import ctypes
+import threading
+
+import numpy as np
+
+from . import _lib
+from ._lib import PitError
+
+__all__ = ["PitError", "Context", "default_context", "info", "version", "matmul", "matmul_dense", "sddmm",
+           "sparse_softmax", "relu", "prune_magnitude"]
+
+_DTYPES = {np.dtype(np.float32): _lib.F32, np.dtype(np.float16): _lib.F16, np.dtype(np.int32): _lib.I32,
+           np.dtype(np.uint8): _lib.U8, np.dtype(np.bool_): _lib.U8}
+
+
+def version():
+    """libpit's version as "major.minor.patch"."""
+    v = _lib.lib.pit_version()
+    return f"{v // 10000}.{v // 100 % 100}.{v % 100}"
+
+
+def _text(field):
+    return field.decode(errors="replace")
+
+
+def _describe(info):
+    return (f"{_text(info.backend)}:{info.device_index} {_text(info.name)} ({_text(info.arch)}, "
+            f"{info.compute_units} compute units, {info.global_mem_bytes / 2**30:.1f} GiB, "
+            f"f16 {'native' if info.has_f16 else 'storage' if info.has_f16_storage else 'no'}, "
+            f"bf16 {'yes' if info.has_bf16 else 'no'}; driver {_text(info.driver_version)})")
+
+
+def info():
+    """What `pit info` reports: each backend's devices or why it has none,
+    and the device the default context takes."""
+    lines = [f"pit {version()}", "backends:"]
+    for name in ("cuda", "hip", "opencl"):
+        count = ctypes.c_int(0)
+        status = _lib.device_count(name.encode(), ctypes.byref(count))
+        if status != 0:
+            lines.append(f"  {name:<7} unavailable: {(_lib.lib.pit_last_error() or b'').decode(errors='replace')}")
+            continue
+        for i in range(count.value):
+            d = _lib.DeviceInfo()
+            if _lib.device_get_info(name.encode(), i, ctypes.byref(d)) == 0:
+                lines.append("  " + _describe(d))
+    try:
+        ctx = default_context()
+        lines.append("default context: " + _describe(ctx.device_info()))
+        lines.append("tile database: " + _text(ctx.device_info().tiledb_source))
+    except PitError as e:
+        lines.append(f"default context: none ({e})")
+    return "\n".join(lines)
+
+
+class Context:
+    """A pit context on one device (pit_context_create). backend None follows
+    PIT_BACKEND, else the first backend with a device."""
+
+    def __init__(self, backend=None, device=-1):
+        handle = ctypes.c_void_p()
+        _lib.check(_lib.context_create(backend.encode() if backend else None, device, ctypes.byref(handle)))
+        self._handle = handle
+
+    @property
+    def handle(self):
+        if self._handle is None:
+            raise PitError("PIT_ERR_INVALID_ARGUMENT", "the context was closed")
+        return self._handle
+
+    def device_info(self):
+        d = _lib.DeviceInfo()
+        _lib.check(_lib.context_get_info(self.handle, ctypes.byref(d)))
+        return d
+
+    def close(self):
+        if self._handle is not None:
+            _lib.check(_lib.context_destroy(self._handle))
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None:
+            _lib.context_destroy(self._handle)
+
+
+_default = None
+_default_lock = threading.Lock()
+
+
+def default_context():
+    """The process's context, created on first use."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Context()
+        return _default
+
+
+class _Tensor:
+    """A device tensor for one call: made from a host array (copied in) or
+    empty, copied out with to_numpy, destroyed when the call ends."""
+
+    def __init__(self, ctx, shape, dtype, host=None):
+        self.shape, self.dtype = tuple(int(s) for s in shape), np.dtype(dtype)
+        if self.dtype not in _DTYPES:
+            raise PitError("PIT_ERR_UNSUPPORTED_DTYPE", f"{self.dtype} is not a pit dtype "
+                           "(float32, float16, int32, uint8, bool)")
+        dims = (ctypes.c_int64 * max(1, len(self.shape)))(*self.shape)
+        handle = ctypes.c_void_p()
+        _lib.check(_lib.tensor_create(ctx.handle, _DTYPES[self.dtype], len(self.shape), dims, ctypes.byref(handle)))
+        self.handle = handle
+        if host is not None:
+            data = np.ascontiguousarray(host, dtype=self.dtype)
+            status = _lib.tensor_upload(handle, None, data.ctypes.data, data.nbytes)
+            if status != 0:
+                self.close()
+                _lib.check(status)
+
+    def to_numpy(self):
+        out = np.empty(self.shape, dtype=self.dtype)
+        _lib.check(_lib.tensor_download(self.handle, None, out.ctypes.data, out.nbytes))
+        return out
+
+    def close(self):
+        if self.handle is not None:
+            _lib.tensor_destroy(self.handle)
+            self.handle = None
+
+
+class _Call:
+    """The tensors of one call, destroyed at its end whatever happens."""
+
+    def __init__(self, ctx):
+        self.ctx, self.tensors = ctx or default_context(), []
+
+    def input(self, x, dtype=None):
+        a = np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
+        t = _Tensor(self.ctx, a.shape, a.dtype, a)
+        self.tensors.append(t)
+        return t
+
+    def output(self, shape, dtype):
+        t = _Tensor(self.ctx, shape, dtype)
+        self.tensors.append(t)
+        return t
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for t in self.tensors:
+            t.close()
+
+
+def _same_dtype(op, *arrays):
+    dts = {np.asarray(a).dtype for a in arrays}
+    if len(dts) != 1:
+        raise PitError("PIT_ERR_UNSUPPORTED_DTYPE", f"{op}: dtypes differ ({', '.join(sorted(map(str, dts)))})")
+    return dts.pop()
+
+
+def _matmul_shape(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape[:-1] + b.shape[-1:]
+
+
+def matmul(a, b, ctx=None):
+    """C = a . b with PIT: the zeros of a (its micro-tiles chosen at run time)
+    are skipped. a [M,K] or [b,M,K], b [K,N] or [b,K,N]; float32 or float16."""
+    _same_dtype("matmul", a, b)
+    with _Call(ctx) as c:
+        ta, tb = c.input(a), c.input(b)
+        tc = c.output(_matmul_shape(a, b), ta.dtype)
+        _lib.check(_lib.matmul(c.ctx.handle, None, ta.handle, tb.handle, tc.handle, None, None))
+        return tc.to_numpy()
+
+
+def matmul_dense(a, b, ctx=None):
+    """C = a . b with the backend's dense GEMM (the baseline)."""
+    _same_dtype("matmul_dense", a, b)
+    with _Call(ctx) as c:
+        ta, tb = c.input(a), c.input(b)
+        tc = c.output(_matmul_shape(a, b), ta.dtype)
+        _lib.check(_lib.matmul_dense(c.ctx.handle, None, ta.handle, tb.handle, tc.handle))
+        return tc.to_numpy()
+
+
+def sddmm(a, b, mask, block=(0, 0), ctx=None):
+    """C = (a . b^T) where mask is non-zero, 0 elsewhere. a [M,K] or [b,M,K],
+    b [N,K] or [b,N,K], mask [M,N] or [b,M,N] (any pit dtype, non-zero = on);
+    block: micro-tile rows and columns, (0, 0) chosen at run time."""
+    _same_dtype("sddmm", a, b)
+    a_arr, m_arr = np.asarray(a), np.asarray(mask)
+    shape = (a_arr.shape[0],) + m_arr.shape[-2:] if a_arr.ndim == 3 else m_arr.shape[-2:]
+    with _Call(ctx) as c:
+        ta, tb, tm = c.input(a), c.input(b), c.input(mask)
+        tc = c.output(shape, ta.dtype)
+        _lib.check(_lib.sddmm(c.ctx.handle, None, ta.handle, tb.handle, tm.handle, tc.handle, int(block[0]),
+                              int(block[1]), None))
+        return tc.to_numpy()
+
+
+def sparse_softmax(x, mask, scale=1.0, ctx=None):
+    """Softmax of scale * x along rows over the entries where mask is
+    non-zero; masked entries and fully masked rows are 0."""
+    with _Call(ctx) as c:
+        tx, tm = c.input(x), c.input(mask)
+        ty = c.output(tx.shape, tx.dtype)
+        _lib.check(_lib.sparse_softmax(c.ctx.handle, None, tx.handle, tm.handle, ty.handle, float(scale), None))
+        return ty.to_numpy()
+
+
+def relu(x, ctx=None):
+    """max(x, 0)."""
+    with _Call(ctx) as c:
+        tx = c.input(x)
+        ty = c.output(tx.shape, tx.dtype)
+        _lib.check(_lib.relu(c.ctx.handle, None, tx.handle, ty.handle))
+        return ty.to_numpy()
+
+
+def prune_magnitude(w, block=(1, 1), sparsity=0.5, ctx=None):
+    """A copy of w with the block micro-tiles of smallest magnitude zeroed,
+    the fraction `sparsity` of them."""
+    with _Call(ctx) as c:
+        tw = c.input(w)
+        _lib.check(_lib.prune_magnitude(c.ctx.handle, None, tw.handle, int(block[0]), int(block[1]),
+                                        float(sparsity)))
+        return tw.to_numpy()

@@ -1,0 +1,113 @@
+"""libpit through ctypes: finding the library, its prototypes, and turning a
+pit_status into a Python exception that carries pit_last_error()."""
+import ctypes
+import glob
+import os
+
+PIT_MAX_RANK = 4
+
+# pit_dtype
+F32, F16, BF16, I32, U8 = 0, 1, 2, 3, 4
+
+
+class DeviceInfo(ctypes.Structure):
+    """pit_device_info (include/pit.h)."""
+
+    _fields_ = [
+        ("backend", ctypes.c_char * 16),
+        ("vendor", ctypes.c_char * 64),
+        ("name", ctypes.c_char * 128),
+        ("arch", ctypes.c_char * 32),
+        ("driver_version", ctypes.c_char * 64),
+        ("global_mem_bytes", ctypes.c_uint64),
+        ("compute_units", ctypes.c_int),
+        ("device_index", ctypes.c_int),
+        ("has_f16", ctypes.c_int),
+        ("has_bf16", ctypes.c_int),
+        ("tiledb_source", ctypes.c_char * 256),
+        ("tiledb_family", ctypes.c_char * 32),
+        ("dlpack_device_type", ctypes.c_int),
+        ("has_f16_storage", ctypes.c_int),
+    ]
+
+
+class PitError(RuntimeError):
+    """A pit call failed: .status is the pit_status name, the message is
+    pit_last_error() of the failing call."""
+
+    def __init__(self, status, message):
+        super().__init__(f"{status}: {message}")
+        self.status = status
+        self.message = message
+
+
+def _candidates():
+    """libpit inside the package (a wheel), then PIT_LIBRARY, then the
+    repository's build folder (an uninstalled checkout)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = os.environ.get("PIT_LIBRARY")
+    if env:
+        yield env
+    for folder in (os.path.join(here, "lib"), os.path.join(here, "..", "..", "build", "lib")):
+        for name in ("libpit.so", "libpit.so.0"):
+            yield os.path.join(folder, name)
+        yield from sorted(glob.glob(os.path.join(folder, "libpit.so.*")))
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if not os.path.exists(path):
+            tried.append(path)
+            continue
+        return ctypes.CDLL(os.path.abspath(path))
+    raise ImportError("pit: libpit not found; looked for " + ", ".join(tried) +
+                      " (pip install ./python builds it; PIT_LIBRARY names another)")
+
+
+lib = _load()
+_vp, _i64p = ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64)
+
+
+def _proto(name, *args):
+    fn = getattr(lib, name)
+    fn.argtypes = list(args)
+    fn.restype = ctypes.c_int
+    return fn
+
+
+lib.pit_status_string.argtypes = [ctypes.c_int]
+lib.pit_status_string.restype = ctypes.c_char_p
+lib.pit_last_error.argtypes = []
+lib.pit_last_error.restype = ctypes.c_char_p
+lib.pit_version.argtypes = []
+lib.pit_version.restype = ctypes.c_int
+
+device_count = _proto("pit_device_count", ctypes.c_char_p, ctypes.POINTER(ctypes.c_int))
+device_get_info = _proto("pit_device_get_info", ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(DeviceInfo))
+context_create = _proto("pit_context_create", ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(_vp))
+context_destroy = _proto("pit_context_destroy", _vp)
+context_get_info = _proto("pit_context_get_info", _vp, ctypes.POINTER(DeviceInfo))
+tensor_create = _proto("pit_tensor_create", _vp, ctypes.c_int, ctypes.c_int, _i64p, ctypes.POINTER(_vp))
+tensor_destroy = _proto("pit_tensor_destroy", _vp)
+tensor_upload = _proto("pit_tensor_upload", _vp, _vp, _vp, ctypes.c_size_t)
+tensor_download = _proto("pit_tensor_download", _vp, _vp, _vp, ctypes.c_size_t)
+synchronize = _proto("pit_synchronize", _vp, _vp)
+matmul = _proto("pit_matmul", _vp, _vp, _vp, _vp, _vp, _vp, _vp)
+matmul_dense = _proto("pit_matmul_dense", _vp, _vp, _vp, _vp, _vp)
+sddmm = _proto("pit_sddmm", _vp, _vp, _vp, _vp, _vp, _vp, ctypes.c_int32, ctypes.c_int32, _vp)
+sparse_softmax = _proto("pit_sparse_softmax", _vp, _vp, _vp, _vp, _vp, ctypes.c_float, _vp)
+relu = _proto("pit_relu", _vp, _vp, _vp, _vp)
+prune_magnitude = _proto("pit_prune_magnitude", _vp, _vp, _vp, ctypes.c_int32, ctypes.c_int32, ctypes.c_double)
+
+
+
+def status_name(status):
+    return lib.pit_status_string(status).decode()
+
+
+def check(status):
+    """Raises PitError for a status other than PIT_SUCCESS, with the message
+    pit_last_error() keeps for this thread (right after the call)."""
+    if status != 0:
+        raise PitError(status_name(status), (lib.pit_last_error() or b"").decode(errors="replace"))
