@@ -8,6 +8,7 @@ back (docs/python.md). A failing call raises PitError, whose message is
 libpit's pit_last_error() for that call.
 """
 import ctypes
+import logging
 import threading
 
 import numpy as np
@@ -15,8 +16,8 @@ import numpy as np
 from . import _lib
 from ._lib import PitError
 
-__all__ = ["PitError", "Context", "default_context", "info", "version", "matmul", "matmul_dense", "sddmm",
-           "sparse_softmax", "relu", "prune_magnitude"]
+__all__ = ["PitError", "Context", "default_context", "info", "version", "log_to_logging", "log_to_stderr", "matmul",
+           "matmul_dense", "sddmm", "sparse_softmax", "attention", "relu", "prune_magnitude"]
 
 _DTYPES = {np.dtype(np.float32): _lib.F32, np.dtype(np.float16): _lib.F16, np.dtype(np.int32): _lib.I32,
            np.dtype(np.uint8): _lib.U8, np.dtype(np.bool_): _lib.U8}
@@ -242,3 +243,62 @@ def prune_magnitude(w, block=(1, 1), sparsity=0.5, ctx=None):
         _lib.check(_lib.prune_magnitude(c.ctx.handle, None, tw.handle, int(block[0]), int(block[1]),
                                         float(sparsity)))
         return tw.to_numpy()
+
+
+def attention(q, k, v, *, causal=False, window=None, mask=None, block_mask=None, block=None, scale=None,
+              return_lse=False, ctx=None):
+    """softmax(scale q k^T over the allowed keys) v, per batch and query head,
+    the keys and values of head h // (Hq // Hkv) (grouped-query attention).
+    q [B,Hq,Lq,D], k [B,Hkv,Lk,D], v [B,Hkv,Lk,Dv] -> [B,Hq,Lq,Dv]. Allowed:
+    causal (aligned to the end of the keys), window=(left, right) (-1: no
+    bound), mask (element mask: [Lq,Lk], [Hq,Lq,Lk] or [B,Hq,Lq,Lk]),
+    block_mask with block=(block_q, block_k); all combine. scale None:
+    1/sqrt(D). return_lse: also the log-sum-exp [B,Hq,Lq] (float32; -inf for
+    a query with no allowed key, whose output is 0)."""
+    opt = _lib.attention_options_default()
+    if scale is not None:
+        opt.scale = float(scale)
+    opt.causal = 1 if causal else 0
+    if window is not None:
+        opt.window_left, opt.window_right = int(window[0]), int(window[1])
+    if block is not None:
+        opt.block_q, opt.block_k = int(block[0]), int(block[1])
+    _same_dtype("attention", q, k, v)
+    qa, va = np.asarray(q), np.asarray(v)
+    with _Call(ctx) as c:
+        tq, tk, tv = c.input(q), c.input(k), c.input(v)
+        if mask is not None:
+            opt.mask = c.input(mask).handle.value
+        if block_mask is not None:
+            opt.block_mask = c.input(block_mask).handle.value
+        to = c.output(qa.shape[:-1] + va.shape[-1:], tq.dtype)
+        tl = c.output(qa.shape[:-1], np.float32) if return_lse else None
+        _lib.check(_lib.attention(c.ctx.handle, None, tq.handle, tk.handle, tv.handle, to.handle, ctypes.byref(opt),
+                                  tl.handle if tl else None, None))
+        return (to.to_numpy(), tl.to_numpy()) if return_lse else to.to_numpy()
+
+
+_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING}
+_log_sink = None  # the ctypes callback libpit holds: kept alive here
+
+
+def log_to_logging(logger=None):
+    """Sends libpit's log lines to a logging.Logger ("pit" by default) at
+    DEBUG, INFO or WARNING. Which lines libpit produces: PIT_LOG (debug,
+    info, warn; unset: warnings only), read once per process."""
+    global _log_sink
+    target = logger or logging.getLogger("pit")
+
+    def forward(_user, level, message):
+        target.log(_LEVELS.get(level, logging.WARNING), "%s", message.decode(errors="replace"))
+
+    sink = _lib.LOG_FN(forward)
+    _lib.check(_lib.set_log_callback(sink, None))
+    _log_sink = sink
+
+
+def log_to_stderr():
+    """Back to libpit's own sink (stderr, where PIT_LOG asks for lines)."""
+    global _log_sink
+    _lib.check(_lib.set_log_callback(_lib.LOG_FN(), None))  # a NULL fn: stderr again
+    _log_sink = None

@@ -31,6 +31,28 @@ class DeviceInfo(ctypes.Structure):
     ]
 
 
+class Microtile(ctypes.Structure):
+    """pit_microtile."""
+
+    _fields_ = [("rows", ctypes.c_int32), ("cols", ctypes.c_int32), ("axis", ctypes.c_int)]
+
+
+class AttentionOptions(ctypes.Structure):
+    """pit_attention_options (start from attention_options_default())."""
+
+    _fields_ = [
+        ("scale", ctypes.c_float),
+        ("causal", ctypes.c_int),
+        ("window_left", ctypes.c_int32),
+        ("window_right", ctypes.c_int32),
+        ("mask", ctypes.c_void_p),
+        ("block_mask", ctypes.c_void_p),
+        ("block_q", ctypes.c_int32),
+        ("block_k", ctypes.c_int32),
+        ("microtile", Microtile),
+    ]
+
+
 class PitError(RuntimeError):
     """A pit call failed: .status is the pit_status name, the message is
     pit_last_error() of the failing call."""
@@ -98,6 +120,12 @@ matmul_dense = _proto("pit_matmul_dense", _vp, _vp, _vp, _vp, _vp)
 sddmm = _proto("pit_sddmm", _vp, _vp, _vp, _vp, _vp, _vp, ctypes.c_int32, ctypes.c_int32, _vp)
 sparse_softmax = _proto("pit_sparse_softmax", _vp, _vp, _vp, _vp, _vp, ctypes.c_float, _vp)
 relu = _proto("pit_relu", _vp, _vp, _vp, _vp)
+attention = _proto("pit_attention", _vp, _vp, _vp, _vp, _vp, _vp, ctypes.POINTER(AttentionOptions), _vp, _vp)
+lib.pit_attention_options_default.argtypes = []
+lib.pit_attention_options_default.restype = AttentionOptions
+attention_options_default = lib.pit_attention_options_default
+LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
+set_log_callback = _proto("pit_set_log_callback", LOG_FN, _vp)
 prune_magnitude = _proto("pit_prune_magnitude", _vp, _vp, _vp, ctypes.c_int32, ctypes.c_int32, ctypes.c_double)
 
 

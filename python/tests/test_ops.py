@@ -113,3 +113,56 @@ def test_torch_tensors_pass_through_numpy():
     a, b = torch.randn(16, 24), torch.randn(24, 8)
     got = pit.matmul(a.numpy(), b.numpy())
     assert rel_err(got, (a.double() @ b.double()).numpy()) <= TOL[np.float32]
+
+
+def attention_reference(q, k, v, allowed, scale):
+    """float64 attention over the allowed (query, key) pairs; a query with
+    none gives 0 and lse -inf."""
+    b, hq, lq, _ = q.shape
+    group = hq // k.shape[1]
+    kk = np.repeat(k.astype(np.float64), group, axis=1)
+    vv = np.repeat(v.astype(np.float64), group, axis=1)
+    s = scale * np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), kk)
+    s = np.where(allowed, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    p = np.where(allowed, np.exp(s - m), 0.0)
+    den = p.sum(axis=-1, keepdims=True)
+    o = np.einsum("bhqk,bhkd->bhqd", np.divide(p, den, out=np.zeros_like(p), where=den > 0), vv)
+    with np.errstate(divide="ignore"):
+        lse = np.where(den[..., 0] > 0, np.log(den[..., 0]) + m[..., 0], -np.inf)
+    return o, lse
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_attention_gqa_causal_window_mask(dtype):
+    b, hq, hkv, lq, lk, d, dv = 2, 4, 2, 5, 9, 16, 8
+    q, k, v = nonzero((b, hq, lq, d), dtype), nonzero((b, hkv, lk, d), dtype), nonzero((b, hkv, lk, dv), dtype)
+    mask = RNG.random((lq, lk)) < 0.7
+    mask[2, :] = False  # a query with no allowed key
+    i, j = np.arange(lq)[:, None], np.arange(lk)[None, :]
+    diag = i + (lk - lq)  # the causal diagonal is aligned to the end of the keys
+    allowed = mask & (j <= diag) & (j >= diag - 3)
+    got, lse = pit.attention(q, k, v, causal=True, window=(3, -1), mask=mask, return_lse=True)
+    ref, ref_lse = attention_reference(q, k, v, allowed[None, None], 1.0 / np.sqrt(d))
+    assert got.shape == (b, hq, lq, dv) and got.dtype == np.dtype(dtype)
+    assert np.all(got[:, :, 2] == 0) and np.all(np.isneginf(lse[:, :, 2]))
+    assert rel_err(got, ref) <= TOL[dtype]
+    finite = np.isfinite(ref_lse)
+    assert np.allclose(lse[finite], ref_lse[finite], rtol=1e-3, atol=1e-3)
+
+
+def test_log_lines_reach_python_logging():
+    """PIT_LOG is read once per process: a child process with debug lines."""
+    import os
+    import subprocess
+    import sys
+    code = ("import logging, sys, numpy as np, pit\n"
+            "logging.basicConfig(stream=sys.stdout, level=logging.DEBUG, format='%(name)s %(levelname)s %(message)s')\n"
+            "pit.log_to_logging()\n"
+            "a = np.ones((8, 16), np.float32); pit.matmul(a, np.ones((16, 4), np.float32))\n"
+            "pit.log_to_stderr()\n")
+    env = dict(os.environ, PIT_LOG="debug")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "pit DEBUG" in out.stdout
