@@ -17,7 +17,7 @@ from . import _lib
 from ._lib import PitError
 
 __all__ = ["PitError", "Context", "default_context", "info", "version", "log_to_logging", "log_to_stderr", "matmul",
-           "matmul_dense", "sddmm", "sparse_softmax", "attention", "relu", "prune_magnitude"]
+           "matmul_dense", "sddmm", "sparse_softmax", "attention", "moe_forward", "moe_ffn", "relu", "prune_magnitude"]
 
 _DTYPES = {np.dtype(np.float32): _lib.F32, np.dtype(np.float16): _lib.F16, np.dtype(np.int32): _lib.I32,
            np.dtype(np.uint8): _lib.U8, np.dtype(np.bool_): _lib.U8}
@@ -277,6 +277,42 @@ def attention(q, k, v, *, causal=False, window=None, mask=None, block_mask=None,
                                   tl.handle if tl else None, None))
         return (to.to_numpy(), tl.to_numpy()) if return_lse else to.to_numpy()
 
+
+def _routing(c, expert_ids, gates):
+    return c.input(expert_ids, np.int32), c.input(gates, np.float32)
+
+
+def moe_forward(x, expert_ids, gates, w, ctx=None):
+    """Mixture-of-Experts layer: y[t] = sum_j gates[t,j] x[t] . w[expert_ids[t,j]].
+    x [T,H], expert_ids [T,k] (int32), gates [T,k] (float32), w [E,H,N] ->
+    [T,N]; an id outside 0..E-1 contributes nothing."""
+    _same_dtype("moe_forward", x, w)
+    xa, wa = np.asarray(x), np.asarray(w)
+    with _Call(ctx) as c:
+        tx, tw = c.input(x), c.input(w)
+        ti, tg = _routing(c, expert_ids, gates)
+        ty = c.output((xa.shape[0], wa.shape[-1]), tx.dtype)
+        _lib.check(_lib.moe_forward(c.ctx.handle, None, tx.handle, ti.handle, tg.handle, tw.handle, ty.handle, None))
+        return ty.to_numpy()
+
+
+def moe_ffn(x, expert_ids, gates, w_gate_up, w_down, activation="swiglu", ctx=None):
+    """The expert FFN of a MoE layer in one call: y[t] = sum_j gates[t,j]
+    act(x[t] . w_gate_up[e]) . w_down[e], e = expert_ids[t,j]. x [T,H],
+    w_gate_up [E,H,2F] (gate columns, then up) for "swiglu" and "geglu",
+    [E,H,F] for "gelu", "relu", "silu"; w_down [E,F,H] -> [T,H]."""
+    if activation not in _lib.ACTIVATIONS:
+        raise PitError("PIT_ERR_INVALID_ARGUMENT", f"moe_ffn: activation {activation!r} is not one of "
+                       + ", ".join(_lib.ACTIVATIONS))
+    _same_dtype("moe_ffn", x, w_gate_up, w_down)
+    opt = _lib.MoeFfnOptions(_lib.ACTIVATIONS[activation], None)
+    with _Call(ctx) as c:
+        tx, tu, td = c.input(x), c.input(w_gate_up), c.input(w_down)
+        ti, tg = _routing(c, expert_ids, gates)
+        ty = c.output(tx.shape, tx.dtype)
+        _lib.check(_lib.moe_ffn(c.ctx.handle, None, tx.handle, ti.handle, tg.handle, tu.handle, td.handle, ty.handle,
+                                ctypes.byref(opt), None))
+        return ty.to_numpy()
 
 _LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING}
 _log_sink = None  # the ctypes callback libpit holds: kept alive here

@@ -53,6 +53,12 @@ class AttentionOptions(ctypes.Structure):
     ]
 
 
+class MoeFfnOptions(ctypes.Structure):
+    """pit_moe_ffn_options."""
+
+    _fields_ = [("activation", ctypes.c_int), ("scratch", ctypes.c_void_p)]
+
+
 class PitError(RuntimeError):
     """A pit call failed: .status is the pit_status name, the message is
     pit_last_error() of the failing call."""
@@ -124,6 +130,9 @@ attention = _proto("pit_attention", _vp, _vp, _vp, _vp, _vp, _vp, ctypes.POINTER
 lib.pit_attention_options_default.argtypes = []
 lib.pit_attention_options_default.restype = AttentionOptions
 attention_options_default = lib.pit_attention_options_default
+moe_forward = _proto("pit_moe_forward", _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp)
+moe_ffn = _proto("pit_moe_ffn", _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, ctypes.POINTER(MoeFfnOptions), _vp)
+ACTIVATIONS = {"swiglu": 0, "geglu": 1, "gelu": 2, "relu": 3, "silu": 4}
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
 set_log_callback = _proto("pit_set_log_callback", LOG_FN, _vp)
 prune_magnitude = _proto("pit_prune_magnitude", _vp, _vp, _vp, ctypes.c_int32, ctypes.c_int32, ctypes.c_double)

@@ -166,3 +166,47 @@ def test_log_lines_reach_python_logging():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "pit DEBUG" in out.stdout
+
+
+def routing(t, k, e):
+    """Top-k of random logits (ids in 0..e-1, one out of range), softmax gates."""
+    logits = RNG.normal(size=(t, e))
+    ids = np.argsort(-logits, axis=1)[:, :k].astype(np.int32)
+    ids[0, 0] = e  # an id out of range contributes nothing
+    g = np.exp(np.take_along_axis(logits, ids.clip(0, e - 1), axis=1))
+    return ids, (g / g.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_moe_forward(dtype):
+    t, h, n, e, k = 37, 24, 16, 5, 2
+    x, w = nonzero((t, h), dtype), nonzero((e, h, n), dtype)
+    ids, gates = routing(t, k, e)
+    got = pit.moe_forward(x, ids, gates, w)
+    ref = np.zeros((t, n))
+    for i in range(t):
+        for j in range(k):
+            if ids[i, j] < e:
+                ref[i] += gates[i, j] * (x[i].astype(np.float64) @ w[ids[i, j]].astype(np.float64))
+    assert rel_err(got, ref) <= TOL[dtype]
+
+
+@pytest.mark.parametrize("activation", ["swiglu", "relu"])
+def test_moe_ffn(activation):
+    t, h, f, e, k = 29, 16, 12, 4, 2
+    gated = activation == "swiglu"
+    x = nonzero((t, h), np.float32)
+    wu, wd = nonzero((e, h, 2 * f if gated else f), np.float32), nonzero((e, f, h), np.float32)
+    ids, gates = routing(t, k, e)
+    got = pit.moe_ffn(x, ids, gates, wu, wd, activation=activation)
+    ref = np.zeros((t, h))
+    for i in range(t):
+        for j in range(k):
+            if ids[i, j] >= e:
+                continue
+            hid = x[i].astype(np.float64) @ wu[ids[i, j]].astype(np.float64)
+            act = hid[:f] / (1 + np.exp(-hid[:f])) * hid[f:] if gated else np.maximum(hid, 0)
+            ref[i] += gates[i, j] * (act @ wd[ids[i, j]].astype(np.float64))
+    assert rel_err(got, ref) <= TOL[np.float32]
+    with pytest.raises(pit.PitError):
+        pit.moe_ffn(x, ids, gates, wu, wd, activation="tanh")
