@@ -17,7 +17,8 @@ from . import _lib
 from ._lib import PitError
 
 __all__ = ["PitError", "Context", "default_context", "info", "version", "log_to_logging", "log_to_stderr", "matmul",
-           "matmul_dense", "sddmm", "sparse_softmax", "attention", "moe_forward", "moe_ffn", "relu", "prune_magnitude"]
+           "matmul_dense", "matmul_backward", "sddmm", "sparse_softmax", "sparse_softmax_backward", "attention",
+           "moe_forward", "moe_ffn", "relu", "prune_magnitude"]
 
 _DTYPES = {np.dtype(np.float32): _lib.F32, np.dtype(np.float16): _lib.F16, np.dtype(np.int32): _lib.I32,
            np.dtype(np.uint8): _lib.U8, np.dtype(np.bool_): _lib.U8}
@@ -201,6 +202,18 @@ def matmul_dense(a, b, ctx=None):
         return tc.to_numpy()
 
 
+def matmul_backward(a, b, dc, ctx=None):
+    """Gradients of c = a . b with a dynamically sparse: (da, db), da =
+    dc . b^T on a's non-zero micro-tiles (0 elsewhere), db = a^T . dc."""
+    _same_dtype("matmul_backward", a, b, dc)
+    a_arr, b_arr = np.asarray(a), np.asarray(b)
+    with _Call(ctx) as c:
+        ta, tb, tdc = c.input(a), c.input(b), c.input(dc)
+        tda, tdb = c.output(a_arr.shape, ta.dtype), c.output(b_arr.shape, ta.dtype)
+        _lib.check(_lib.matmul_backward(c.ctx.handle, None, ta.handle, tb.handle, tdc.handle, tda.handle, tdb.handle))
+        return tda.to_numpy(), tdb.to_numpy()
+
+
 def sddmm(a, b, mask, block=(0, 0), ctx=None):
     """C = (a . b^T) where mask is non-zero, 0 elsewhere. a [M,K] or [b,M,K],
     b [N,K] or [b,N,K], mask [M,N] or [b,M,N] (any pit dtype, non-zero = on);
@@ -224,6 +237,18 @@ def sparse_softmax(x, mask, scale=1.0, ctx=None):
         ty = c.output(tx.shape, tx.dtype)
         _lib.check(_lib.sparse_softmax(c.ctx.handle, None, tx.handle, tm.handle, ty.handle, float(scale), None))
         return ty.to_numpy()
+
+
+def sparse_softmax_backward(y, dy, mask, scale=1.0, ctx=None):
+    """Gradient of sparse_softmax given its output y and dy: scale y (dy -
+    rowsum(dy y)) on the mask, 0 elsewhere."""
+    _same_dtype("sparse_softmax_backward", y, dy)
+    with _Call(ctx) as c:
+        ty, tdy, tm = c.input(y), c.input(dy), c.input(mask)
+        tdx = c.output(ty.shape, ty.dtype)
+        _lib.check(_lib.sparse_softmax_backward(c.ctx.handle, None, ty.handle, tdy.handle, tm.handle, tdx.handle,
+                                                float(scale)))
+        return tdx.to_numpy()
 
 
 def relu(x, ctx=None):

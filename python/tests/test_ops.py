@@ -210,3 +210,26 @@ def test_moe_ffn(activation):
     assert rel_err(got, ref) <= TOL[np.float32]
     with pytest.raises(pit.PitError):
         pit.moe_ffn(x, ids, gates, wu, wd, activation="tanh")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_matmul_backward(dtype):
+    m, k, n = 40, 96, 24
+    a, b, dc = with_zero_columns(nonzero((m, k), dtype), 0.5), nonzero((k, n), dtype), nonzero((m, n), dtype)
+    da, db = pit.matmul_backward(a, b, dc)
+    ref_da = dc.astype(np.float64) @ b.astype(np.float64).T
+    ref_db = a.astype(np.float64).T @ dc.astype(np.float64)
+    assert rel_err(db, ref_db) <= TOL[dtype]
+    on = a != 0  # on A's non-zero elements dA is the dense gradient (elsewhere: the micro-tiles' choice)
+    assert rel_err(da[on], ref_da[on]) <= TOL[dtype]
+
+
+def test_sparse_softmax_backward():
+    m, n, scale = 21, 50, 0.5
+    x, dy = nonzero((m, n), np.float32), nonzero((m, n), np.float32)
+    mask = RNG.random((m, n)) < 0.5
+    y = pit.sparse_softmax(x, mask, scale)
+    got = pit.sparse_softmax_backward(y, dy, mask, scale)
+    y64, dy64 = y.astype(np.float64), dy.astype(np.float64)
+    ref = np.where(mask, scale * y64 * (dy64 - (dy64 * y64).sum(axis=1, keepdims=True)), 0.0)
+    assert rel_err(got, ref) <= TOL[np.float32]
