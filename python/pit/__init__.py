@@ -17,7 +17,7 @@ from . import _lib
 from ._lib import PitError
 
 __all__ = ["PitError", "Context", "default_context", "info", "version", "log_to_logging", "log_to_stderr", "matmul",
-           "matmul_dense", "matmul_backward", "sddmm", "sparse_softmax", "sparse_softmax_backward", "attention",
+           "matmul_dense", "matmul_backward", "sddmm", "sparse_softmax", "sparse_softmax_backward", "attention", "attention_backward",
            "moe_forward", "moe_ffn", "relu", "prune_magnitude"]
 
 _DTYPES = {np.dtype(np.float32): _lib.F32, np.dtype(np.float16): _lib.F16, np.dtype(np.int32): _lib.I32,
@@ -270,6 +270,24 @@ def prune_magnitude(w, block=(1, 1), sparsity=0.5, ctx=None):
         return tw.to_numpy()
 
 
+def _attention_options(c, causal, window, mask, block_mask, block, scale):
+    """pit_attention_options from the keyword arguments; masks become
+    tensors of the call c."""
+    opt = _lib.attention_options_default()
+    if scale is not None:
+        opt.scale = float(scale)
+    opt.causal = 1 if causal else 0
+    if window is not None:
+        opt.window_left, opt.window_right = int(window[0]), int(window[1])
+    if block is not None:
+        opt.block_q, opt.block_k = int(block[0]), int(block[1])
+    if mask is not None:
+        opt.mask = c.input(mask).handle.value
+    if block_mask is not None:
+        opt.block_mask = c.input(block_mask).handle.value
+    return opt
+
+
 def attention(q, k, v, *, causal=False, window=None, mask=None, block_mask=None, block=None, scale=None,
               return_lse=False, ctx=None):
     """softmax(scale q k^T over the allowed keys) v, per batch and query head,
@@ -280,27 +298,32 @@ def attention(q, k, v, *, causal=False, window=None, mask=None, block_mask=None,
     block_mask with block=(block_q, block_k); all combine. scale None:
     1/sqrt(D). return_lse: also the log-sum-exp [B,Hq,Lq] (float32; -inf for
     a query with no allowed key, whose output is 0)."""
-    opt = _lib.attention_options_default()
-    if scale is not None:
-        opt.scale = float(scale)
-    opt.causal = 1 if causal else 0
-    if window is not None:
-        opt.window_left, opt.window_right = int(window[0]), int(window[1])
-    if block is not None:
-        opt.block_q, opt.block_k = int(block[0]), int(block[1])
     _same_dtype("attention", q, k, v)
     qa, va = np.asarray(q), np.asarray(v)
     with _Call(ctx) as c:
         tq, tk, tv = c.input(q), c.input(k), c.input(v)
-        if mask is not None:
-            opt.mask = c.input(mask).handle.value
-        if block_mask is not None:
-            opt.block_mask = c.input(block_mask).handle.value
+        opt = _attention_options(c, causal, window, mask, block_mask, block, scale)
         to = c.output(qa.shape[:-1] + va.shape[-1:], tq.dtype)
         tl = c.output(qa.shape[:-1], np.float32) if return_lse else None
         _lib.check(_lib.attention(c.ctx.handle, None, tq.handle, tk.handle, tv.handle, to.handle, ctypes.byref(opt),
                                   tl.handle if tl else None, None))
         return (to.to_numpy(), tl.to_numpy()) if return_lse else to.to_numpy()
+
+
+def attention_backward(q, k, v, o, do, lse, *, causal=False, window=None, mask=None, block_mask=None, block=None,
+                       scale=None, ctx=None):
+    """(dq, dk, dv) of attention given its output o, log-sum-exp lse and do;
+    the same keyword arguments as the forward. dk and dv sum over the query
+    heads that share a kv head."""
+    _same_dtype("attention_backward", q, k, v, o, do)
+    with _Call(ctx) as c:
+        tq, tk, tv, to, tdo = c.input(q), c.input(k), c.input(v), c.input(o), c.input(do)
+        tl = c.input(lse, np.float32)
+        opt = _attention_options(c, causal, window, mask, block_mask, block, scale)
+        tdq, tdk, tdv = c.output(tq.shape, tq.dtype), c.output(tk.shape, tq.dtype), c.output(tv.shape, tq.dtype)
+        _lib.check(_lib.attention_backward(c.ctx.handle, None, tq.handle, tk.handle, tv.handle, to.handle, tdo.handle,
+                                           tl.handle, ctypes.byref(opt), tdq.handle, tdk.handle, tdv.handle))
+        return tdq.to_numpy(), tdk.to_numpy(), tdv.to_numpy()
 
 
 def _routing(c, expert_ids, gates):

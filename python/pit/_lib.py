@@ -127,6 +127,8 @@ sddmm = _proto("pit_sddmm", _vp, _vp, _vp, _vp, _vp, _vp, ctypes.c_int32, ctypes
 sparse_softmax = _proto("pit_sparse_softmax", _vp, _vp, _vp, _vp, _vp, ctypes.c_float, _vp)
 relu = _proto("pit_relu", _vp, _vp, _vp, _vp)
 attention = _proto("pit_attention", _vp, _vp, _vp, _vp, _vp, _vp, ctypes.POINTER(AttentionOptions), _vp, _vp)
+attention_backward = _proto("pit_attention_backward", _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp,
+                            ctypes.POINTER(AttentionOptions), _vp, _vp, _vp)
 lib.pit_attention_options_default.argtypes = []
 lib.pit_attention_options_default.restype = AttentionOptions
 attention_options_default = lib.pit_attention_options_default

@@ -233,3 +233,28 @@ def test_sparse_softmax_backward():
     y64, dy64 = y.astype(np.float64), dy.astype(np.float64)
     ref = np.where(mask, scale * y64 * (dy64 - (dy64 * y64).sum(axis=1, keepdims=True)), 0.0)
     assert rel_err(got, ref) <= TOL[np.float32]
+
+
+def test_attention_backward():
+    b, hq, hkv, lq, lk, d = 1, 4, 2, 6, 11, 8
+    dt = np.float32
+    q, k, v = nonzero((b, hq, lq, d), dt), nonzero((b, hkv, lk, d), dt), nonzero((b, hkv, lk, d), dt)
+    do = nonzero((b, hq, lq, d), dt)
+    i, j = np.arange(lq)[:, None], np.arange(lk)[None, :]
+    allowed = (j <= i + (lk - lq))[None, None]
+    o, lse = pit.attention(q, k, v, causal=True, return_lse=True)
+    dq, dk, dv = pit.attention_backward(q, k, v, o, do, lse, causal=True)
+    scale, g = 1.0 / np.sqrt(d), hq // hkv
+    q64, do64 = q.astype(np.float64), do.astype(np.float64)
+    k64, v64 = np.repeat(k.astype(np.float64), g, axis=1), np.repeat(v.astype(np.float64), g, axis=1)
+    s = np.where(allowed, scale * np.einsum("bhqd,bhkd->bhqk", q64, k64), -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    o64 = np.einsum("bhqk,bhkd->bhqd", p, v64)
+    dp = np.einsum("bhqd,bhkd->bhqk", do64, v64)
+    ds = p * (dp - (do64 * o64).sum(axis=-1, keepdims=True))
+    ref_dq = scale * np.einsum("bhqk,bhkd->bhqd", ds, k64)
+    ref_dk = (scale * np.einsum("bhqk,bhqd->bhkd", ds, q64)).reshape(b, hkv, g, lk, d).sum(axis=2)
+    ref_dv = np.einsum("bhqk,bhqd->bhkd", p, do64).reshape(b, hkv, g, lk, d).sum(axis=2)
+    for got, ref in ((dq, ref_dq), (dk, ref_dk), (dv, ref_dv)):
+        assert rel_err(got, ref) <= TOL[dt]
