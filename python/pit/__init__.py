@@ -18,7 +18,7 @@ from ._lib import PitError
 
 __all__ = ["PitError", "Context", "default_context", "info", "version", "log_to_logging", "log_to_stderr", "matmul",
            "matmul_dense", "matmul_backward", "sddmm", "sparse_softmax", "sparse_softmax_backward", "attention", "attention_backward",
-           "moe_forward", "moe_ffn", "relu", "prune_magnitude"]
+           "moe_forward", "moe_ffn", "moe_ffn_backward", "relu", "prune_magnitude"]
 
 _DTYPES = {np.dtype(np.float32): _lib.F32, np.dtype(np.float16): _lib.F16, np.dtype(np.int32): _lib.I32,
            np.dtype(np.uint8): _lib.U8, np.dtype(np.bool_): _lib.U8}
@@ -344,16 +344,20 @@ def moe_forward(x, expert_ids, gates, w, ctx=None):
         return ty.to_numpy()
 
 
+def _moe_ffn_options(op, activation):
+    if activation not in _lib.ACTIVATIONS:
+        raise PitError("PIT_ERR_INVALID_ARGUMENT", f"{op}: activation {activation!r} is not one of "
+                       + ", ".join(_lib.ACTIVATIONS))
+    return _lib.MoeFfnOptions(_lib.ACTIVATIONS[activation], None)
+
+
 def moe_ffn(x, expert_ids, gates, w_gate_up, w_down, activation="swiglu", ctx=None):
     """The expert FFN of a MoE layer in one call: y[t] = sum_j gates[t,j]
     act(x[t] . w_gate_up[e]) . w_down[e], e = expert_ids[t,j]. x [T,H],
     w_gate_up [E,H,2F] (gate columns, then up) for "swiglu" and "geglu",
     [E,H,F] for "gelu", "relu", "silu"; w_down [E,F,H] -> [T,H]."""
-    if activation not in _lib.ACTIVATIONS:
-        raise PitError("PIT_ERR_INVALID_ARGUMENT", f"moe_ffn: activation {activation!r} is not one of "
-                       + ", ".join(_lib.ACTIVATIONS))
+    opt = _moe_ffn_options("moe_ffn", activation)
     _same_dtype("moe_ffn", x, w_gate_up, w_down)
-    opt = _lib.MoeFfnOptions(_lib.ACTIVATIONS[activation], None)
     with _Call(ctx) as c:
         tx, tu, td = c.input(x), c.input(w_gate_up), c.input(w_down)
         ti, tg = _routing(c, expert_ids, gates)
@@ -361,6 +365,22 @@ def moe_ffn(x, expert_ids, gates, w_gate_up, w_down, activation="swiglu", ctx=No
         _lib.check(_lib.moe_ffn(c.ctx.handle, None, tx.handle, ti.handle, tg.handle, tu.handle, td.handle, ty.handle,
                                 ctypes.byref(opt), None))
         return ty.to_numpy()
+
+
+def moe_ffn_backward(x, expert_ids, gates, w_gate_up, w_down, dy, activation="swiglu", ctx=None):
+    """(dx, dw_gate_up, dw_down, dgates) of moe_ffn given dy [T,H]; dgates is
+    float32 [T,k]. A slot with an id out of range gets zero gradients."""
+    opt = _moe_ffn_options("moe_ffn_backward", activation)
+    _same_dtype("moe_ffn_backward", x, w_gate_up, w_down, dy)
+    with _Call(ctx) as c:
+        tx, tu, td, tdy = c.input(x), c.input(w_gate_up), c.input(w_down), c.input(dy)
+        ti, tg = _routing(c, expert_ids, gates)
+        tdx, tdu, tdd = c.output(tx.shape, tx.dtype), c.output(tu.shape, tx.dtype), c.output(td.shape, tx.dtype)
+        tdg = c.output(tg.shape, np.float32)
+        _lib.check(_lib.moe_ffn_backward(c.ctx.handle, None, tx.handle, ti.handle, tg.handle, tu.handle, td.handle,
+                                         tdy.handle, tdx.handle, tdu.handle, tdd.handle, tdg.handle,
+                                         ctypes.byref(opt)))
+        return tdx.to_numpy(), tdu.to_numpy(), tdd.to_numpy(), tdg.to_numpy()
 
 _LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING}
 _log_sink = None  # the ctypes callback libpit holds: kept alive here

@@ -136,6 +136,8 @@ matmul_backward = _proto("pit_matmul_backward", _vp, _vp, _vp, _vp, _vp, _vp, _v
 sparse_softmax_backward = _proto("pit_sparse_softmax_backward", _vp, _vp, _vp, _vp, _vp, _vp, ctypes.c_float)
 moe_forward = _proto("pit_moe_forward", _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp)
 moe_ffn = _proto("pit_moe_ffn", _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, ctypes.POINTER(MoeFfnOptions), _vp)
+moe_ffn_backward = _proto("pit_moe_ffn_backward", _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp,
+                          ctypes.POINTER(MoeFfnOptions))
 ACTIVATIONS = {"swiglu": 0, "geglu": 1, "gelu": 2, "relu": 3, "silu": 4}
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
 set_log_callback = _proto("pit_set_log_callback", LOG_FN, _vp)

@@ -258,3 +258,44 @@ def test_attention_backward():
     ref_dv = np.einsum("bhqk,bhqd->bhkd", p, do64).reshape(b, hkv, g, lk, d).sum(axis=2)
     for got, ref in ((dq, ref_dq), (dk, ref_dk), (dv, ref_dv)):
         assert rel_err(got, ref) <= TOL[dt]
+
+
+def test_moe_ffn_backward_relu():
+    t, h, f, e, k = 13, 8, 6, 3, 2
+    x, wu, wd, dy = (nonzero(s, np.float32) for s in ((t, h), (e, h, f), (e, f, h), (t, h)))
+    ids, gates = routing(t, k, e)
+    dx, dwu, dwd, dg = pit.moe_ffn_backward(x, ids, gates, wu, wd, dy, activation="relu")
+    rdx, rdwu, rdwd, rdg = np.zeros((t, h)), np.zeros((e, h, f)), np.zeros((e, f, h)), np.zeros((t, k))
+    for i in range(t):
+        for j in range(k):
+            ex = ids[i, j]
+            if ex >= e:
+                continue
+            x64, g = x[i].astype(np.float64), float(gates[i, j])
+            hid = x64 @ wu[ex].astype(np.float64)
+            act = np.maximum(hid, 0)
+            da = dy[i].astype(np.float64) @ wd[ex].astype(np.float64).T
+            rdg[i, j] = act @ da
+            dh = g * da * (hid > 0)
+            rdwd[ex] += g * np.outer(act, dy[i])
+            rdwu[ex] += np.outer(x64, dh)
+            rdx[i] += dh @ wu[ex].astype(np.float64).T
+    for got, ref in ((dx, rdx), (dwu, rdwu), (dwd, rdwd), (dg, rdg)):
+        assert rel_err(got, ref) <= TOL[np.float32]
+    assert np.all(dg[0, 0] == 0)  # the slot whose id is out of range
+
+
+def test_calls_from_many_threads():
+    """The default context from 4 threads at once, each checking its results."""
+    import concurrent.futures
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        a = (rng.uniform(0.5, 1.5, (24, 40)) * (rng.random(40) < 0.5)).astype(np.float32)
+        b = rng.uniform(-1, 1, (40, 12)).astype(np.float32)
+        for _ in range(5):
+            assert rel_err(pit.matmul(a, b), a.astype(np.float64) @ b) <= TOL[np.float32]
+        return True
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(8)))
