@@ -139,3 +139,46 @@ def _attention_grad(ctx, do, _dlse):
 
 
 attention.register_autograd(_attention_grad, setup_context=_attention_setup)
+
+
+# ---- MoE expert FFN ---------------------------------------------------------
+@torch.library.custom_op("pit::moe_ffn", mutates_args=())
+def moe_ffn(x: torch.Tensor, expert_ids: torch.Tensor, gates: torch.Tensor, w_gate_up: torch.Tensor,
+            w_down: torch.Tensor, activation: str = "swiglu") -> torch.Tensor:
+    """sum_j gates[t,j] act(x[t] . w_gate_up[e]) . w_down[e] (pit.moe_ffn)."""
+    return _back(pit.moe_ffn(_host(x), _host(expert_ids), _host(gates), _host(w_gate_up), _host(w_down),
+                             activation), x)
+
+
+@moe_ffn.register_fake
+def _(x, expert_ids, gates, w_gate_up, w_down, activation="swiglu"):
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("pit::moe_ffn_backward", mutates_args=())
+def moe_ffn_backward(x: torch.Tensor, expert_ids: torch.Tensor, gates: torch.Tensor, w_gate_up: torch.Tensor,
+                     w_down: torch.Tensor, dy: torch.Tensor,
+                     activation: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    dx, dwu, dwd, dg = pit.moe_ffn_backward(_host(x), _host(expert_ids), _host(gates), _host(w_gate_up),
+                                            _host(w_down), _host(dy), activation)
+    return _back(dx, x), _back(dwu, w_gate_up), _back(dwd, w_down), _back(dg, gates)
+
+
+@moe_ffn_backward.register_fake
+def _(x, expert_ids, gates, w_gate_up, w_down, dy, activation):
+    return torch.empty_like(x), torch.empty_like(w_gate_up), torch.empty_like(w_down), torch.empty_like(gates)
+
+
+def _moe_setup(ctx, inputs, output):
+    x, expert_ids, gates, w_gate_up, w_down, activation = inputs
+    ctx.save_for_backward(x, expert_ids, gates, w_gate_up, w_down)
+    ctx.activation = activation
+
+
+def _moe_grad(ctx, dy):
+    x, expert_ids, gates, w_gate_up, w_down = ctx.saved_tensors
+    dx, dwu, dwd, dg = moe_ffn_backward(x, expert_ids, gates, w_gate_up, w_down, dy.contiguous(), ctx.activation)
+    return dx, None, dg, dwu, dwd, None
+
+
+moe_ffn.register_autograd(_moe_grad, setup_context=_moe_setup)

@@ -79,3 +79,80 @@ def test_compile_traces_without_graph_breaks():
 def test_bfloat16_is_refused_by_name():
     with pytest.raises(Exception, match="bfloat16"):
         ops.matmul(nonzero(4, 4).bfloat16(), nonzero(4, 4).bfloat16())
+
+
+def test_moe_ffn_gradients():
+    t, h, f, e, k = 17, 12, 8, 4, 2
+    x = nonzero(t, h).requires_grad_(True)
+    wu, wd = nonzero(e, h, 2 * f).requires_grad_(True), nonzero(e, f, h).requires_grad_(True)
+    ids = torch.stack([torch.randperm(e, generator=GEN)[:k] for _ in range(t)]).to(torch.int32)
+    gates = torch.softmax(nonzero(t, k), dim=-1).requires_grad_(True)
+    y = ops.moe_ffn(x, ids, gates, wu, wd)
+    dy = nonzero(t, h)
+    y.backward(dy)
+    x64, wu64, wd64, g64 = (p.detach().double().requires_grad_(True) for p in (x, wu, wd, gates))
+    ref = torch.zeros(t, h, dtype=torch.float64)
+    for j in range(k):
+        hid = torch.einsum("th,thw->tw", x64, wu64[ids[:, j].long()])
+        act = torch.nn.functional.silu(hid[:, :f]) * hid[:, f:]
+        ref = ref + g64[:, j:j + 1] * torch.einsum("tf,tfh->th", act, wd64[ids[:, j].long()])
+    ref.backward(dy.double())
+    assert close(y, ref)
+    for got, want in ((x.grad, x64.grad), (wu.grad, wu64.grad), (wd.grad, wd64.grad), (gates.grad, g64.grad)):
+        assert close(got, want, 1e-3)
+
+
+def test_model_block_through_pit_nn_under_compile():
+    """Attention (GQA, causal) and a MoE FFN through pit.nn, compiled with
+    fullgraph=True, forward and backward against the same block in float64
+    with PyTorch's dense operators."""
+    import pit.nn as pnn
+
+    b, t, d, heads, kv, ffn, experts = 2, 6, 32, 4, 2, 16, 4
+    hd = d // heads
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.k = pnn.Linear(d, d, bias=False), pnn.Linear(d, kv * hd, bias=False)
+            self.v, self.o = pnn.Linear(d, kv * hd, bias=False), pnn.Linear(d, d)
+            self.attn = pnn.SparseAttention(causal=True)
+            self.moe = pnn.MoEFFN(d, ffn, experts, top_k=2)
+
+        def forward(self, x):
+            q = self.q(x).view(b, t, heads, hd).transpose(1, 2)
+            k = self.k(x).view(b, t, kv, hd).transpose(1, 2)
+            v = self.v(x).view(b, t, kv, hd).transpose(1, 2)
+            h = x + self.o(self.attn(q, k, v).transpose(1, 2).reshape(b, t, d))
+            return h + self.moe(h)
+
+    def dense_twin(m, x):
+        f = torch.nn.functional
+        q = f.linear(x, m.q.weight).view(b, t, heads, hd).transpose(1, 2)
+        k = f.linear(x, m.k.weight).view(b, t, kv, hd).transpose(1, 2).repeat_interleave(heads // kv, dim=1)
+        v = f.linear(x, m.v.weight).view(b, t, kv, hd).transpose(1, 2).repeat_interleave(heads // kv, dim=1)
+        a = f.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+        h = x + f.linear(a, m.o.weight, m.o.bias)
+        tokens = h.reshape(-1, d)
+        ids, gates = m.moe.route(tokens)
+        y = torch.zeros_like(tokens)
+        for j in range(ids.shape[1]):
+            e = ids[:, j].long()
+            hid = torch.einsum("th,thw->tw", tokens, m.moe.w_gate_up[e])
+            act = f.silu(hid[:, :ffn]) * hid[:, ffn:]
+            y = y + gates[:, j:j + 1].to(y.dtype) * torch.einsum("tf,tfh->th", act, m.moe.w_down[e])
+        return h + y.reshape(b, t, d)
+
+    torch.manual_seed(3)
+    block = Block()
+    twin = Block().double()
+    twin.load_state_dict(block.state_dict())
+    x = nonzero(b, t, d)
+    out = torch.compile(block, fullgraph=True, backend="eager")(x)
+    ref = dense_twin(twin, x.double())
+    assert close(out, ref, 1e-4)
+    dout = nonzero(b, t, d)
+    out.backward(dout)
+    ref.backward(dout.double())
+    for (name, p), (_, p64) in zip(block.named_parameters(), twin.named_parameters()):
+        assert close(p.grad, p64.grad, 1e-3), name
