@@ -176,30 +176,25 @@ def _same_dtype(op, *arrays):
     return dts.pop()
 
 
-def _matmul_shape(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    return a.shape[:-1] + b.shape[-1:]
+def _product(op, call, a, b, ctx):
+    """c = a . b by call(ctx, a, b, c): c shaped a's rows by b's columns."""
+    _same_dtype(op, a, b)
+    with _Call(ctx) as c:
+        ta, tb = c.input(a), c.input(b)
+        tc = c.output(ta.shape[:-1] + tb.shape[-1:], ta.dtype)
+        _lib.check(call(c.ctx.handle, ta.handle, tb.handle, tc.handle))
+        return tc.to_numpy()
 
 
 def matmul(a, b, ctx=None):
     """C = a . b with PIT: the zeros of a (its micro-tiles chosen at run time)
     are skipped. a [M,K] or [b,M,K], b [K,N] or [b,K,N]; float32 or float16."""
-    _same_dtype("matmul", a, b)
-    with _Call(ctx) as c:
-        ta, tb = c.input(a), c.input(b)
-        tc = c.output(_matmul_shape(a, b), ta.dtype)
-        _lib.check(_lib.matmul(c.ctx.handle, None, ta.handle, tb.handle, tc.handle, None, None))
-        return tc.to_numpy()
+    return _product("matmul", lambda h, ta, tb, tc: _lib.matmul(h, None, ta, tb, tc, None, None), a, b, ctx)
 
 
 def matmul_dense(a, b, ctx=None):
     """C = a . b with the backend's dense GEMM (the baseline)."""
-    _same_dtype("matmul_dense", a, b)
-    with _Call(ctx) as c:
-        ta, tb = c.input(a), c.input(b)
-        tc = c.output(_matmul_shape(a, b), ta.dtype)
-        _lib.check(_lib.matmul_dense(c.ctx.handle, None, ta.handle, tb.handle, tc.handle))
-        return tc.to_numpy()
+    return _product("matmul_dense", lambda h, ta, tb, tc: _lib.matmul_dense(h, None, ta, tb, tc), a, b, ctx)
 
 
 def matmul_backward(a, b, dc, ctx=None):

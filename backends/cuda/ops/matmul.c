@@ -161,23 +161,32 @@ static pit_status sum_splits(pit_cuda_ctx *c, CUstream s, const mm_problem *p, C
 }
 
 /* Launches kernel k over gx x gy x (batch x splits) CTAs: with several
- * shares of K, each stores an f32 partial slab that sum_splits adds into C. */
+ * shares of K, each stores an f32 partial slab. tiles 0: sum_splits adds
+ * the slabs into C afterwards; else the kernel does (pit_decode_mma: the
+ * last share to arrive at a tile of C sums them), counting arrivals in
+ * `tiles` counters after the slabs, zeroed here. */
 static pit_status launch_shares(pit_cuda_ctx *c, CUstream s, const mm_problem *p, const pit_cuda_kernel *k,
-                                int splits, unsigned gx, unsigned gy, unsigned threads, pit_mm_args *a,
+                                int splits, unsigned gx, unsigned gy, unsigned threads, int64_t tiles, pit_mm_args *a,
                                 const char *what)
 {
     CUdeviceptr ws = 0;
     const int64_t ldw = pit_cuda_cdiv(p->N, 4) * 4; /* float4 rows */
+    const size_t slab_bytes = (size_t)(splits * p->batch * p->M * ldw) * 4;
     pit_status st = PIT_SUCCESS;
     if (splits > 1) {
-        st = pit_cuda_scratch_alloc(c, s, (size_t)(splits * p->batch * p->M * ldw) * 4, "split-K partials", &ws);
+        st = pit_cuda_scratch_alloc(c, s, slab_bytes + (size_t)tiles * 4, "split-K partials", &ws);
         a->splits = splits;
         a->acc = ws;
         a->ldacc = ldw;
         a->sacc = p->M * ldw;
+        if (st == PIT_SUCCESS && tiles > 0) {
+            a->arrivals = ws + slab_bytes;
+            CUresult r = pit_cu.MemsetD32Async(ws + slab_bytes, 0, (size_t)tiles, s);
+            if (r != CUDA_SUCCESS) st = pit_cu_fail(r, PIT_CALL(MemsetD32Async) "(split-K arrivals)", __FILE__, __LINE__);
+        }
     }
     if (st == PIT_SUCCESS) st = pit_cuda_launch(k, s, gx, gy, (unsigned)(p->batch * splits), threads, a, what);
-    if (st == PIT_SUCCESS && splits > 1) st = sum_splits(c, s, p, ws, ldw, splits);
+    if (st == PIT_SUCCESS && splits > 1 && tiles == 0) st = sum_splits(c, s, p, ws, ldw, splits);
     return pit_cuda_free_scratch(c, s, ws, st);
 }
 
@@ -267,7 +276,7 @@ static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
      * not depend on the counts, so nothing is read back */
     if (st == PIT_SUCCESS)
         st = launch_shares(c, s, p, k, axis_k_splits(c, k, v, p, idx, row_blocks), (unsigned)row_blocks,
-                           (unsigned)pit_cuda_cdiv(p->N, v->tile.bn), (unsigned)v->tile.threads, &a,
+                           (unsigned)pit_cuda_cdiv(p->N, v->tile.bn), (unsigned)v->tile.threads, 0, &a,
                            PIT_CALL(LaunchKernel) "(pit_matmul axis K)");
     return pit_cuda_free_scratch(c, s, scratch, st);
 }
@@ -299,7 +308,7 @@ static pit_status matmul_decode(pit_cuda_ctx *c, CUstream s, const mm_problem *p
     const int splits = k_shares(c, per_sm, ntiles * p->batch, idx->capacity / DECODE_MIN_SHARE, p);
     pit_mm_args a;
     fill_pit_mm_args(p, idx, &a);
-    return launch_shares(c, s, p, k, splits, (unsigned)ntiles, 1, PIT_CUDA_DECODE_THREADS, &a,
+    return launch_shares(c, s, p, k, splits, (unsigned)ntiles, 1, PIT_CUDA_DECODE_THREADS, 0, &a,
                          PIT_CALL(LaunchKernel) "(pit_decode)");
 }
 
@@ -332,27 +341,9 @@ static pit_status matmul_decode_mma(pit_cuda_ctx *c, CUstream s, const mm_proble
     const int splits = k_shares(c, per_sm, row_blocks * ntiles * p->batch, idx->capacity / DECODE_MIN_SHARE, p);
     pit_mm_args a;
     fill_pit_mm_args(p, idx, &a);
-    if (splits == 1)
-        return pit_cuda_launch(k, s, (unsigned)row_blocks, (unsigned)ntiles, (unsigned)p->batch,
-                               PIT_DECODE_MMA_THREADS, &a, PIT_CALL(LaunchKernel) "(pit_decode_mma)");
-    /* the shares' f32 slabs, then a zeroed arrival counter a tile of C: the
-     * last share of a tile sums them into C (no convert pass) */
-    const int64_t ldw = pit_cuda_cdiv(p->N, 4) * 4, tiles = row_blocks * ntiles * p->batch;
-    const size_t slab_bytes = (size_t)(splits * p->batch * p->M * ldw) * 4;
-    CUdeviceptr ws = 0;
-    st = pit_cuda_scratch_alloc(c, s, slab_bytes + (size_t)tiles * 4, "decode shares", &ws);
-    if (st != PIT_SUCCESS) return st;
-    a.splits = splits;
-    a.acc = ws;
-    a.ldacc = ldw;
-    a.sacc = p->M * ldw;
-    a.arrivals = ws + slab_bytes;
-    CUresult r = pit_cu.MemsetD32Async(ws + slab_bytes, 0, (size_t)tiles, s);
-    if (r != CUDA_SUCCESS) st = pit_cu_fail(r, PIT_CALL(MemsetD32Async) "(decode arrivals)", __FILE__, __LINE__);
-    if (st == PIT_SUCCESS)
-        st = pit_cuda_launch(k, s, (unsigned)row_blocks, (unsigned)ntiles, (unsigned)(p->batch * splits),
-                             PIT_DECODE_MMA_THREADS, &a, PIT_CALL(LaunchKernel) "(pit_decode_mma)");
-    return pit_cuda_free_scratch(c, s, ws, st);
+    /* the last share to arrive at a tile of C sums the slabs: no convert pass */
+    return launch_shares(c, s, p, k, splits, (unsigned)row_blocks, (unsigned)ntiles, PIT_DECODE_MMA_THREADS,
+                         row_blocks * ntiles * p->batch, &a, PIT_CALL(LaunchKernel) "(pit_decode_mma)");
 }
 
 static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v, const mm_problem *p,

@@ -286,11 +286,7 @@ PIT_DEV void pit_sleep(void)
 }
 #endif
 
-#if defined(PIT_AMD)
-PIT_DEV float pit_ldcg_f32(const float *p) { return __builtin_bit_cast(float, pit_ldcg((const int *)p)); }
-#else
-PIT_DEV float pit_ldcg_f32(const float *p) { return __ldcg(p); }
-#endif
+PIT_DEV float pit_ldcg_f32(const float *p) { return __uint_as_float((unsigned)pit_ldcg((const int *)p)); }
 
 /* ---- global -> shared copies. cp.async on sm_80+, a plain copy before. */
 #if defined(PIT_AMD)
