@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define PIT_BACKEND_ABI_VERSION 7 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
+#define PIT_BACKEND_ABI_VERSION 8 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
                                     4: switches to context_create;
                                     5: mem_query; pit_host.cache_load / cache_store /
                                        cache_drop; set_scratch_allocator;
@@ -39,7 +39,9 @@ extern "C" {
                                        PIT_MOE_SLOT_Y); moe_activation; attention_ex
                                        (pit_attention_desc), attention_backward;
                                     7: pit_device_info.has_f16_storage (a longer
-                                       struct for device_info to fill) */
+                                       struct for device_info to fill);
+                                    8: mem_wrap_host, mem_unwrap_host;
+                                       pit_device_info.takes_host_memory */
 #define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
 
 /* ---- services core offers to plug-ins --------------------------------- */
@@ -85,6 +87,7 @@ typedef enum pit_switch_id {
 
 /* DLPack device types a backend names in pit_device_info.dlpack_device_type
  * (the values of DLPack's DLDeviceType; core/runtime/dlpack.c checks them) */
+#define PIT_DLPACK_CPU 1
 #define PIT_DLPACK_CUDA 2
 #define PIT_DLPACK_OPENCL 4
 #define PIT_DLPACK_ROCM 10
@@ -234,7 +237,9 @@ typedef struct pit_backend {
      * tiledb_source (core's): tiledb_family names the shipped tile database
      * (tiledb/FAMILY.tiledb), dlpack_device_type the DLPack device type of
      * its memory. has_f16 is native f16 arithmetic; has_f16_storage says the
-     * operators take f16 tensors (core sets it wherever has_f16 is set). */
+     * operators take f16 tensors (core sets it wherever has_f16 is set);
+     * takes_host_memory that the device's memory is the host's (core keeps
+     * it only where mem_wrap_host and mem_unwrap_host are set). */
 
     /* switches: the context's experimental switches (the backend copies
      * what it uses). */
@@ -459,6 +464,20 @@ typedef struct pit_backend {
     pit_status (*attention_backward)(void *bctx, void *stream, const pit_attention_desc *a,
                                      const pit_tdesc *dO, const pit_tdesc *dQ,
                                      const pit_tdesc *dK, const pit_tdesc *dV);
+
+    /* ---- host memory as the device's (optional, ABI 8; set both or none) --
+     * For a DLPack import of host memory (kDLCPU) on a device whose memory
+     * is the host's (device_info's takes_host_memory). mem_wrap_host makes
+     * *mem, a handle over `bytes` bytes at host used in place (OpenCL:
+     * clCreateBuffer with CL_MEM_USE_HOST_PTR); bytes > 0; read_only: the
+     * device never writes it. PIT_ERR_INVALID_ARGUMENT on a device that does
+     * not take host memory. mem_unwrap_host makes the host bytes hold every
+     * write the device made (a blocking map for reading on stream: OpenCL
+     * guarantees a USE_HOST_PTR buffer's host memory only after a map), then
+     * releases mem; the host memory stays the caller's. NULL entries: host
+     * memory is refused, naming the backend. */
+    pit_status (*mem_wrap_host)(void *bctx, void *host, size_t bytes, int read_only, void **mem);
+    pit_status (*mem_unwrap_host)(void *bctx, void *stream, void *mem);
 } pit_backend;
 
 /* moe_matmul's slot-row flags (ABI 6), or'ed into its mode */

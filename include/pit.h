@@ -149,6 +149,9 @@ typedef struct pit_device_info {
     int has_f16_storage;     /* f16 tensors accepted: stored as half and computed
                                 in f32 where has_f16 is 0 (every OpenCL device);
                                 always set where has_f16 is */
+    int takes_host_memory;   /* 1: its memory is the host's (an OpenCL CPU device, or
+                                CL_DEVICE_HOST_UNIFIED_MEMORY), and DLPack imports
+                                of host memory (kDLCPU) are wrapped without a copy */
 } pit_device_info;
 
 /* Number of devices a backend ("cuda", "hip", "opencl") has. Loads the plug-in.
@@ -271,14 +274,21 @@ PIT_API pit_status pit_tensor_create(pit_context *ctx, pit_dtype dtype, int rank
  * PIT_ERR_INVALID_ARGUMENT naming both sizes; memory of another context
  * (OpenCL: another cl_context) or device (CUDA/HIP) is
  * PIT_ERR_CONTEXT_MISMATCH; host memory on CUDA/HIP is
- * PIT_ERR_INVALID_ARGUMENT. docs/api.md says what each backend checks. */
+ * PIT_ERR_INVALID_ARGUMENT. Host memory on an OpenCL CPU device comes through
+ * a DLPack import (kDLCPU), whose device type says what the pointer is: here
+ * data on OpenCL is always a cl_mem. docs/api.md says what each backend
+ * checks. */
 PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
                                    const int64_t *shape, const int64_t *strides,
                                    void *data, size_t byte_offset,
                                    pit_tensor **tensor);
 
 /* Releases the descriptor and, for tensors pit allocated, the memory. For a
- * DLPack import it calls the producer's deleter. NULL is a no-op. */
+ * DLPack import it calls the producer's deleter; for an import of host memory
+ * it first makes the host memory hold the device's writes (a blocking map on
+ * the context's default stream: destroy a tensor once the work that uses it
+ * is synchronised). NULL is a no-op. Errors: PIT_ERR_BACKEND when that map
+ * fails (the tensor is released all the same). */
 PIT_API pit_status pit_tensor_destroy(pit_tensor *tensor);
 
 /* Copies the tensor's description into *desc. */
@@ -302,11 +312,20 @@ struct DLManagedTensorVersioned; /* from <dlpack/dlpack.h> of DLPack 1.0 or late
 
 /* Imports a DLPack tensor without a copy. The device type must match the
  * context's backend (kDLCUDA, kDLROCM, kDLOpenCL) and the device id its
- * device. On success pit owns *managed and calls its deleter when the tensor is
+ * device, or be host memory (kDLCPU) on a device that takes it
+ * (pit_device_info.takes_host_memory: an OpenCL CPU device), where the view's
+ * bytes are wrapped in place as a buffer of the device (OpenCL:
+ * CL_MEM_USE_HOST_PTR). Host memory must stay valid until the tensor is
+ * destroyed; write inputs before the import (an implementation may take a
+ * copy then). Kernels' results are in the host memory once pit_tensor_destroy
+ * returns (it maps the buffer for reading), and already when the stream is
+ * synchronised where the implementation uses the memory in place (PoCL).
+ * On success pit owns *managed and calls its deleter when the tensor is
  * destroyed; on failure the caller keeps ownership.
- * Errors: PIT_ERR_INVALID_ARGUMENT (device mismatch, lanes != 1, a view past
- * the end of its buffer), PIT_ERR_UNSUPPORTED_DTYPE, PIT_ERR_BAD_STRIDES,
- * PIT_ERR_CONTEXT_MISMATCH (memory of another context: see pit_tensor_wrap). */
+ * Errors: PIT_ERR_INVALID_ARGUMENT (device mismatch, host memory on a device
+ * that does not take it, lanes != 1, a view past the end of its buffer),
+ * PIT_ERR_UNSUPPORTED_DTYPE, PIT_ERR_BAD_STRIDES, PIT_ERR_CONTEXT_MISMATCH
+ * (memory of another context: see pit_tensor_wrap). */
 PIT_API pit_status pit_tensor_from_dlpack(pit_context *ctx, struct DLManagedTensor *managed,
                                           pit_tensor **tensor);
 

@@ -10,14 +10,16 @@
  *  - a buffer of another OpenCL context, or of another GPU, is refused with
  *    PIT_ERR_CONTEXT_MISMATCH, as a foreign stream is;
  *  - DLPack 1.0 (versioned) import and export, and read-only imports that
- *    operators, upload and zero refuse to write.
+ *    operators, upload and zero refuse to write;
+ *  - host memory (DLPack kDLCPU) wrapped in place on a device that takes it
+ *    (PoCL), refused by name elsewhere.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dlpack_versioned.h"
+#include "dl_host.h"
 #include "pit.h"
 #include "rtest.h"
 
@@ -404,6 +406,92 @@ static void test_read_only(pit_context *ctx)
     pit_tensor_destroy(x);
 }
 
+/* Host memory (DLPack kDLCPU) on a device that takes it (an OpenCL CPU
+ * device: PoCL): relu from one host view into another writes the host
+ * array in place, only inside the view, visible once the stream is
+ * synchronised (PoCL uses the memory in place) and after destroy; a
+ * read-only host import is an input, never an output; the legacy struct
+ * imports host memory too. Elsewhere host memory is refused by name. */
+static void test_host_memory(pit_context *ctx, const char *backend)
+{
+    pit_device_info info;
+    pit_context_get_info(ctx, &info);
+    enum { R = 3, C = 5, LD = 8, N = 40 };
+    static float x[N], y[N], before[N];
+    int64_t shape[2] = {R, C}, strides[2] = {LD, 1};
+    fill_random(x, N, 11);
+    for (int i = 0; i < N; i++)
+        y[i] = before[i] = 100.0f + (float)i;
+    DLManagedTensorVersioned mx = dl_host_view(x, shape, strides, 2, DLPACK_FLAG_BITMASK_READ_ONLY,
+                                                   count_delete_versioned);
+    DLManagedTensorVersioned my = dl_host_view(y, shape, strides, 3, 0, count_delete_versioned);
+    pit_tensor *tx = NULL, *ty = NULL;
+    deletes = 0;
+    if (!info.takes_host_memory) {
+        CHECK_STATUS(pit_tensor_from_dlpack_versioned(ctx, &mx, &tx), PIT_ERR_INVALID_ARGUMENT,
+                     "%s: host memory on a device that does not take it", backend);
+        RT_CHECK(strstr(pit_last_error(), "host memory") && strstr(pit_last_error(), backend) &&
+                     tx == NULL && deletes == 0,
+                 "%s: the refusal names host memory and the backend; the caller keeps it", backend);
+        return;
+    }
+    CHECK_STATUS(pit_tensor_from_dlpack_versioned(ctx, &mx, &tx), PIT_SUCCESS, "read-only host input");
+    CHECK_STATUS(pit_tensor_from_dlpack_versioned(ctx, &my, &ty), PIT_SUCCESS, "host output");
+    if (!tx || !ty) {
+        pit_tensor_destroy(tx);
+        pit_tensor_destroy(ty);
+        return;
+    }
+    CHECK_STATUS(pit_relu(ctx, NULL, ty, tx), PIT_ERR_INVALID_ARGUMENT, "relu into a read-only host import");
+    CHECK_STATUS(pit_relu(ctx, NULL, tx, ty), PIT_SUCCESS, "relu between host views");
+    CHECK_STATUS(pit_synchronize(ctx, NULL), PIT_SUCCESS, "synchronise");
+    int in_place = 1, outside = 1;
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) {
+            float v = x[2 + r * LD + c];
+            in_place &= y[3 + r * LD + c] == (v > 0.0f ? v : 0.0f);
+            y[3 + r * LD + c] = before[3 + r * LD + c]; /* what the view may change */
+        }
+    for (int i = 0; i < N; i++)
+        outside &= y[i] == before[i];
+    RT_CHECK(in_place, "relu's results are in the host array once the stream is synchronised");
+    RT_CHECK(outside, "nothing outside the host view was written");
+    pit_tensor_desc d;
+    pit_tensor_get_desc(ty, &d);
+    RT_CHECK(d.byte_offset == 0 && d.strides[0] == LD && d.owned == 0,
+             "the host view is a buffer of its own bytes, the strides kept");
+    CHECK_STATUS(pit_tensor_destroy(tx), PIT_SUCCESS, "destroy the host input");
+    CHECK_STATUS(pit_tensor_destroy(ty), PIT_SUCCESS, "destroy the host output");
+    RT_CHECK(deletes == 2, "each host import's deleter runs once (%d)", deletes);
+    /* DLPack 0.x: the same host memory through the legacy struct */
+    DLManagedTensor legacy;
+    memset(&legacy, 0, sizeof legacy);
+    legacy.dl_tensor = mx.dl_tensor;
+    legacy.deleter = count_delete;
+    float values[R * C];
+    CHECK_STATUS(pit_tensor_from_dlpack(ctx, &legacy, &tx), PIT_SUCCESS, "legacy host import");
+    if (tx) {
+        int64_t rc[2] = {R, C};
+        pit_tensor *dense = NULL;
+        pit_tensor_create(ctx, PIT_F32, 2, rc, &dense);
+        CHECK_STATUS(pit_transpose(ctx, NULL, tx, dense), PIT_ERR_SHAPE_MISMATCH,
+                     "a transpose into the wrong shape is refused as for device memory");
+        CHECK_STATUS(pit_relu(ctx, NULL, tx, dense), PIT_SUCCESS, "relu of a legacy host import");
+        CHECK_STATUS(pit_tensor_download(dense, NULL, values, sizeof values), PIT_SUCCESS, "download");
+        int right = 1;
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < C; c++) {
+                float v = x[2 + r * LD + c];
+                right &= values[r * C + c] == (v > 0.0f ? v : 0.0f);
+            }
+        RT_CHECK(right, "a legacy host import reads the host array's view");
+        pit_tensor_destroy(dense);
+        pit_tensor_destroy(tx);
+    }
+    legacy.dl_tensor.data = NULL;
+    CHECK_STATUS(pit_tensor_from_dlpack(ctx, &legacy, &tx), PIT_ERR_INVALID_ARGUMENT, "host import of NULL");
+}
+
 static void run_backend(const char *backend)
 {
     pit_context *ctx = NULL;
@@ -423,6 +511,7 @@ static void run_backend(const char *backend)
     foreign_cases(ctx, backend);
     test_dlpack_versioned(ctx);
     test_read_only(ctx);
+    test_host_memory(ctx, backend);
     printf("%s: %s\n", backend, rt_failed == before ? "passed" : "FAILED");
     pit_context_destroy(ctx);
 }

@@ -22,3 +22,11 @@ add_executable(test_device_dtypes ${CMAKE_CURRENT_LIST_DIR}/test_device_dtypes.c
 target_link_libraries(test_device_dtypes PRIVATE pit_core_static m pthread)
 add_test(NAME unit_test_device_dtypes COMMAND test_device_dtypes)
 set_tests_properties(unit_test_device_dtypes PROPERTIES LABELS unit TIMEOUT 60)
+
+# How core hands a DLPack import of host memory (kDLCPU) to a plug-in, or
+# refuses it naming the backend, with stand-in tables.
+add_executable(test_host_memory ${CMAKE_CURRENT_LIST_DIR}/test_host_memory.c)
+target_link_libraries(test_host_memory PRIVATE pit_core_static m pthread)
+target_include_directories(test_host_memory PRIVATE ${PIT_DLPACK_INCLUDE})
+add_test(NAME unit_test_host_memory COMMAND test_host_memory)
+set_tests_properties(unit_test_host_memory PROPERTIES LABELS unit TIMEOUT 60)

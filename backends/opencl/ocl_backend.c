@@ -175,6 +175,18 @@ static int device_has_extension(cl_device_id d, const char *ext)
     return found;
 }
 
+/* Whether the device's global memory is the host's: a CPU device, or one that
+ * says so (CL_DEVICE_HOST_UNIFIED_MEMORY, deprecated by OpenCL 2.0 but still
+ * answered). Host memory is wrapped in place there (ocl_mem_wrap_host). */
+static int ocl_device_takes_host(cl_device_id d, cl_device_type type)
+{
+    cl_bool unified = CL_FALSE;
+    if (type == CL_DEVICE_TYPE_CPU)
+        return 1;
+    return clGetDeviceInfo(d, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL) ==
+               CL_SUCCESS && unified == CL_TRUE;
+}
+
 static pit_status ocl_device_info(int index, pit_device_info *info)
 {
     OCL_TRY(check_index(index));
@@ -210,6 +222,7 @@ static pit_status ocl_device_info(int index, pit_device_info *info)
      * computed in f32 whether or not the device has cl_khr_fp16 */
     info->has_f16_storage = 1;
     info->has_bf16 = 1; /* stored as ushort, converted in-kernel */
+    info->takes_host_memory = ocl_device_takes_host(d, type);
     return PIT_SUCCESS;
 }
 
@@ -287,6 +300,7 @@ static pit_status ocl_context_create(int index, const pit_switches *switches, vo
     }
     c->platform = g_devices[index].platform;
     c->device = g_devices[index].id;
+    c->host_memory = ocl_device_takes_host(c->device, g_devices[index].type);
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform,
                                      0};
     cl_int err = CL_SUCCESS;
@@ -530,6 +544,63 @@ static pit_status ocl_mem_query(void *bctx, const void *mem, size_t need, size_t
                      clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof *bytes, bytes, NULL));
 }
 
+/* Host memory used in place as a buffer of the device: over exactly the
+ * view's bytes, so the buffer's size (mem_query) is the view's extent. Only
+ * where the device's memory is the host's: elsewhere USE_HOST_PTR would be
+ * a hidden copy each way. */
+static pit_status ocl_mem_wrap_host(void *bctx, void *host, size_t bytes, int read_only,
+                                    void **mem)
+{
+    ocl_ctx *c = bctx;
+    if (!c->host_memory)
+        return ocl_host->error(PIT_ERR_INVALID_ARGUMENT, "opencl: host memory (DLPack kDLCPU) on "
+                               "%s, whose memory is not the host's (a CPU device or one with "
+                               "CL_DEVICE_HOST_UNIFIED_MEMORY takes it); copy it in with "
+                               "pit_tensor_upload", c->identity);
+    cl_mem_flags flags = CL_MEM_USE_HOST_PTR | (read_only ? CL_MEM_READ_ONLY : CL_MEM_READ_WRITE);
+    cl_int err = CL_SUCCESS;
+    cl_mem m = clCreateBuffer(c->context, flags, bytes, host, &err);
+    if (err != CL_SUCCESS)
+        return ocl_host->error(allocation_error(err) ? PIT_ERR_OUT_OF_MEMORY : PIT_ERR_BACKEND,
+                               "clCreateBuffer(CL_MEM_USE_HOST_PTR, %p, %zu bytes) failed: %d %s",
+                               host, bytes, (int)err, ocl_error_name(err));
+    *mem = m;
+    return PIT_SUCCESS;
+}
+
+/* OpenCL guarantees the host memory of a USE_HOST_PTR buffer holds the
+ * device's writes only once a map of it completes, so a buffer the device may
+ * have written is mapped for reading and unmapped, waiting for both (the
+ * caller may free the memory next), before it is released. */
+static pit_status host_readback(cl_command_queue q, cl_mem m)
+{
+    cl_mem_flags flags = 0;
+    size_t size = 0;
+    OCL_TRY(OCL_CHECK("clGetMemObjectInfo(CL_MEM_FLAGS)",
+                      clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, NULL)));
+    if (flags & CL_MEM_READ_ONLY)
+        return PIT_SUCCESS;
+    OCL_TRY(OCL_CHECK("clGetMemObjectInfo(CL_MEM_SIZE)",
+                      clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, NULL)));
+    cl_int err = CL_SUCCESS;
+    void *p = clEnqueueMapBuffer(q, m, CL_TRUE, CL_MAP_READ, 0, size, 0, NULL, NULL, &err);
+    OCL_TRY(OCL_CHECK("clEnqueueMapBuffer(CL_MAP_READ)", err));
+    cl_event done = NULL;
+    OCL_TRY(OCL_CHECK("clEnqueueUnmapMemObject", clEnqueueUnmapMemObject(q, m, p, 0, NULL, &done)));
+    pit_status st = OCL_CHECK("clWaitForEvents(unmap)", clWaitForEvents(1, &done));
+    clReleaseEvent(done);
+    return st;
+}
+
+static pit_status ocl_mem_unwrap_host(void *bctx, void *stream, void *mem)
+{
+    (void)bctx;
+    ocl_stream *s = stream;
+    pit_status st = host_readback(s->queue, (cl_mem)mem);
+    clReleaseMemObject((cl_mem)mem);
+    return st;
+}
+
 /* ---- events -------------------------------------------------------------------------- */
 
 static pit_status ocl_event_record(void *bctx, void *stream, pit_event **event)
@@ -624,6 +695,8 @@ static const pit_backend ocl_backend = {
     .moe_activation = ocl_moe_activation,
     .attention_ex = ocl_attention_ex,
     .attention_backward = ocl_attention_backward,
+    .mem_wrap_host = ocl_mem_wrap_host,
+    .mem_unwrap_host = ocl_mem_unwrap_host,
 };
 
 __attribute__((visibility("default"))) const pit_backend *

@@ -62,6 +62,7 @@ typedef struct ocl_ctx {
     size_t local_mem;    /* CL_DEVICE_LOCAL_MEM_SIZE */
     size_t max_wg;       /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
     cl_ulong max_alloc;  /* CL_DEVICE_MAX_MEM_ALLOC_SIZE */
+    int host_memory;     /* the device's memory is the host's (ocl_device_takes_host) */
     char identity[512];  /* device + driver + platform, part of the disk cache key */
     pthread_mutex_t lock; /* guards programs */
     ocl_program *programs;

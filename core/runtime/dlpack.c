@@ -6,7 +6,8 @@
 #include "dlpack_versioned.h"
 #include "internal.h"
 
-_Static_assert(PIT_DLPACK_CUDA == kDLCUDA && PIT_DLPACK_OPENCL == kDLOpenCL && PIT_DLPACK_ROCM == kDLROCM,
+_Static_assert(PIT_DLPACK_CPU == kDLCPU && PIT_DLPACK_CUDA == kDLCUDA &&
+                   PIT_DLPACK_OPENCL == kDLOpenCL && PIT_DLPACK_ROCM == kDLROCM,
                "backend.h's DLPack device types are DLPack's");
 
 /* kDLBool (DLPack 0.8+, PyTorch's torch.bool): one byte an element; named by
@@ -69,11 +70,14 @@ void pit_dlpack_release(pit_tensor *t)
 }
 
 /* The checks of both imports, then a wrap of the view (which checks it
- * against its buffer). */
-static pit_status import_view(pit_context *ctx, const DLTensor *t, pit_tensor **out)
+ * against its buffer). Host memory (kDLCPU, any device id) goes to the
+ * backend's host wrap, which refuses it by name where the device's memory is
+ * not the host's. read_only: DLPack 1.x's flag. */
+static pit_status import_view(pit_context *ctx, const DLTensor *t, int read_only, pit_tensor **out)
 {
     int want = ctx->info.dlpack_device_type;
-    if ((int)t->device.device_type != want || t->device.device_id != ctx->device_index)
+    int host = (int)t->device.device_type == PIT_DLPACK_CPU;
+    if (!host && ((int)t->device.device_type != want || t->device.device_id != ctx->device_index))
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "DLPack tensor lives on device type %d id %d; "
                          "this context is %s device %d (DLPack type %d)",
                          (int)t->device.device_type, t->device.device_id, ctx->be->name,
@@ -83,8 +87,14 @@ static pit_status import_view(pit_context *ctx, const DLTensor *t, pit_tensor **
     if (t->ndim < 1 || t->ndim > PIT_MAX_RANK)
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "DLPack tensor has %d dimensions; pit takes 1..%d",
                          t->ndim, PIT_MAX_RANK);
-    return pit_tensor_wrap(ctx, dtype, t->ndim, t->shape, t->strides, t->data,
-                           (size_t)t->byte_offset, out);
+    if (host)
+        PIT_TRY(pit_tensor_wrap_host(ctx, dtype, t->ndim, t->shape, t->strides, t->data,
+                                     (size_t)t->byte_offset, read_only, out));
+    else
+        PIT_TRY(pit_tensor_wrap(ctx, dtype, t->ndim, t->shape, t->strides, t->data,
+                                (size_t)t->byte_offset, out));
+    (*out)->read_only = read_only;
+    return PIT_SUCCESS;
 }
 
 PIT_API pit_status pit_tensor_from_dlpack(pit_context *ctx, struct DLManagedTensor *m,
@@ -95,7 +105,7 @@ PIT_API pit_status pit_tensor_from_dlpack(pit_context *ctx, struct DLManagedTens
     *out = NULL; /* on every failure below */
     PIT_CHECK_ARG(ctx != NULL, "ctx");
     PIT_CHECK_ARG(m != NULL, "managed");
-    PIT_TRY(import_view(ctx, &m->dl_tensor, out));
+    PIT_TRY(import_view(ctx, &m->dl_tensor, 0, out));
     (*out)->dl_import = m;
     return PIT_SUCCESS;
 }
@@ -114,10 +124,9 @@ PIT_API pit_status pit_tensor_from_dlpack_versioned(pit_context *ctx,
     if (m->version.major != 1)
         return pit_error(PIT_ERR_UNSUPPORTED, "DLPack version %u.%u: pit reads version 1.x",
                          (unsigned)m->version.major, (unsigned)m->version.minor);
-    PIT_TRY(import_view(ctx, &m->dl_tensor, out));
+    PIT_TRY(import_view(ctx, &m->dl_tensor, (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0, out));
     (*out)->dl_import = m;
     (*out)->dl_versioned = 1;
-    (*out)->read_only = (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
     return PIT_SUCCESS;
 }
 

@@ -145,6 +145,8 @@ struct pit_tensor {
     void *dl_import;  /* the producer's managed tensor, deleted on destroy */
     int dl_versioned; /* dl_import is a DLManagedTensorVersioned (DLPack 1.0) */
     int read_only;    /* imported with DLPack's read-only flag: pit never writes it */
+    int host_wrapped; /* d.mem: the backend's handle over the caller's host memory
+                         (mem_wrap_host), given back by mem_unwrap_host */
 };
 
 /* ---- device memory (memory.c) -------------------------------------------- *
@@ -184,6 +186,12 @@ pit_status pit_tensor_check_row_major(const pit_tensor *t, const char *fn, const
 pit_status pit_tensor_check(const pit_context *ctx, const pit_tensor *t, const char *name);
 /* PIT_ERR_INVALID_ARGUMENT when fn would write t and t is read-only. */
 pit_status pit_tensor_check_writable(const pit_tensor *t, const char *fn, const char *name);
+/* pit_tensor_wrap of host memory (a DLPack kDLCPU import) on a backend that
+ * takes it: the view's bytes become one buffer of the device
+ * (mem_wrap_host), PIT_ERR_INVALID_ARGUMENT naming the backend elsewhere. */
+pit_status pit_tensor_wrap_host(pit_context *ctx, pit_dtype dtype, int rank, const int64_t *shape,
+                                const int64_t *strides, void *data, size_t byte_offset,
+                                int read_only, pit_tensor **out);
 /* Calls the deleter of a DLPack import (dlpack.c); nothing for other tensors. */
 void pit_dlpack_release(pit_tensor *t);
 

@@ -291,8 +291,9 @@ static int family_name_ok(const char *family)
 #define PIT_TERMINATE(field) ((field)[sizeof(field) - 1] = '\0')
 
 /* The device's description with every string terminated, the backend named
- * by core, a family that cannot leave the tile-database folder, and f16
- * storage wherever f16 arithmetic is. */
+ * by core, a family that cannot leave the tile-database folder, f16
+ * storage wherever f16 arithmetic is, and host memory taken only by a
+ * backend that can wrap it. */
 pit_status pit_backend_device_info(const pit_backend *be, int index, pit_device_info *info)
 {
     memset(info, 0, sizeof *info);
@@ -306,6 +307,7 @@ pit_status pit_backend_device_info(const pit_backend *be, int index, pit_device_
     snprintf(info->backend, sizeof info->backend, "%s", be->name);
     info->tiledb_source[0] = '\0';
     info->has_f16_storage = info->has_f16_storage || info->has_f16;
+    info->takes_host_memory = info->takes_host_memory && be->mem_wrap_host && be->mem_unwrap_host;
     if (!family_name_ok(info->tiledb_family)) {
         pit_log_debug("backend %s: tile-database family '%s' ignored (not a plain name)",
                       be->name, info->tiledb_family);

@@ -266,6 +266,38 @@ static pit_status check_inside_buffer(pit_context *ctx, const pit_tdesc *d)
     return PIT_SUCCESS;
 }
 
+/* The checks every view of caller's memory passes (describe, then its byte
+ * offset); d->mem is data, d->offset byte_offset. */
+static pit_status describe_view(pit_dtype dtype, int rank, const int64_t *shape,
+                                const int64_t *strides, void *data, size_t byte_offset,
+                                pit_tdesc *d)
+{
+    PIT_CHECK_ARG(data != NULL, "data");
+    PIT_TRY(describe(dtype, rank, shape, strides, d));
+    if (byte_offset % pit_dtype_size(dtype) != 0)
+        return pit_error(PIT_ERR_BAD_STRIDES, "byte_offset %zu is not a multiple of the %s element "
+                         "size %zu", byte_offset, pit_dtype_name(dtype), pit_dtype_size(dtype));
+    if (byte_offset > (size_t)INT64_MAX - pit_tensor_extent_bytes(d))
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "byte_offset %zu plus the tensor's extent of "
+                         "%zu bytes exceeds 2^63", byte_offset, pit_tensor_extent_bytes(d));
+    d->mem = data;
+    d->offset = byte_offset;
+    return PIT_SUCCESS;
+}
+
+/* A tensor over memory pit did not allocate (owned stays 0). */
+static pit_status new_view(pit_context *ctx, const pit_tdesc *d, pit_tensor **out)
+{
+    pit_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tensor_wrap: out of host memory");
+    t->ctx = ctx;
+    t->d = *d;
+    pit_live_count(ctx, PIT_LIVE_TENSOR, 1);
+    *out = t;
+    return PIT_SUCCESS;
+}
+
 PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
                                    const int64_t *shape, const int64_t *strides, void *data,
                                    size_t byte_offset, pit_tensor **out)
@@ -274,25 +306,42 @@ PIT_API pit_status pit_tensor_wrap(pit_context *ctx, pit_dtype dtype, int rank,
     PIT_CHECK_ARG(out != NULL, "tensor");
     *out = NULL; /* on every failure below */
     PIT_CHECK_ARG(ctx != NULL, "ctx");
-    PIT_CHECK_ARG(data != NULL, "data");
     pit_tdesc d;
-    PIT_TRY(describe(dtype, rank, shape, strides, &d));
-    if (byte_offset % pit_dtype_size(dtype) != 0)
-        return pit_error(PIT_ERR_BAD_STRIDES, "byte_offset %zu is not a multiple of the %s element "
-                         "size %zu", byte_offset, pit_dtype_name(dtype), pit_dtype_size(dtype));
-    if (byte_offset > (size_t)INT64_MAX - pit_tensor_extent_bytes(&d))
-        return pit_error(PIT_ERR_INVALID_ARGUMENT, "byte_offset %zu plus the tensor's extent of "
-                         "%zu bytes exceeds 2^63", byte_offset, pit_tensor_extent_bytes(&d));
-    d.mem = data;
-    d.offset = byte_offset;
+    PIT_TRY(describe_view(dtype, rank, shape, strides, data, byte_offset, &d));
     PIT_TRY(check_inside_buffer(ctx, &d));
-    pit_tensor *t = calloc(1, sizeof *t);
-    if (!t)
-        return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tensor_wrap: out of host memory");
-    t->ctx = ctx;
-    t->d = d;
-    pit_live_count(ctx, PIT_LIVE_TENSOR, 1);
-    *out = t;
+    return new_view(ctx, &d, out);
+}
+
+/* The buffer covers exactly the view's bytes, from element 0 (strides are
+ * never negative), so the view starts at its offset 0. An empty view spans no
+ * byte: it gets a buffer of the device's own, as pit_tensor_create does. */
+pit_status pit_tensor_wrap_host(pit_context *ctx, pit_dtype dtype, int rank, const int64_t *shape,
+                                const int64_t *strides, void *data, size_t byte_offset,
+                                int read_only, pit_tensor **out)
+{
+    const pit_backend *be = ctx->be;
+    if (!be->mem_wrap_host || !be->mem_unwrap_host || !ctx->info.takes_host_memory)
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "DLPack tensor is host memory (kDLCPU); the "
+                         "%s device %d (%s) takes its own memory only: copy it in with "
+                         "pit_tensor_upload", be->name, ctx->device_index, ctx->info.name);
+    pit_tdesc d;
+    PIT_TRY(describe_view(dtype, rank, shape, strides, data, byte_offset, &d));
+    size_t bytes = pit_tensor_extent_bytes(&d);
+    if (bytes == 0) {
+        pit_tensor *t = NULL;
+        PIT_TRY(pit_tensor_create(ctx, dtype, rank, shape, &t));
+        t->read_only = read_only;
+        *out = t;
+        return PIT_SUCCESS;
+    }
+    PIT_TRY(be->mem_wrap_host(ctx->bctx, (char *)data + byte_offset, bytes, read_only, &d.mem));
+    d.offset = 0;
+    pit_status s = new_view(ctx, &d, out);
+    if (s != PIT_SUCCESS) {
+        be->mem_unwrap_host(ctx->bctx, pit_stream_or_default(ctx, NULL)->bs, d.mem);
+        return s;
+    }
+    (*out)->host_wrapped = 1;
     return PIT_SUCCESS;
 }
 
@@ -301,12 +350,16 @@ PIT_API pit_status pit_tensor_destroy(pit_tensor *t)
     pit_clear_error();
     if (!t)
         return PIT_SUCCESS;
+    pit_status s = PIT_SUCCESS;
     if (t->owned)
         pit_mem_free(t->ctx, t->mem_source, t->d.mem);
+    if (t->host_wrapped)
+        s = t->ctx->be->mem_unwrap_host(t->ctx->bctx, pit_stream_or_default(t->ctx, NULL)->bs,
+                                        t->d.mem);
     pit_dlpack_release(t);
     pit_live_count(t->ctx, PIT_LIVE_TENSOR, -1);
     free(t);
-    return PIT_SUCCESS;
+    return s;
 }
 
 PIT_API pit_status pit_tensor_get_desc(const pit_tensor *t, pit_tensor_desc *desc)

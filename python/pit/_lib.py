@@ -28,6 +28,7 @@ class DeviceInfo(ctypes.Structure):
         ("tiledb_family", ctypes.c_char * 32),
         ("dlpack_device_type", ctypes.c_int),
         ("has_f16_storage", ctypes.c_int),
+        ("takes_host_memory", ctypes.c_int),
     ]
 
 

@@ -391,6 +391,11 @@ static void fuzz_dlpack(fz *f)
     memset(&m, 0, sizeof m);
     uint8_t s = fz_u8(f);
     m.dl_tensor.device.device_type = (DLDeviceType)(s < 240 ? types[s % 6] : (int)(int8_t)fz_u8(f));
+    /* Host memory (kDLCPU) is wrapped as the caller describes it, which the
+     * handles below are not: on a CPU device it would be read as host bytes.
+     * Its import is tested in test_views; here it stands for another device. */
+    if (m.dl_tensor.device.device_type == kDLCPU)
+        m.dl_tensor.device.device_type = kDLCUDA;
     s = fz_u8(f);
     m.dl_tensor.device.device_id = s < 220 ? 0 : (int32_t)(int8_t)fz_u8(f);
     s = fz_u8(f);
