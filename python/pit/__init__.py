@@ -1,10 +1,14 @@
 """pit: dynamically sparse deep-learning operators (PIT) from Python.
 
-The functions take arrays (numpy arrays, or anything numpy.asarray takes)
-and return numpy arrays of the same dtype. They run on the default context:
-the backend PIT_BACKEND names ("cuda", "hip", "opencl", or "name:N"), else
-the first backend with a device. The arrays are copied to the device and
-back (docs/python.md). A failing call raises PitError, whose message is
+The functions take arrays of any library that speaks DLPack (numpy, torch,
+CuPy, JAX; lists through numpy) and return the first array's kind: torch
+tensors for torch (on their device, from torch's allocator, on the current
+stream), numpy arrays otherwise. Where the context's device addresses an
+array's memory (CUDA tensors on CUDA, host memory on an OpenCL CPU device
+such as PoCL) it is read and written in place through DLPack; elsewhere it
+is copied (docs/python.md). They run on the default context: the backend
+PIT_BACKEND names ("cuda", "hip", "opencl", or "name:N"), else the first
+backend with a device. A failing call raises PitError, whose message is
 libpit's pit_last_error() for that call.
 """
 import ctypes
@@ -13,16 +17,13 @@ import threading
 
 import numpy as np
 
-from . import _lib
+from . import _lib, _tensors
 from ._lib import PitError
+from ._tensors import Call, as_array, code_of
 
 __all__ = ["PitError", "Context", "default_context", "info", "version", "log_to_logging", "log_to_stderr", "matmul",
            "matmul_dense", "matmul_backward", "sddmm", "sparse_softmax", "sparse_softmax_backward", "attention", "attention_backward",
            "moe_forward", "moe_ffn", "moe_ffn_backward", "relu", "prune_magnitude"]
-
-_DTYPES = {np.dtype(np.float32): _lib.F32, np.dtype(np.float16): _lib.F16, np.dtype(np.int32): _lib.I32,
-           np.dtype(np.uint8): _lib.U8, np.dtype(np.bool_): _lib.U8}
-
 
 def version():
     """libpit's version as "major.minor.patch"."""
@@ -71,7 +72,7 @@ class Context:
     def __init__(self, backend=None, device=-1):
         handle = ctypes.c_void_p()
         _lib.check(_lib.context_create(backend.encode() if backend else None, device, ctypes.byref(handle)))
-        self._handle = handle
+        self._handle, self._info, self._streams, self._lock = handle, None, {}, threading.Lock()
 
     @property
     def handle(self):
@@ -84,8 +85,43 @@ class Context:
         _lib.check(_lib.context_get_info(self.handle, ctypes.byref(d)))
         return d
 
+    @property
+    def info(self):
+        """device_info(), read once."""
+        if self._info is None:
+            self._info = self.device_info()
+        return self._info
+
+    def describe(self):
+        return f"{_text(self.info.backend)}:{self.info.device_index} {_text(self.info.name)}"
+
+    def torch_stream(self, like):
+        """The pit stream over torch's current stream of like's device when
+        this context runs there (pit_stream_wrap, one per native stream),
+        else None (the context's default stream)."""
+        info = self.info
+        dev = like.device
+        if dev.type != "cuda" or info.dlpack_device_type not in (_tensors.DL_CUDA, _tensors.DL_ROCM) or \
+                (dev.index or 0) != info.device_index:
+            return None
+        import torch
+        native = torch.cuda.current_stream(dev).cuda_stream
+        if native == 0 and info.dlpack_device_type == _tensors.DL_CUDA:
+            native = 1  # CU_STREAM_LEGACY: the handle pit_stream_wrap takes for torch's default stream
+        if native == 0:
+            return None
+        with self._lock:
+            if native not in self._streams:
+                handle = ctypes.c_void_p()
+                _lib.check(_lib.stream_wrap(self.handle, native, ctypes.byref(handle)))
+                self._streams[native] = handle
+            return self._streams[native]
+
     def close(self):
         if self._handle is not None:
+            for handle in self._streams.values():
+                _lib.check(_lib.stream_destroy(handle))
+            self._streams = {}
             _lib.check(_lib.context_destroy(self._handle))
             self._handle = None
 
@@ -97,6 +133,8 @@ class Context:
 
     def __del__(self):
         if getattr(self, "_handle", None) is not None:
+            for handle in self._streams.values():
+                _lib.stream_destroy(handle)
             _lib.context_destroy(self._handle)
 
 
@@ -113,156 +151,113 @@ def default_context():
         return _default
 
 
-class _Tensor:
-    """A device tensor for one call: made from a host array (copied in) or
-    empty, copied out with to_numpy, destroyed when the call ends."""
-
-    def __init__(self, ctx, shape, dtype, host=None):
-        self.shape, self.dtype = tuple(int(s) for s in shape), np.dtype(dtype)
-        if self.dtype not in _DTYPES:
-            raise PitError("PIT_ERR_UNSUPPORTED_DTYPE", f"{self.dtype} is not a pit dtype "
-                           "(float32, float16, int32, uint8, bool)")
-        dims = (ctypes.c_int64 * max(1, len(self.shape)))(*self.shape)
-        handle = ctypes.c_void_p()
-        _lib.check(_lib.tensor_create(ctx.handle, _DTYPES[self.dtype], len(self.shape), dims, ctypes.byref(handle)))
-        self.handle = handle
-        if host is not None:
-            data = np.ascontiguousarray(host, dtype=self.dtype)
-            status = _lib.tensor_upload(handle, None, data.ctypes.data, data.nbytes)
-            if status != 0:
-                self.close()
-                _lib.check(status)
-
-    def to_numpy(self):
-        out = np.empty(self.shape, dtype=self.dtype)
-        _lib.check(_lib.tensor_download(self.handle, None, out.ctypes.data, out.nbytes))
-        return out
-
-    def close(self):
-        if self.handle is not None:
-            _lib.tensor_destroy(self.handle)
-            self.handle = None
-
-
-class _Call:
-    """The tensors of one call, destroyed at its end whatever happens."""
-
-    def __init__(self, ctx):
-        self.ctx, self.tensors = ctx or default_context(), []
-
-    def input(self, x, dtype=None):
-        a = np.asarray(x) if dtype is None else np.asarray(x, dtype=dtype)
-        t = _Tensor(self.ctx, a.shape, a.dtype, a)
-        self.tensors.append(t)
-        return t
-
-    def output(self, shape, dtype):
-        t = _Tensor(self.ctx, shape, dtype)
-        self.tensors.append(t)
-        return t
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        for t in self.tensors:
-            t.close()
+def _call(ctx, like):
+    return Call(ctx or default_context(), like)
 
 
 def _same_dtype(op, *arrays):
-    dts = {np.asarray(a).dtype for a in arrays}
-    if len(dts) != 1:
-        raise PitError("PIT_ERR_UNSUPPORTED_DTYPE", f"{op}: dtypes differ ({', '.join(sorted(map(str, dts)))})")
-    return dts.pop()
+    """The one pit dtype of arrays, or PIT_ERR_UNSUPPORTED_DTYPE naming them."""
+    codes = {code_of(a, op) for a in arrays}
+    if len(codes) != 1:
+        names = sorted({str(a.dtype).replace("torch.", "") for a in arrays})
+        raise PitError("PIT_ERR_UNSUPPORTED_DTYPE", f"{op}: dtypes differ ({', '.join(names)})")
+    return codes.pop()
 
 
-def _product(op, call, a, b, ctx):
-    """c = a . b by call(ctx, a, b, c): c shaped a's rows by b's columns."""
-    _same_dtype(op, a, b)
-    with _Call(ctx) as c:
+def _product(op, call, a, b, ctx, out):
+    """c = a . b by call(ctx, stream, a, b, c): c shaped a's rows by b's columns."""
+    a, b = as_array(a), as_array(b)
+    code = _same_dtype(op, a, b)
+    with _call(ctx, a) as c:
         ta, tb = c.input(a), c.input(b)
-        tc = c.output(ta.shape[:-1] + tb.shape[-1:], ta.dtype)
-        _lib.check(call(c.ctx.handle, ta.handle, tb.handle, tc.handle))
-        return tc.to_numpy()
+        tc = c.output(tuple(a.shape[:-1]) + tuple(b.shape[-1:]), code, out)
+        _lib.check(call(c.ctx.handle, c.stream, ta.handle, tb.handle, tc.handle))
+        return c.finish(tc)
 
 
-def matmul(a, b, ctx=None):
+def matmul(a, b, ctx=None, out=None):
     """C = a . b with PIT: the zeros of a (its micro-tiles chosen at run time)
-    are skipped. a [M,K] or [b,M,K], b [K,N] or [b,K,N]; float32 or float16."""
-    return _product("matmul", lambda h, ta, tb, tc: _lib.matmul(h, None, ta, tb, tc, None, None), a, b, ctx)
+    are skipped. a [M,K] or [b,M,K], b [K,N] or [b,K,N]; float32, float16 or
+    bfloat16. out: the array to write C into (the context's device's memory)."""
+    return _product("matmul", lambda h, s, ta, tb, tc: _lib.matmul(h, s, ta, tb, tc, None, None), a, b, ctx, out)
 
 
-def matmul_dense(a, b, ctx=None):
+def matmul_dense(a, b, ctx=None, out=None):
     """C = a . b with the backend's dense GEMM (the baseline)."""
-    return _product("matmul_dense", lambda h, ta, tb, tc: _lib.matmul_dense(h, None, ta, tb, tc), a, b, ctx)
+    return _product("matmul_dense", _lib.matmul_dense, a, b, ctx, out)
 
 
 def matmul_backward(a, b, dc, ctx=None):
     """Gradients of c = a . b with a dynamically sparse: (da, db), da =
     dc . b^T on a's non-zero micro-tiles (0 elsewhere), db = a^T . dc."""
-    _same_dtype("matmul_backward", a, b, dc)
-    a_arr, b_arr = np.asarray(a), np.asarray(b)
-    with _Call(ctx) as c:
+    a, b, dc = as_array(a), as_array(b), as_array(dc)
+    code = _same_dtype("matmul_backward", a, b, dc)
+    with _call(ctx, a) as c:
         ta, tb, tdc = c.input(a), c.input(b), c.input(dc)
-        tda, tdb = c.output(a_arr.shape, ta.dtype), c.output(b_arr.shape, ta.dtype)
-        _lib.check(_lib.matmul_backward(c.ctx.handle, None, ta.handle, tb.handle, tdc.handle, tda.handle, tdb.handle))
-        return tda.to_numpy(), tdb.to_numpy()
+        tda, tdb = c.output(a.shape, code), c.output(b.shape, code)
+        _lib.check(_lib.matmul_backward(c.ctx.handle, c.stream, ta.handle, tb.handle, tdc.handle, tda.handle,
+                                        tdb.handle))
+        return c.finish(tda, tdb)
 
 
-def sddmm(a, b, mask, block=(0, 0), ctx=None):
+def sddmm(a, b, mask, block=(0, 0), ctx=None, out=None):
     """C = (a . b^T) where mask is non-zero, 0 elsewhere. a [M,K] or [b,M,K],
     b [N,K] or [b,N,K], mask [M,N] or [b,M,N] (any pit dtype, non-zero = on);
     block: micro-tile rows and columns, (0, 0) chosen at run time."""
-    _same_dtype("sddmm", a, b)
-    a_arr, m_arr = np.asarray(a), np.asarray(mask)
-    shape = (a_arr.shape[0],) + m_arr.shape[-2:] if a_arr.ndim == 3 else m_arr.shape[-2:]
-    with _Call(ctx) as c:
+    a, b, mask = as_array(a), as_array(b), as_array(mask)
+    code = _same_dtype("sddmm", a, b)
+    shape = (a.shape[0],) + tuple(mask.shape[-2:]) if len(a.shape) == 3 else tuple(mask.shape[-2:])
+    with _call(ctx, a) as c:
         ta, tb, tm = c.input(a), c.input(b), c.input(mask)
-        tc = c.output(shape, ta.dtype)
-        _lib.check(_lib.sddmm(c.ctx.handle, None, ta.handle, tb.handle, tm.handle, tc.handle, int(block[0]),
+        tc = c.output(shape, code, out)
+        _lib.check(_lib.sddmm(c.ctx.handle, c.stream, ta.handle, tb.handle, tm.handle, tc.handle, int(block[0]),
                               int(block[1]), None))
-        return tc.to_numpy()
+        return c.finish(tc)
 
 
-def sparse_softmax(x, mask, scale=1.0, ctx=None):
+def sparse_softmax(x, mask, scale=1.0, ctx=None, out=None):
     """Softmax of scale * x along rows over the entries where mask is
     non-zero; masked entries and fully masked rows are 0."""
-    with _Call(ctx) as c:
+    x, mask = as_array(x), as_array(mask)
+    with _call(ctx, x) as c:
         tx, tm = c.input(x), c.input(mask)
-        ty = c.output(tx.shape, tx.dtype)
-        _lib.check(_lib.sparse_softmax(c.ctx.handle, None, tx.handle, tm.handle, ty.handle, float(scale), None))
-        return ty.to_numpy()
+        ty = c.output(tx.shape, tx.code, out)
+        _lib.check(_lib.sparse_softmax(c.ctx.handle, c.stream, tx.handle, tm.handle, ty.handle, float(scale), None))
+        return c.finish(ty)
 
 
-def sparse_softmax_backward(y, dy, mask, scale=1.0, ctx=None):
+def sparse_softmax_backward(y, dy, mask, scale=1.0, ctx=None, out=None):
     """Gradient of sparse_softmax given its output y and dy: scale y (dy -
     rowsum(dy y)) on the mask, 0 elsewhere."""
-    _same_dtype("sparse_softmax_backward", y, dy)
-    with _Call(ctx) as c:
+    y, dy, mask = as_array(y), as_array(dy), as_array(mask)
+    code = _same_dtype("sparse_softmax_backward", y, dy)
+    with _call(ctx, y) as c:
         ty, tdy, tm = c.input(y), c.input(dy), c.input(mask)
-        tdx = c.output(ty.shape, ty.dtype)
-        _lib.check(_lib.sparse_softmax_backward(c.ctx.handle, None, ty.handle, tdy.handle, tm.handle, tdx.handle,
-                                                float(scale)))
-        return tdx.to_numpy()
+        tdx = c.output(ty.shape, code, out)
+        _lib.check(_lib.sparse_softmax_backward(c.ctx.handle, c.stream, ty.handle, tdy.handle, tm.handle,
+                                                tdx.handle, float(scale)))
+        return c.finish(tdx)
 
 
-def relu(x, ctx=None):
+def relu(x, ctx=None, out=None):
     """max(x, 0)."""
-    with _Call(ctx) as c:
+    x = as_array(x)
+    with _call(ctx, x) as c:
         tx = c.input(x)
-        ty = c.output(tx.shape, tx.dtype)
-        _lib.check(_lib.relu(c.ctx.handle, None, tx.handle, ty.handle))
-        return ty.to_numpy()
+        ty = c.output(tx.shape, tx.code, out)
+        _lib.check(_lib.relu(c.ctx.handle, c.stream, tx.handle, ty.handle))
+        return c.finish(ty)
 
 
 def prune_magnitude(w, block=(1, 1), sparsity=0.5, ctx=None):
     """A copy of w with the block micro-tiles of smallest magnitude zeroed,
     the fraction `sparsity` of them."""
-    with _Call(ctx) as c:
-        tw = c.input(w)
-        _lib.check(_lib.prune_magnitude(c.ctx.handle, None, tw.handle, int(block[0]), int(block[1]),
+    w = as_array(w)
+    with _call(ctx, w) as c:
+        tw = c.output(w.shape, code_of(w), init=w)
+        _lib.check(_lib.prune_magnitude(c.ctx.handle, c.stream, tw.handle, int(block[0]), int(block[1]),
                                         float(sparsity)))
-        return tw.to_numpy()
+        return c.finish(tw)
 
 
 def _attention_options(c, causal, window, mask, block_mask, block, scale):
@@ -284,25 +279,26 @@ def _attention_options(c, causal, window, mask, block_mask, block, scale):
 
 
 def attention(q, k, v, *, causal=False, window=None, mask=None, block_mask=None, block=None, scale=None,
-              return_lse=False, ctx=None):
+              return_lse=False, ctx=None, out=None):
     """softmax(scale q k^T over the allowed keys) v, per batch and query head,
     the keys and values of head h // (Hq // Hkv) (grouped-query attention).
-    q [B,Hq,Lq,D], k [B,Hkv,Lk,D], v [B,Hkv,Lk,Dv] -> [B,Hq,Lq,Dv]. Allowed:
-    causal (aligned to the end of the keys), window=(left, right) (-1: no
-    bound), mask (element mask: [Lq,Lk], [Hq,Lq,Lk] or [B,Hq,Lq,Lk]),
+    q [B,Hq,Lq,D], k [B,Hkv,Lk,D], v [B,Hkv,Lk,Dv] -> [B,Hq,Lq,Dv], in any
+    stride order (a [B,L,H,D] buffer seen as [B,H,L,D] passes as it is).
+    Allowed: causal (aligned to the end of the keys), window=(left, right)
+    (-1: no bound), mask (element mask: [Lq,Lk], [Hq,Lq,Lk] or [B,Hq,Lq,Lk]),
     block_mask with block=(block_q, block_k); all combine. scale None:
     1/sqrt(D). return_lse: also the log-sum-exp [B,Hq,Lq] (float32; -inf for
     a query with no allowed key, whose output is 0)."""
-    _same_dtype("attention", q, k, v)
-    qa, va = np.asarray(q), np.asarray(v)
-    with _Call(ctx) as c:
-        tq, tk, tv = c.input(q), c.input(k), c.input(v)
+    q, k, v = as_array(q), as_array(k), as_array(v)
+    code = _same_dtype("attention", q, k, v)
+    with _call(ctx, q) as c:
+        tq, tk, tv = (c.input(x, any_order=True) for x in (q, k, v))
         opt = _attention_options(c, causal, window, mask, block_mask, block, scale)
-        to = c.output(qa.shape[:-1] + va.shape[-1:], tq.dtype)
-        tl = c.output(qa.shape[:-1], np.float32) if return_lse else None
-        _lib.check(_lib.attention(c.ctx.handle, None, tq.handle, tk.handle, tv.handle, to.handle, ctypes.byref(opt),
-                                  tl.handle if tl else None, None))
-        return (to.to_numpy(), tl.to_numpy()) if return_lse else to.to_numpy()
+        to = c.output(tuple(q.shape[:-1]) + tuple(v.shape[-1:]), code, out)
+        tl = c.output(q.shape[:-1], _lib.F32) if return_lse else None
+        _lib.check(_lib.attention(c.ctx.handle, c.stream, tq.handle, tk.handle, tv.handle, to.handle,
+                                  ctypes.byref(opt), tl.handle if tl else None, None))
+        return c.finish(to, tl) if return_lse else c.finish(to)
 
 
 def attention_backward(q, k, v, o, do, lse, *, causal=False, window=None, mask=None, block_mask=None, block=None,
@@ -310,33 +306,36 @@ def attention_backward(q, k, v, o, do, lse, *, causal=False, window=None, mask=N
     """(dq, dk, dv) of attention given its output o, log-sum-exp lse and do;
     the same keyword arguments as the forward. dk and dv sum over the query
     heads that share a kv head."""
-    _same_dtype("attention_backward", q, k, v, o, do)
-    with _Call(ctx) as c:
-        tq, tk, tv, to, tdo = c.input(q), c.input(k), c.input(v), c.input(o), c.input(do)
-        tl = c.input(lse, np.float32)
+    q, k, v, o, do = (as_array(x) for x in (q, k, v, o, do))
+    code = _same_dtype("attention_backward", q, k, v, o, do)
+    with _call(ctx, q) as c:
+        tq, tk, tv, to, tdo = (c.input(x, any_order=True) for x in (q, k, v, o, do))
+        tl = c.input(lse, _lib.F32, any_order=True)
         opt = _attention_options(c, causal, window, mask, block_mask, block, scale)
-        tdq, tdk, tdv = c.output(tq.shape, tq.dtype), c.output(tk.shape, tq.dtype), c.output(tv.shape, tq.dtype)
-        _lib.check(_lib.attention_backward(c.ctx.handle, None, tq.handle, tk.handle, tv.handle, to.handle, tdo.handle,
-                                           tl.handle, ctypes.byref(opt), tdq.handle, tdk.handle, tdv.handle))
-        return tdq.to_numpy(), tdk.to_numpy(), tdv.to_numpy()
+        tdq, tdk, tdv = c.output(q.shape, code), c.output(k.shape, code), c.output(v.shape, code)
+        _lib.check(_lib.attention_backward(c.ctx.handle, c.stream, tq.handle, tk.handle, tv.handle, to.handle,
+                                           tdo.handle, tl.handle, ctypes.byref(opt), tdq.handle, tdk.handle,
+                                           tdv.handle))
+        return c.finish(tdq, tdk, tdv)
 
 
 def _routing(c, expert_ids, gates):
-    return c.input(expert_ids, np.int32), c.input(gates, np.float32)
+    return c.input(expert_ids, _lib.I32), c.input(gates, _lib.F32)
 
 
-def moe_forward(x, expert_ids, gates, w, ctx=None):
+def moe_forward(x, expert_ids, gates, w, ctx=None, out=None):
     """Mixture-of-Experts layer: y[t] = sum_j gates[t,j] x[t] . w[expert_ids[t,j]].
     x [T,H], expert_ids [T,k] (int32), gates [T,k] (float32), w [E,H,N] ->
     [T,N]; an id outside 0..E-1 contributes nothing."""
-    _same_dtype("moe_forward", x, w)
-    xa, wa = np.asarray(x), np.asarray(w)
-    with _Call(ctx) as c:
+    x, w = as_array(x), as_array(w)
+    code = _same_dtype("moe_forward", x, w)
+    with _call(ctx, x) as c:
         tx, tw = c.input(x), c.input(w)
         ti, tg = _routing(c, expert_ids, gates)
-        ty = c.output((xa.shape[0], wa.shape[-1]), tx.dtype)
-        _lib.check(_lib.moe_forward(c.ctx.handle, None, tx.handle, ti.handle, tg.handle, tw.handle, ty.handle, None))
-        return ty.to_numpy()
+        ty = c.output((x.shape[0], w.shape[-1]), code, out)
+        _lib.check(_lib.moe_forward(c.ctx.handle, c.stream, tx.handle, ti.handle, tg.handle, tw.handle, ty.handle,
+                                    None))
+        return c.finish(ty)
 
 
 def _moe_ffn_options(op, activation):
@@ -346,36 +345,38 @@ def _moe_ffn_options(op, activation):
     return _lib.MoeFfnOptions(_lib.ACTIVATIONS[activation], None)
 
 
-def moe_ffn(x, expert_ids, gates, w_gate_up, w_down, activation="swiglu", ctx=None):
+def moe_ffn(x, expert_ids, gates, w_gate_up, w_down, activation="swiglu", ctx=None, out=None):
     """The expert FFN of a MoE layer in one call: y[t] = sum_j gates[t,j]
     act(x[t] . w_gate_up[e]) . w_down[e], e = expert_ids[t,j]. x [T,H],
     w_gate_up [E,H,2F] (gate columns, then up) for "swiglu" and "geglu",
     [E,H,F] for "gelu", "relu", "silu"; w_down [E,F,H] -> [T,H]."""
     opt = _moe_ffn_options("moe_ffn", activation)
-    _same_dtype("moe_ffn", x, w_gate_up, w_down)
-    with _Call(ctx) as c:
+    x, w_gate_up, w_down = as_array(x), as_array(w_gate_up), as_array(w_down)
+    code = _same_dtype("moe_ffn", x, w_gate_up, w_down)
+    with _call(ctx, x) as c:
         tx, tu, td = c.input(x), c.input(w_gate_up), c.input(w_down)
         ti, tg = _routing(c, expert_ids, gates)
-        ty = c.output(tx.shape, tx.dtype)
-        _lib.check(_lib.moe_ffn(c.ctx.handle, None, tx.handle, ti.handle, tg.handle, tu.handle, td.handle, ty.handle,
-                                ctypes.byref(opt), None))
-        return ty.to_numpy()
+        ty = c.output(x.shape, code, out)
+        _lib.check(_lib.moe_ffn(c.ctx.handle, c.stream, tx.handle, ti.handle, tg.handle, tu.handle, td.handle,
+                                ty.handle, ctypes.byref(opt), None))
+        return c.finish(ty)
 
 
 def moe_ffn_backward(x, expert_ids, gates, w_gate_up, w_down, dy, activation="swiglu", ctx=None):
     """(dx, dw_gate_up, dw_down, dgates) of moe_ffn given dy [T,H]; dgates is
     float32 [T,k]. A slot with an id out of range gets zero gradients."""
     opt = _moe_ffn_options("moe_ffn_backward", activation)
-    _same_dtype("moe_ffn_backward", x, w_gate_up, w_down, dy)
-    with _Call(ctx) as c:
+    x, w_gate_up, w_down, dy = (as_array(a) for a in (x, w_gate_up, w_down, dy))
+    code = _same_dtype("moe_ffn_backward", x, w_gate_up, w_down, dy)
+    with _call(ctx, x) as c:
         tx, tu, td, tdy = c.input(x), c.input(w_gate_up), c.input(w_down), c.input(dy)
         ti, tg = _routing(c, expert_ids, gates)
-        tdx, tdu, tdd = c.output(tx.shape, tx.dtype), c.output(tu.shape, tx.dtype), c.output(td.shape, tx.dtype)
-        tdg = c.output(tg.shape, np.float32)
-        _lib.check(_lib.moe_ffn_backward(c.ctx.handle, None, tx.handle, ti.handle, tg.handle, tu.handle, td.handle,
-                                         tdy.handle, tdx.handle, tdu.handle, tdd.handle, tdg.handle,
+        tdx, tdu, tdd = c.output(x.shape, code), c.output(w_gate_up.shape, code), c.output(w_down.shape, code)
+        tdg = c.output(tg.shape, _lib.F32)
+        _lib.check(_lib.moe_ffn_backward(c.ctx.handle, c.stream, tx.handle, ti.handle, tg.handle, tu.handle,
+                                         td.handle, tdy.handle, tdx.handle, tdu.handle, tdd.handle, tdg.handle,
                                          ctypes.byref(opt)))
-        return tdx.to_numpy(), tdu.to_numpy(), tdd.to_numpy(), tdg.to_numpy()
+        return c.finish(tdx, tdu, tdd, tdg)
 
 _LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING}
 _log_sink = None  # the ctypes callback libpit holds: kept alive here

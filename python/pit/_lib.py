@@ -119,6 +119,10 @@ context_destroy = _proto("pit_context_destroy", _vp)
 context_get_info = _proto("pit_context_get_info", _vp, ctypes.POINTER(DeviceInfo))
 tensor_create = _proto("pit_tensor_create", _vp, ctypes.c_int, ctypes.c_int, _i64p, ctypes.POINTER(_vp))
 tensor_destroy = _proto("pit_tensor_destroy", _vp)
+tensor_from_dlpack = _proto("pit_tensor_from_dlpack", _vp, _vp, ctypes.POINTER(_vp))
+tensor_from_dlpack_versioned = _proto("pit_tensor_from_dlpack_versioned", _vp, _vp, ctypes.POINTER(_vp))
+stream_wrap = _proto("pit_stream_wrap", _vp, _vp, ctypes.POINTER(_vp))
+stream_destroy = _proto("pit_stream_destroy", _vp)
 tensor_upload = _proto("pit_tensor_upload", _vp, _vp, _vp, ctypes.c_size_t)
 tensor_download = _proto("pit_tensor_download", _vp, _vp, _vp, ctypes.c_size_t)
 synchronize = _proto("pit_synchronize", _vp, _vp)
@@ -144,6 +148,36 @@ LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
 set_log_callback = _proto("pit_set_log_callback", LOG_FN, _vp)
 prune_magnitude = _proto("pit_prune_magnitude", _vp, _vp, _vp, ctypes.c_int32, ctypes.c_int32, ctypes.c_double)
 
+
+
+# ---- DLPack capsules (the Python side of the protocol) ----------------------
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", _vp), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                ("ndim", ctypes.c_int32), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16), ("shape", _i64p), ("strides", _i64p), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", _vp), ("deleter", _vp),
+                ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
+
+# A capsule's name before and after a consumer takes it. PyCapsule_SetName
+# keeps the pointer, so the names live as long as the module.
+CAPSULE_NAMES = {True: (b"dltensor_versioned", b"used_dltensor_versioned"), False: (b"dltensor", b"used_dltensor")}
+capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+capsule_is_valid.argtypes, capsule_is_valid.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_int
+capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+capsule_pointer.argtypes, capsule_pointer.restype = [ctypes.py_object, ctypes.c_char_p], _vp
+capsule_rename = ctypes.pythonapi.PyCapsule_SetName
+capsule_rename.argtypes, capsule_rename.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_int
+
+
+def dl_tensor(pointer, versioned):
+    """The DLTensor of a managed tensor (legacy: it comes first)."""
+    if versioned:
+        return DLManagedTensorVersioned.from_address(pointer).dl_tensor
+    return DLTensor.from_address(pointer)
 
 
 def status_name(status):

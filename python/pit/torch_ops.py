@@ -3,34 +3,21 @@ torch.ops.pit.* with torch.library.custom_op, each with a fake (meta)
 implementation, so torch.compile traces them without graph breaks, and
 autograd through libpit's backward entry points.
 
-Data moves through pit's numpy functions: a tensor is copied to the host,
-to the device of pit's default context, and back (docs/python.md). float32
-and float16 tensors; bfloat16 needs the DLPack path, which is to come.
+Tensors pass to pit's functions as they are: through DLPack without a copy
+where pit's context runs on their device (CUDA tensors on CUDA, on torch's
+current stream; CPU tensors on an OpenCL CPU device), copied elsewhere
+(docs/python.md). Results are torch tensors from torch's allocator, on the
+inputs' device. float32, float16 and bfloat16.
 """
-import numpy as np
 import torch
 
 import pit
-
-_NUMPY = {torch.float32: np.float32, torch.float16: np.float16}
-
-
-def _host(t):
-    if t.dtype not in _NUMPY and t.dtype not in (torch.int32, torch.uint8, torch.bool):
-        raise pit.PitError("PIT_ERR_UNSUPPORTED_DTYPE", f"{t.dtype}: pit's torch ops take float32 and float16 "
-                           "tensors (bfloat16 comes with the DLPack path)")
-    return t.detach().cpu().contiguous().numpy()
-
-
-def _back(array, like):
-    return torch.from_numpy(np.ascontiguousarray(array)).to(like.device)
-
 
 # ---- matmul ---------------------------------------------------------------
 @torch.library.custom_op("pit::matmul", mutates_args=())
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """c = a . b with the zeros of a skipped (pit.matmul)."""
-    return _back(pit.matmul(_host(a), _host(b)), a)
+    return pit.matmul(a, b)
 
 
 @matmul.register_fake
@@ -40,8 +27,7 @@ def _(a, b):
 
 @torch.library.custom_op("pit::matmul_backward", mutates_args=())
 def matmul_backward(a: torch.Tensor, b: torch.Tensor, dc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    da, db = pit.matmul_backward(_host(a), _host(b), _host(dc))
-    return _back(da, a), _back(db, b)
+    return pit.matmul_backward(a, b, dc)
 
 
 @matmul_backward.register_fake
@@ -65,7 +51,7 @@ matmul.register_autograd(_matmul_grad, setup_context=_matmul_setup)
 @torch.library.custom_op("pit::sparse_softmax", mutates_args=())
 def sparse_softmax(x: torch.Tensor, mask: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
     """softmax(scale x) along rows over the mask; masked entries 0."""
-    return _back(pit.sparse_softmax(_host(x), _host(mask), scale), x)
+    return pit.sparse_softmax(x, mask, scale)
 
 
 @sparse_softmax.register_fake
@@ -75,7 +61,7 @@ def _(x, mask, scale=1.0):
 
 @torch.library.custom_op("pit::sparse_softmax_backward", mutates_args=())
 def sparse_softmax_backward(y: torch.Tensor, dy: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:
-    return _back(pit.sparse_softmax_backward(_host(y), _host(dy), _host(mask), scale), y)
+    return pit.sparse_softmax_backward(y, dy, mask, scale)
 
 
 @sparse_softmax_backward.register_fake
@@ -102,9 +88,8 @@ sparse_softmax.register_autograd(_softmax_grad, setup_context=_softmax_setup)
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, window_left: int = -1,
               window_right: int = -1, scale: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """(o, lse) of pit.attention (scale 0: 1/sqrt(D); GQA when q has more heads)."""
-    o, lse = pit.attention(_host(q), _host(k), _host(v), causal=causal, window=(window_left, window_right),
-                           scale=scale or None, return_lse=True)
-    return _back(o, q), _back(lse, q)
+    return pit.attention(q, k, v, causal=causal, window=(window_left, window_right), scale=scale or None,
+                         return_lse=True)
 
 
 @attention.register_fake
@@ -116,9 +101,8 @@ def _(q, k, v, causal=False, window_left=-1, window_right=-1, scale=0.0):
 def attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, do: torch.Tensor,
                        lse: torch.Tensor, causal: bool, window_left: int, window_right: int,
                        scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    dq, dk, dv = pit.attention_backward(_host(q), _host(k), _host(v), _host(o), _host(do), _host(lse), causal=causal,
-                                        window=(window_left, window_right), scale=scale or None)
-    return _back(dq, q), _back(dk, k), _back(dv, v)
+    return pit.attention_backward(q, k, v, o, do, lse, causal=causal, window=(window_left, window_right),
+                                  scale=scale or None)
 
 
 @attention_backward.register_fake
@@ -146,8 +130,7 @@ attention.register_autograd(_attention_grad, setup_context=_attention_setup)
 def moe_ffn(x: torch.Tensor, expert_ids: torch.Tensor, gates: torch.Tensor, w_gate_up: torch.Tensor,
             w_down: torch.Tensor, activation: str = "swiglu") -> torch.Tensor:
     """sum_j gates[t,j] act(x[t] . w_gate_up[e]) . w_down[e] (pit.moe_ffn)."""
-    return _back(pit.moe_ffn(_host(x), _host(expert_ids), _host(gates), _host(w_gate_up), _host(w_down),
-                             activation), x)
+    return pit.moe_ffn(x, expert_ids, gates, w_gate_up, w_down, activation)
 
 
 @moe_ffn.register_fake
@@ -159,9 +142,8 @@ def _(x, expert_ids, gates, w_gate_up, w_down, activation="swiglu"):
 def moe_ffn_backward(x: torch.Tensor, expert_ids: torch.Tensor, gates: torch.Tensor, w_gate_up: torch.Tensor,
                      w_down: torch.Tensor, dy: torch.Tensor,
                      activation: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    dx, dwu, dwd, dg = pit.moe_ffn_backward(_host(x), _host(expert_ids), _host(gates), _host(w_gate_up),
-                                            _host(w_down), _host(dy), activation)
-    return _back(dx, x), _back(dwu, w_gate_up), _back(dwd, w_down), _back(dg, gates)
+    dx, dwu, dwd, dg = pit.moe_ffn_backward(x, expert_ids, gates, w_gate_up, w_down, dy, activation)
+    return dx, dwu, dwd, dg
 
 
 @moe_ffn_backward.register_fake

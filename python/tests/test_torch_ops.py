@@ -76,9 +76,17 @@ def test_compile_traces_without_graph_breaks():
     assert close(compiled(a, b, mask), block(a, b, mask))
 
 
-def test_bfloat16_is_refused_by_name():
-    with pytest.raises(Exception, match="bfloat16"):
-        ops.matmul(nonzero(4, 4).bfloat16(), nonzero(4, 4).bfloat16())
+def test_bfloat16_through_dlpack():
+    """bfloat16, which numpy lacks, passes through DLPack: the matmul and its
+    gradients against float64 (bf16 holds 8 bits of mantissa)."""
+    a, b = nonzero(20, 36).bfloat16().requires_grad_(True), nonzero(36, 12).bfloat16().requires_grad_(True)
+    c = ops.matmul(a, b)
+    assert c.dtype == torch.bfloat16 and c.shape == (20, 12)
+    dc = nonzero(20, 12).bfloat16()
+    c.backward(dc)
+    a64, b64 = a.detach().double(), b.detach().double()
+    assert close(c, a64 @ b64, 1e-2)
+    assert close(a.grad, dc.double() @ b64.T, 1e-2) and close(b.grad, a64.T @ dc.double(), 1e-2)
 
 
 def test_moe_ffn_gradients():
