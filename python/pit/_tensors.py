@@ -213,8 +213,9 @@ class Call:
         shape = tuple(int(s) for s in shape)
         if out is not None:
             if not self._direct(out):
+                where = out.__dlpack_device__() if hasattr(out, "__dlpack_device__") else "no DLPack device"
                 raise PitError("PIT_ERR_INVALID_ARGUMENT", "out= must be memory the context's device addresses "
-                               f"({self.ctx.describe()}); {type(out).__name__} on {out.__dlpack_device__()} is not")
+                               f"({self.ctx.describe()}); {type(out).__name__} on {where} is not")
             t = self._import(out, code)
             self._check_disjoint(t)
         else:
