@@ -4,22 +4,25 @@
  * indexes whose micro-tiles tile a warp's strip (every matmul candidate;
  * ops/detect.c sends any other set, and "full" marks, to pit_detect.cu).
  *
- * A warp owns a strip of STRIP_H (64) rows x 32 16-byte vectors and works
- * alone: no barrier but the last, no shared memory but the CTA's totals.
- * It reads the strip in 4 batches of 16 rows, the 16 loads of a batch all
- * issued before any is used. Per lane it keeps the OR of its vectors over
- * each 16 rows: an element is non-zero when its magnitude bits are (the
- * sign alone is -0, all bits of an i32 or u8 count), and the OR of the raw
- * bits has a magnitude bit set exactly when one of the 16 rows has, so one
- * OR a load answers for every element. Per row it keeps a ballot of the
- * lanes whose vector holds a non-zero element. Every candidate is read off
- * those two: micro-tiles of 16, 32 or 64 rows from the ORs, of one row
- * from the ballots; sums and prefix sums across the warp are ballots of
- * bit planes, not chains of shuffles.
+ * A CTA owns a strip of STRIP_H (64) rows x 32 16-byte vectors; each of
+ * its 4 warps reads one group of 16 rows, its 16 loads all issued before
+ * any is used. Per lane a warp keeps the OR of its vectors: an element is
+ * non-zero when its magnitude bits are (the sign alone is -0, all bits of
+ * an i32 or u8 count), and the OR of the raw bits has a magnitude bit set
+ * exactly when one of the 16 rows has, so one OR a load answers for every
+ * element. Per row it takes a ballot of the lanes whose vector holds a
+ * non-zero element. The ORs and ballots meet in shared memory (one barrier
+ * a strip), and the candidates are spread over the warps (warp w takes
+ * candidates w and w + 4), each read off those two: micro-tiles of 16, 32
+ * or 64 rows from the ORs, of one row from the ballots; sums and prefix
+ * sums across the warp are ballots of bit planes, not chains of shuffles.
+ * A warp a group keeps 4x the loads in flight of a warp a strip, and a
+ * strip's candidate work runs on 4 warps, not one
+ * (docs/design/detect-read-speed.md).
  *
- * Entries: first every candidate's groups reserve room in counts[g] with
- * one atomicAdd each, all issued before any result is used (one round
- * trip a strip, not one a candidate); then the entries are written from
+ * Entries: first the groups of a warp's candidates reserve room in
+ * counts[g] with one atomicAdd each, all issued before any result is used
+ * (one round trip a strip, not one a candidate); then the entries are written from
  * the returned bases, in any order (the index contract). counts and total
  * were zeroed before the launch (ops/detect.c: one memset for a plan).
  *
@@ -27,8 +30,10 @@
  * nothing to find): X is only read, from rows and columns inside it; a
  * position of entries is written by the one lane whose atomicAdd on
  * counts[g] reserved it, below capacity; counts and total change only
- * through atomics; the one shared array (the CTA's totals) is zeroed
- * before a barrier, added to with atomics, and read after a second one.
+ * through atomics; a strip's ORs and ballots are written before the
+ * strip's barrier and read after it, in a buffer no warp writes again
+ * before the next barrier; the CTA's totals are zeroed before a barrier,
+ * added to with atomics, and read after the last one.
  *
  * Defines: PIT_DTYPE (a pit_dtype code: f32, f16, bf16, i32 for int
  * masks, or 4 = u8 for bool masks), VEC (elements in 16 bytes). The host
@@ -47,8 +52,8 @@
 #define ELEM_BYTES PIT_DT_BYTES(PIT_DTYPE)
 #define WORD_ELEMS (4 / ELEM_BYTES)
 
-#if VEC * ELEM_BYTES != 16 || STRIP_GROUPS != 4 || STRIP_H != 2 * PIT_WARP
-#error "pit_detect_strip: VEC elements make 16 bytes; a strip is 4 groups of 16 rows, two rows a lane"
+#if VEC * ELEM_BYTES != 16 || STRIP_GROUPS != 4 || STRIP_H != 2 * PIT_WARP || STRIP_WARPS != STRIP_GROUPS
+#error "pit_detect_strip: VEC elements make 16 bytes; a strip is 4 groups of 16 rows, two rows a lane, a warp a group"
 #endif
 
 /* The bits that make an element of a 32-bit word non-zero. */
@@ -114,39 +119,35 @@ struct strip_bits {
     pit_u32 row[2];              /* rows lane and 32 + lane: the lanes whose vector has a non-zero */
 };
 
-/* Reads the lane's column of the strip. Loads are unconditional (a row
- * below X reads X's last row, a column right of it column 0, both masked
- * to zero after): a predicated load into a zeroed register would make the
- * compiler wait for it at once. ballots: some candidate has 1-row
- * micro-tiles. */
-PIT_DEV strip_bits read_strip(const pit_detect_args &a, const strip &s, int lane, bool ballots)
+/* Reads the lane's column of the strip's group g (rows 16g..16g+15) and
+ * returns the non-zero elements of its vectors (VEC bits); with ballots
+ * (some candidate has 1-row micro-tiles) each row's ballot of lanes goes to
+ * rows[16g + k]. Loads are unconditional (a row below X reads X's last
+ * row, a column right of it column 0, both masked to zero after): a
+ * predicated load into a zeroed register would make the compiler wait for
+ * it at once. */
+PIT_DEV pit_u32 read_group(const pit_detect_args &a, const strip &s, int lane, int g, bool ballots, pit_u32 *rows)
 {
-    strip_bits d;
-    d.row[0] = d.row[1] = 0u;
     const int c = s.col0 + lane * VEC;
     const bool cvalid = c < a.cols;
     const int last = a.rows - 1 - s.row0; /* the strip's last row inside X */
     const pit_u8 *col = s.x + ((pit_i64)s.row0 * a.ld + (cvalid ? c : 0)) * ELEM_BYTES;
     const pit_i64 step = a.ld * ELEM_BYTES;
+    uint4 v[STRIP_G];
 #pragma unroll
-    for (int g = 0; g < STRIP_GROUPS; ++g) {
-        uint4 v[STRIP_G];
+    for (int k = 0; k < STRIP_G; ++k) v[k] = load_vec(col + min(g * STRIP_G + k, last) * step);
+    uint4 acc = make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
-        for (int k = 0; k < STRIP_G; ++k) v[k] = load_vec(col + min(g * STRIP_G + k, last) * step);
-        uint4 acc = make_uint4(0u, 0u, 0u, 0u);
-#pragma unroll
-        for (int k = 0; k < STRIP_G; ++k) {
-            const int r = g * STRIP_G + k;
-            const uint4 x = cvalid && r <= last ? v[k] : make_uint4(0u, 0u, 0u, 0u);
-            acc = or4(acc, x);
-            if (ballots) {
-                const pit_u32 lanes = pit_ballot(vec_any(x));
-                if (lane == (r & (PIT_WARP - 1))) d.row[r / PIT_WARP] = lanes;
-            }
+    for (int k = 0; k < STRIP_G; ++k) {
+        const int r = g * STRIP_G + k;
+        const uint4 x = cvalid && r <= last ? v[k] : make_uint4(0u, 0u, 0u, 0u);
+        acc = or4(acc, x);
+        if (ballots) {
+            const pit_u32 lanes = pit_ballot(vec_any(x));
+            if (lane == k) rows[r] = lanes;
         }
-        d.group[g] = vec_bits(acc);
     }
-    return d;
+    return vec_bits(acc);
 }
 
 /* ---- a candidate as a strip sees it (warp-uniform) ------------------------ */
@@ -360,20 +361,6 @@ PIT_DEV void write_entries(const pit_detect_target &t, const shape &h, const lan
     }
 }
 
-/* out = base[i] for a run-time i by selects: base stays in registers. As
- * an array indexed at run time it would live in local memory, and each
- * store there would wait for its atomic before the next one is issued. */
-PIT_DEV void pick_bases(const int base[PIT_DETECT_MAX][2], int i, int out[2])
-{
-    out[0] = out[1] = 0;
-#pragma unroll
-    for (int j = 0; j < PIT_DETECT_MAX; ++j)
-        if (j == i) {
-            out[0] = base[j][0];
-            out[1] = base[j][1];
-        }
-}
-
 /* NVIDIA: at most 128 registers, so 4 CTAs (16 warps, 128 KB of loads in
  * flight) fit an SM. */
 #if defined(PIT_AMD)
@@ -382,49 +369,67 @@ PIT_DEV void pick_bases(const int base[PIT_DETECT_MAX][2], int i, int out[2])
 #define STRIP_BOUNDS __launch_bounds__(PIT_DETECT_STRIP_THREADS, 4)
 #endif
 
+/* A candidate slot of a warp: warp w works candidates w, w + 4, ... */
+#define SLOTS ((PIT_DETECT_MAX + STRIP_WARPS - 1) / STRIP_WARPS)
+
 PIT_KERNEL void STRIP_BOUNDS
 pit_detect_strip(const pit_detect_args a)
 {
+    /* A strip's bits, in two buffers: iteration i fills buffer i & 1, so
+     * one barrier an iteration orders both its reads after the writes and
+     * the next writes of a buffer after its reads two iterations before. */
+    __shared__ pit_u32 group_bits[2][STRIP_GROUPS][PIT_WARP];
+    __shared__ pit_u32 row_bits[2][STRIP_H];
     __shared__ int cta_total[PIT_DETECT_MAX];
     if (threadIdx.x < PIT_DETECT_MAX) cta_total[threadIdx.x] = 0;
     __syncthreads();
 
-    const int lane = pit_lane();
+    const int lane = pit_lane(), warp = (int)threadIdx.x / PIT_WARP;
     bool ballots = false;
     for (int i = 0; i < a.n; ++i) ballots = ballots || a.t[i].tm == 1;
     const pit_i64 strips_r = (a.rows + STRIP_H - 1) / STRIP_H, strips_c = (a.cols + STRIP_W - 1) / STRIP_W;
     const pit_i64 units = strips_r * strips_c * a.batch;
-    int reserved[PIT_DETECT_MAX];
+    int reserved[SLOTS];
 #pragma unroll
-    for (int i = 0; i < PIT_DETECT_MAX; ++i) reserved[i] = 0;
-    for (pit_i64 u = (pit_i64)blockIdx.x * STRIP_WARPS + threadIdx.x / PIT_WARP; u < units;
-         u += (pit_i64)gridDim.x * STRIP_WARPS) {
+    for (int j = 0; j < SLOTS; ++j) reserved[j] = 0;
+    int buf = 0;
+    for (pit_i64 u = blockIdx.x; u < units; u += gridDim.x, buf ^= 1) {
         const strip s = strip_of(a, u, strips_r, strips_c);
-        const strip_bits d = read_strip(a, s, lane, ballots);
-        /* The candidates' micro-tiles, then every reservation issued before
-         * any result is used (one round trip a strip), then the entries.
-         * Only the reservations are unrolled (their results stay in
-         * registers): the candidates' code runs from one copy. */
-        lane_tiles lt[PIT_DETECT_MAX];
-        for (int i = 0; i < a.n; ++i) lt[i] = tiles_of(shape_of(a.t[i], s), d, lane);
-        int base[PIT_DETECT_MAX][2];
+        group_bits[buf][warp][lane] = read_group(a, s, lane, warp, ballots, row_bits[buf]);
+        __syncthreads();
+        strip_bits d;
 #pragma unroll
-        for (int i = 0; i < PIT_DETECT_MAX; ++i)
+        for (int g = 0; g < STRIP_GROUPS; ++g) d.group[g] = group_bits[buf][g][lane];
+        d.row[0] = ballots ? row_bits[buf][lane] : 0u;
+        d.row[1] = ballots ? row_bits[buf][PIT_WARP + lane] : 0u;
+        /* The warp's candidates' micro-tiles, then all their reservations
+         * issued before any result is used (one round trip a strip), then
+         * the entries. */
+        lane_tiles lt[SLOTS];
+        int base[SLOTS][2];
+#pragma unroll
+        for (int j = 0; j < SLOTS; ++j) {
+            const int i = warp + j * STRIP_WARPS;
+            if (i < a.n) lt[j] = tiles_of(shape_of(a.t[i], s), d, lane);
+        }
+#pragma unroll
+        for (int j = 0; j < SLOTS; ++j)
 #pragma unroll
             for (int k = 0; k < 2; ++k) {
-                const int mine = i < a.n ? lt[i].mine[k] : 0;
-                base[i][k] = mine != 0 ? pit_atomic_add(a.t[i].counts + lt[i].group[k], mine) : 0;
-                reserved[i] += mine;
+                const int i = warp + j * STRIP_WARPS;
+                const int mine = i < a.n ? lt[j].mine[k] : 0;
+                base[j][k] = mine != 0 ? pit_atomic_add(a.t[i].counts + lt[j].group[k], mine) : 0;
+                reserved[j] += mine;
             }
-        for (int i = 0; i < a.n; ++i) {
-            int mine[2];
-            pick_bases(base, i, mine);
-            write_entries(a.t[i], shape_of(a.t[i], s), lt[i], lane, mine);
+#pragma unroll
+        for (int j = 0; j < SLOTS; ++j) {
+            const int i = warp + j * STRIP_WARPS;
+            if (i < a.n) write_entries(a.t[i], shape_of(a.t[i], s), lt[j], lane, base[j]);
         }
     }
 #pragma unroll
-    for (int i = 0; i < PIT_DETECT_MAX; ++i)
-        if (reserved[i] != 0) atomicAdd(&cta_total[i], reserved[i]);
+    for (int j = 0; j < SLOTS; ++j)
+        if (reserved[j] != 0) atomicAdd(&cta_total[warp + j * STRIP_WARPS], reserved[j]);
     __syncthreads();
     const int i = (int)threadIdx.x;
     if (i < a.n && cta_total[i] != 0) pit_atomic_add(a.t[i].total, cta_total[i]);

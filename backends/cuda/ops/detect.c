@@ -116,21 +116,20 @@ static pit_status cols_launch(pit_cuda_ctx *c, CUstream s, const pit_cuda_view *
                                    PIT_DETECT_COLS_THREADS, &a);
 }
 
-/* One warp a strip; CTAs beyond a few waves loop (the grid stays small). */
+/* One CTA a strip; CTAs beyond a few waves loop (the grid stays small). */
 static pit_status strip_launch(pit_cuda_ctx *c, CUstream s, pit_dtype dt, const pit_cuda_view *x, const pit_index *idx,
                                int n, int vec)
 {
     pit_detect_args a;
     fill_args(&a, x, idx, n);
     int64_t strips = x->batch * pit_cuda_cdiv(x->rows, PIT_DETECT_STRIP_H) * pit_cuda_cdiv(x->cols, PIT_CUDA_STRIP_W(vec));
-    int64_t ctas = pit_cuda_cdiv(strips, PIT_DETECT_STRIP_THREADS / 32);
     int64_t most = (int64_t)(c->sm_count > 0 ? c->sm_count : 1) * 64;
     pit_cuda_variant v;
     memset(&v, 0, sizeof v);
     v.kind = PIT_CUDA_DETECT_STRIP;
     v.dtype = dt;
     v.vec = vec;
-    return pit_cuda_launch_variant(c, s, &v, ctas < most ? ctas : most, 1, 1, PIT_DETECT_STRIP_THREADS, &a);
+    return pit_cuda_launch_variant(c, s, &v, strips < most ? strips : most, 1, 1, PIT_DETECT_STRIP_THREADS, &a);
 }
 
 static pit_status detect_launch(pit_cuda_ctx *c, CUstream s, const pit_tdesc *X, const pit_cuda_view *x, const pit_index *idx,

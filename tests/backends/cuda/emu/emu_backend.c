@@ -114,8 +114,8 @@ static pit_status emu_detect(void *bctx, void *stream, const pit_tdesc *X, pit_i
     }
     int64_t strips = batch * ((rows + PIT_DETECT_STRIP_H - 1) / PIT_DETECT_STRIP_H) *
                      ((cols + PIT_CUDA_STRIP_W(vec) - 1) / PIT_CUDA_STRIP_W(vec));
-    int64_t ctas = (strips + PIT_DETECT_STRIP_THREADS / 32 - 1) / (PIT_DETECT_STRIP_THREADS / 32);
-    if (rows > 0 && cols > 0 && batch > 0) pit_emu_detect_strip((int)X->dtype, &a, (unsigned)(ctas < 3 ? ctas : 3));
+    /* at most 3 CTAs: each loops over strips, as on a GPU past its cap */
+    if (rows > 0 && cols > 0 && batch > 0) pit_emu_detect_strip((int)X->dtype, &a, (unsigned)(strips < 3 ? strips : 3));
     return PIT_SUCCESS;
 }
 
