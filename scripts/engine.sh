@@ -14,13 +14,14 @@
 # conformance: PIT_BACKEND=cuda pit conformance, in full
 # suite:    pit bench --suite matmul --dtype bf16 and f16 (end to end, the
 #           selection on the shipped database)
-# Expects build-gpu/ (bin/, lib/) carried with the tree. Logs go to $OUT.
+# Expects build-gpu/ (bin/, lib/) carried with the tree (PIT_NEW: another
+# build; PIT_PLUGIN: another CUDA plug-in for its programs). Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$PWD/gpu-out}"; mkdir -p "$out"
-B="$PWD/build-gpu"
+B="${PIT_NEW:-$PWD/build-gpu}"
 export PIT_CACHE_DIR=/tmp/pit-cache LD_LIBRARY_PATH="$B/lib:${LD_LIBRARY_PATH:-}" PIT_TILEDB_DIR="$PWD/tiledb"
-export PIT_CUDA_PLUGIN_PATH="$B/lib/libpit-cuda.so"
+export PIT_CUDA_PLUGIN_PATH="${PIT_PLUGIN:-$B/lib/libpit-cuda.so}"
 direct() { stdbuf -oL "$B/bin/test_cuda_direct" "$@"; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 while [ $# -gt 0 ]; do

@@ -76,21 +76,31 @@ struct wg_cta {
 };
 
 /* Presence words of the CTA's row-blocks: bit r of word j says row-block r
- * has micro-tile column j. Read by every thread, then shared. */
+ * has micro-tile column j. Read by every thread, then shared. Every tile
+ * waits for this before its first load, so the row-blocks' counts load
+ * together, then their first entries (a thread's one of each list)
+ * together: two memory latencies, not two a row-block. */
 PIT_DEV void build_presence(const pit_mm_args &p, const wg_cta &w, pit_u32 *pres)
 {
     for (int j = threadIdx.x; j < w.kt; j += blockDim.x) pres[j] = 0;
-    __syncthreads();
-    const int rb0 = w.row0 / MT_ROWS;
+    const int rb0 = w.row0 / MT_ROWS, t = (int)threadIdx.x;
+    int count[NRB];
+    const int *ent[NRB];
 #pragma unroll
     for (int r = 0; r < NRB; ++r) {
-        const int rb = rb0 + r;
-        if (rb >= p.groups_per_batch || rb * MT_ROWS >= p.M) break;
-        const int grp = w.batch * p.groups_per_batch + rb;
-        const int count = __ldg(p.counts + grp);
-        const int *ent = p.entries + (pit_i64)grp * p.capacity;
-        for (int q = threadIdx.x; q < count; q += blockDim.x) {
-            const int j = pit_entry_index(__ldg(ent + q));
+        const int rb = rb0 + r, grp = w.batch * p.groups_per_batch + rb;
+        const bool live = rb < p.groups_per_batch && rb * MT_ROWS < p.M;
+        count[r] = live ? __ldg(p.counts + grp) : 0;
+        ent[r] = p.entries + (pit_i64)(live ? grp : 0) * p.capacity;
+    }
+    int first[NRB];
+#pragma unroll
+    for (int r = 0; r < NRB; ++r) first[r] = t < count[r] ? __ldg(ent[r] + t) : -1;
+    __syncthreads(); /* the words are zero */
+#pragma unroll
+    for (int r = 0; r < NRB; ++r) {
+        for (int q = t, e = first[r]; q < count[r]; q += blockDim.x, e = q < count[r] ? __ldg(ent[r] + q) : 0) {
+            const int j = pit_entry_index(e);
             if (j < w.kt) atomicOr(pres + j, 1u << r);
         }
     }
