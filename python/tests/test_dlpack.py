@@ -1,10 +1,12 @@
-"""Arrays through DLPack without copies on a device that addresses host
-memory (PoCL, an OpenCL CPU device): results written into the caller's
-array in place, inputs read where they lie (strided rows too), read-only
-arrays as inputs only, versioned and legacy capsules consumed as the
-protocol says, torch CPU tensors in and out (bfloat16 too), and the copy
-path where the device cannot address the memory. Skipped by name on a
-device that does not take host memory."""
+"""Arrays through DLPack without copies where the device addresses them
+(host memory on PoCL, an OpenCL CPU device): results written into the
+caller's array in place, inputs read where they lie (strided rows too),
+read-only arrays as inputs only, versioned and legacy capsules consumed as
+the protocol says, torch tensors in and out (bfloat16 too), and the copy
+path where the device cannot address the memory. The numpy cases are
+skipped by name on a device that does not take host memory; the torch cases
+run on conftest's torch_device where pit addresses it without a copy (CPU
+tensors on PoCL, CUDA tensors on a CUDA context)."""
 import ctypes
 
 import numpy as np
@@ -14,8 +16,8 @@ import pit
 from pit import _tensors
 
 CTX = pit.default_context()
-pytestmark = pytest.mark.skipif(not CTX.info.takes_host_memory,
-                                reason="the default context's device does not take host memory (not a CPU device)")
+host_memory = pytest.mark.skipif(not CTX.info.takes_host_memory,
+                                 reason="the default context's device does not take host memory (not a CPU device)")
 RNG = np.random.default_rng(3)
 capsule_name_is = ctypes.pythonapi.PyCapsule_IsValid
 capsule_name_is.argtypes, capsule_name_is.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_int
@@ -25,6 +27,7 @@ def values(*shape, dtype=np.float32):
     return RNG.uniform(-1, 1, size=shape).astype(dtype)
 
 
+@host_memory
 def test_out_is_written_in_place():
     x = values(17, 33)
     out = np.full((17, 33), 7.0, dtype=np.float32)
@@ -34,6 +37,7 @@ def test_out_is_written_in_place():
     assert np.array_equal(out, np.maximum(x, 0))
 
 
+@host_memory
 def test_out_strided_view_only_its_elements():
     """out= a view of rows 40 floats apart: written there, nowhere else."""
     big = np.full((6, 40), 5.0, dtype=np.float32)
@@ -47,6 +51,7 @@ def test_out_strided_view_only_its_elements():
     assert (rest == 5.0).all()
 
 
+@host_memory
 def test_inputs_are_read_where_they_lie():
     """A row-strided view passes as it is (its addresses are the tensor's);
     a transposed or column-strided one is made contiguous first."""
@@ -63,6 +68,7 @@ def test_inputs_are_read_where_they_lie():
     assert np.array_equal(pit.relu(rows), np.maximum(rows, 0))
 
 
+@host_memory
 def test_out_overlapping_an_input_is_refused():
     x = values(6, 10)
     with pytest.raises(pit.PitError) as e:
@@ -70,6 +76,7 @@ def test_out_overlapping_an_input_is_refused():
     assert e.value.status == "PIT_ERR_ALIASING"
 
 
+@host_memory
 def test_read_only_arrays_are_inputs_only():
     x = values(5, 12)
     x.flags.writeable = False
@@ -98,6 +105,7 @@ class Producer:
         return cap
 
 
+@host_memory
 @pytest.mark.parametrize("versioned", [True, False])
 def test_capsules_are_consumed(versioned):
     x = values(7, 9)
@@ -122,6 +130,7 @@ def test_copy_path_where_the_device_takes_no_host_memory():
             pit.relu(x, ctx=ctx, out=np.empty_like(x))
 
 
+@host_memory
 def test_attention_takes_blhd_views_as_they_are():
     b, l, h, d = 2, 9, 3, 8
     q, k, v = (values(b, l, h, d).transpose(0, 2, 1, 3) for _ in range(3))
@@ -134,6 +143,7 @@ def test_attention_takes_blhd_views_as_they_are():
     assert np.allclose(got, (p / p.sum(-1, keepdims=True)) @ vd, atol=1e-5)
 
 
+@host_memory
 def test_prune_magnitude_leaves_its_input():
     w = values(8, 8)
     before = w.copy()
@@ -142,28 +152,43 @@ def test_prune_magnitude_leaves_its_input():
 
 
 @pytest.fixture
+def direct_device(torch_device):
+    """conftest's torch_device where pit addresses its memory without a copy
+    (its CUDA device, or the CPU on a device that takes host memory)."""
+    if torch_device.type == "cpu" and not CTX.info.takes_host_memory:
+        pytest.skip("torch tensors would be copied: the default context's device takes no host memory "
+                    "and is not torch's CUDA device")
+    return torch_device
+
+
+@pytest.fixture
 def torch():
     return pytest.importorskip("torch", reason="torch is not installed")
 
 
-def test_torch_cpu_tensors_in_and_out(torch):
-    x = torch.from_numpy(values(6, 20))
+def test_torch_tensors_in_and_out(torch, direct_device):
+    """Inputs read where they lie, results on the inputs' device, out=
+    written in place."""
+    x = torch.from_numpy(values(6, 20)).to(direct_device)
+    with _tensors.Call(CTX, x) as c:
+        t = c.input(x)
+        assert t.source is x and t.span[0] == x.data_ptr()
     got = pit.relu(x)
-    assert isinstance(got, torch.Tensor) and torch.equal(got, torch.relu(x))
-    out = torch.full((6, 20), 3.0)
+    assert isinstance(got, torch.Tensor) and got.device == x.device and torch.equal(got, torch.relu(x))
+    out = torch.full((6, 20), 3.0, device=direct_device)
     address = out.data_ptr()
     assert pit.relu(x, out=out) is out and out.data_ptr() == address and torch.equal(out, torch.relu(x))
 
 
-def test_torch_bfloat16_and_strided(torch):
-    a = torch.from_numpy(values(12, 30)).bfloat16()
-    b = torch.from_numpy(values(16, 30)).bfloat16().T  # [30, 16] column-major: made contiguous
+def test_torch_bfloat16_and_strided(torch, direct_device):
+    a = torch.from_numpy(values(12, 30)).bfloat16().to(direct_device)
+    b = torch.from_numpy(values(16, 30)).bfloat16().to(direct_device).T  # [30, 16] column-major: made contiguous
     c = pit.matmul(a, b)
-    assert c.dtype == torch.bfloat16
-    ref = a.double() @ b.double()
-    assert float((c.double() - ref).norm() / ref.norm()) < 1e-2
+    assert c.dtype == torch.bfloat16 and c.device == a.device
+    ref = a.cpu().double() @ b.cpu().double()
+    assert float((c.cpu().double() - ref).norm() / ref.norm()) < 1e-2
 
 
-def test_torch_requires_grad_inputs(torch):
-    x = torch.from_numpy(values(4, 4)).requires_grad_(True)
+def test_torch_requires_grad_inputs(torch, direct_device):
+    x = torch.from_numpy(values(4, 4)).to(direct_device).requires_grad_(True)
     assert torch.equal(pit.relu(x), torch.relu(x.detach()))

@@ -1,7 +1,12 @@
-"""pit's torch ops (pit.torch_ops): results and gradients against PyTorch's
-dense float64 twin, torch.compile without graph breaks. Skipped by name
-where torch (with torch.library.custom_op) is not installed."""
-import numpy as np
+"""pit's torch ops (pit.torch_ops) on the torch device of pit's default
+context (conftest.torch_device: CUDA tensors on a CUDA context, CPU tensors
+on PoCL): results and gradients in float32, float16 and bfloat16 against
+PyTorch's dense twin in float64 on the CPU (so TF32 or any other shortcut of
+PyTorch on the GPU never enters a reference), gradcheck and opcheck,
+torch.compile(fullgraph=True), and a model block through pit.nn. Skipped by
+name where torch (with torch.library.custom_op) is not installed."""
+import warnings
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -11,156 +16,255 @@ if not hasattr(torch.library, "custom_op"):
 import pit.torch_ops as ops  # noqa: E402
 
 GEN = torch.Generator().manual_seed(11)
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# Relative (norm) error allowed of a result and of a gradient. Inputs are
+# rounded to the dtype before the reference sees them, so what is left is the
+# rounding of the result and of 16-bit intermediates (P before P.V, the MoE
+# activation between its two products) over float32 accumulation: 2 and 4
+# epsilons of a 16-bit format (float16 2^-10, bfloat16 2^-7; PoCL measures a
+# fifth of that), and for float32 about a hundred times its rounding over
+# these sums (PoCL: 1e-7).
+TOL = {torch.float32: (1e-5, 1e-4),
+       **{dt: (2 * torch.finfo(dt).eps, 4 * torch.finfo(dt).eps) for dt in (torch.float16, torch.bfloat16)}}
 
 
 def nonzero(*shape):
+    """Values in +-[0.5, 1.5) from the CPU generator (the same on every device)."""
     v = torch.rand(*shape, generator=GEN) + 0.5
     return v * torch.where(torch.rand(*shape, generator=GEN) < 0.5, -1.0, 1.0)
 
 
-def close(got, ref, tol=1e-4):
-    got, ref = got.detach().double(), ref.detach().double()
-    return float((got - ref).norm() / ref.norm().clamp_min(1e-30)) <= tol
+def leaf(t, device, dtype=torch.float32):
+    """t on the device in dtype, requiring grad."""
+    return t.to(device, dtype).requires_grad_(True)
 
 
-def test_matmul_forward_and_gradients():
-    a, b = nonzero(33, 48), nonzero(48, 20)
-    a = a * (torch.rand(48, generator=GEN) < 0.5)  # zero columns: PIT skips them
-    a.requires_grad_(True)
-    b.requires_grad_(True)
+def twin(t):
+    """t's values (already rounded to its dtype) in float64 on the CPU,
+    requiring grad: the reference's leaf."""
+    return t.detach().cpu().double().requires_grad_(True)
+
+
+def rel_err(got, ref):
+    got, ref = got.detach().cpu().double(), ref.detach().cpu().double()
+    return float((got - ref).norm() / ref.norm().clamp_min(1e-30))
+
+
+def check(got, ref, tol, what):
+    err = rel_err(got, ref)
+    assert err <= tol, f"{what}: relative error {err:.3g} > {tol:.3g}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_matmul_forward_and_gradients(torch_device, dtype):
+    fwd, grad = TOL[dtype]
+    a0 = nonzero(33, 48) * (torch.rand(48, generator=GEN) < 0.5)  # zero columns: PIT skips them
+    a, b = leaf(a0, torch_device, dtype), leaf(nonzero(48, 20), torch_device, dtype)
     c = ops.matmul(a, b)
-    dc = nonzero(33, 20)
+    assert c.device == a.device and c.dtype == dtype
+    dc = nonzero(33, 20).to(torch_device, dtype)
     c.backward(dc)
-    a64, b64 = a.detach().double().requires_grad_(True), b.detach().double().requires_grad_(True)
-    (a64 @ b64).backward(dc.double())
-    assert close(c, a64 @ b64)
-    assert close(b.grad, b64.grad)
-    on = a.detach() != 0  # dA on A's pattern
-    assert close(a.grad[on], a64.grad[on])
+    a64, b64 = twin(a), twin(b)
+    (a64 @ b64).backward(dc.cpu().double())
+    check(c, a64 @ b64, fwd, "c")
+    check(b.grad, b64.grad, grad, "dB")
+    on = a.detach().cpu() != 0  # dA on A's pattern
+    check(a.grad.cpu()[on], a64.grad[on], grad, "dA")
 
 
-def test_sparse_softmax_gradient():
-    x = nonzero(9, 30).requires_grad_(True)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_sparse_softmax_gradient(torch_device, dtype):
+    fwd, grad = TOL[dtype]
+    x = leaf(nonzero(9, 30), torch_device, dtype)
     mask = torch.rand(9, 30, generator=GEN) < 0.6
-    y = ops.sparse_softmax(x, mask, 0.5)
-    dy = nonzero(9, 30)
+    y = ops.sparse_softmax(x, mask.to(torch_device), 0.5)
+    dy = nonzero(9, 30).to(torch_device, dtype)
     y.backward(dy)
-    x64 = x.detach().double().requires_grad_(True)
+    x64 = twin(x)
     ref = torch.softmax((0.5 * x64).masked_fill(~mask, float("-inf")), dim=1).masked_fill(~mask, 0)
-    ref.backward(dy.double())
-    assert close(y, ref)
-    assert close(x.grad, x64.grad)
+    ref.backward(dy.cpu().double())
+    check(y, ref, fwd, "y")
+    check(x.grad, x64.grad, grad, "dx")
 
 
-def test_attention_gqa_causal_gradients():
+def sdpa_gqa(q, k, v, causal):
+    """PyTorch's attention with the kv heads repeated for grouped queries."""
+    rep = q.shape[1] // k.shape[1]
+    return torch.nn.functional.scaled_dot_product_attention(q, k.repeat_interleave(rep, dim=1),
+                                                           v.repeat_interleave(rep, dim=1), is_causal=causal)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_attention_gqa_causal_gradients(torch_device, dtype):
+    fwd, grad = TOL[dtype]
     b, hq, hkv, l, d = 1, 4, 2, 7, 8
-    q, k, v = (nonzero(*s).requires_grad_(True) for s in ((b, hq, l, d), (b, hkv, l, d), (b, hkv, l, d)))
+    q, k, v = (leaf(nonzero(*s), torch_device, dtype) for s in ((b, hq, l, d), (b, hkv, l, d), (b, hkv, l, d)))
     o, lse = ops.attention(q, k, v, True)
-    do = nonzero(b, hq, l, d)
+    assert o.device == q.device and lse.dtype == torch.float32
+    do = nonzero(b, hq, l, d).to(torch_device, dtype)
     o.backward(do)
-    q64, k64, v64 = (t.detach().double().requires_grad_(True) for t in (q, k, v))
-    ref = torch.nn.functional.scaled_dot_product_attention(q64, k64.repeat_interleave(2, dim=1),
-                                                           v64.repeat_interleave(2, dim=1), is_causal=True)
-    ref.backward(do.double())
-    assert close(o, ref)
-    for got, want in ((q.grad, q64.grad), (k.grad, k64.grad), (v.grad, v64.grad)):
-        assert close(got, want)
+    q64, k64, v64 = twin(q), twin(k), twin(v)
+    ref = sdpa_gqa(q64, k64, v64, True)
+    ref.backward(do.cpu().double())
+    check(o, ref, fwd, "o")
+    for name, got, want in (("dq", q.grad, q64.grad), ("dk", k.grad, k64.grad), ("dv", v.grad, v64.grad)):
+        check(got, want, grad, name)
 
 
-def test_compile_traces_without_graph_breaks():
+def routing(t, e, k):
+    """k distinct experts a token (int32) and float32 gates summing to 1."""
+    ids = torch.stack([torch.randperm(e, generator=GEN)[:k] for _ in range(t)]).to(torch.int32)
+    return ids, torch.softmax(nonzero(t, k), dim=-1)
+
+
+def moe_ffn_twin(x, ids, gates, wu, wd):
+    """The SwiGLU expert FFN as a loop over the k slots (PyTorch, any dtype)."""
+    f = wd.shape[1]
+    y = torch.zeros_like(x)
+    for j in range(ids.shape[1]):
+        e = ids[:, j].long()
+        hid = torch.einsum("th,thw->tw", x, wu[e])
+        act = torch.nn.functional.silu(hid[:, :f]) * hid[:, f:]
+        y = y + gates[:, j:j + 1].to(y.dtype) * torch.einsum("tf,tfh->th", act, wd[e])
+    return y
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_moe_ffn_gradients(torch_device, dtype):
+    fwd, grad = TOL[dtype]
+    t, h, f, e, k = 17, 16, 8, 4, 2
+    x = leaf(nonzero(t, h), torch_device, dtype)
+    wu, wd = leaf(nonzero(e, h, 2 * f), torch_device, dtype), leaf(nonzero(e, f, h), torch_device, dtype)
+    ids, gates = routing(t, e, k)
+    gates = leaf(gates, torch_device)  # float32 whatever the operands' dtype
+    y = ops.moe_ffn(x, ids.to(torch_device), gates, wu, wd)
+    dy = nonzero(t, h).to(torch_device, dtype)
+    y.backward(dy)
+    x64, wu64, wd64, g64 = (twin(p) for p in (x, wu, wd, gates))
+    ref = moe_ffn_twin(x64, ids, g64, wu64, wd64)
+    ref.backward(dy.cpu().double())
+    check(y, ref, fwd, "y")
+    for name, got, want in (("dx", x.grad, x64.grad), ("dw_gate_up", wu.grad, wu64.grad),
+                            ("dw_down", wd.grad, wd64.grad), ("dgates", gates.grad, g64.grad)):
+        check(got, want, grad, name)
+
+
+# ---- gradcheck and opcheck: small float32 cases -----------------------------------
+def op_cases(device):
+    """(name, op, args) of each op, small, in float32 on the device. matmul's
+    A has no zeros: gradcheck perturbs every entry, and dA is 0 on A's zero
+    micro-tiles by definition."""
+    ids, gates = routing(5, 3, 2)
+    d = {"device": device}
+    return {
+        "matmul": (ops.matmul, (nonzero(6, 5).to(**d), nonzero(5, 4).to(**d))),
+        "sparse_softmax": (ops.sparse_softmax, (nonzero(4, 9).to(**d),
+                                                (torch.rand(4, 9, generator=GEN) < 0.6).to(**d), 0.7)),
+        "attention": (lambda q, k, v: ops.attention(q, k, v, True)[0],
+                      (nonzero(1, 2, 5, 4).to(**d), nonzero(1, 1, 5, 4).to(**d), nonzero(1, 1, 5, 4).to(**d))),
+        "moe_ffn": (ops.moe_ffn, (nonzero(5, 4).to(**d), ids.to(**d), gates.to(**d), nonzero(3, 4, 6).to(**d),
+                                  nonzero(3, 3, 4).to(**d))),
+    }
+
+
+OPS = ["matmul", "sparse_softmax", "attention", "moe_ffn"]
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_gradcheck(torch_device, name):
+    """torch.autograd.gradcheck in float32 (pit has no float64): central
+    differences of step 1e-3 against the backward, to 1e-2."""
+    fn, args = op_cases(torch_device)[name]
+    args = tuple(a.requires_grad_(True) if torch.is_tensor(a) and a.is_floating_point() else a for a in args)
+    with warnings.catch_warnings():  # its warning that float32 inputs are not float64: known, and why the bounds
+        warnings.filterwarnings("ignore", message=".*double precision")
+        assert torch.autograd.gradcheck(fn, args, eps=1e-3, atol=1e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("name", ["matmul", "sparse_softmax", "moe_ffn"])
+def test_opcheck(torch_device, name):
+    """torch.library.opcheck: schema, autograd registration, the fake against
+    the real result, and AOT dispatch (forward and backward)."""
+    fn, args = op_cases(torch_device)[name]
+    args = tuple(a.requires_grad_(True) if torch.is_tensor(a) and a.is_floating_point() else a for a in args)
+    torch.library.opcheck(fn, args)
+
+
+def test_opcheck_attention(torch_device):
+    q, k, v = (nonzero(1, 2, 5, 4).to(torch_device).requires_grad_(True) for _ in range(3))
+    torch.library.opcheck(ops.attention, (q, k, v, True, -1, -1, 0.0))
+
+
+# ---- torch.compile -------------------------------------------------------------------
+def compile_backend(device):
+    """inductor on CUDA (what a model runs), eager on the CPU: the trace
+    (fullgraph, the fakes) is the same, and PoCL runs need no compiler."""
+    return "inductor" if device.type == "cuda" else "eager"
+
+
+def test_compile_traces_without_graph_breaks(torch_device):
     def block(a, b, mask):
         return ops.sparse_softmax(ops.matmul(a, b), mask, 1.0)
 
-    a, b, mask = nonzero(16, 32), nonzero(32, 24), torch.rand(16, 24, generator=GEN) < 0.5
-    compiled = torch.compile(block, fullgraph=True, backend="eager")
-    assert close(compiled(a, b, mask), block(a, b, mask))
+    a, b = nonzero(16, 32).to(torch_device), nonzero(32, 24).to(torch_device)
+    mask = (torch.rand(16, 24, generator=GEN) < 0.5).to(torch_device)
+    compiled = torch.compile(block, fullgraph=True, backend=compile_backend(torch_device))
+    check(compiled(a, b, mask), block(a, b, mask), 1e-6, "compiled against eager")
 
 
-def test_bfloat16_through_dlpack():
-    """bfloat16, which numpy lacks, passes through DLPack: the matmul and its
-    gradients against float64 (bf16 holds 8 bits of mantissa)."""
-    a, b = nonzero(20, 36).bfloat16().requires_grad_(True), nonzero(36, 12).bfloat16().requires_grad_(True)
-    c = ops.matmul(a, b)
-    assert c.dtype == torch.bfloat16 and c.shape == (20, 12)
-    dc = nonzero(20, 12).bfloat16()
-    c.backward(dc)
-    a64, b64 = a.detach().double(), b.detach().double()
-    assert close(c, a64 @ b64, 1e-2)
-    assert close(a.grad, dc.double() @ b64.T, 1e-2) and close(b.grad, a64.T @ dc.double(), 1e-2)
+class Block(torch.nn.Module):
+    """GQA causal attention with pit.nn.Linear projections, then pit.nn.MoEFFN."""
+
+    def __init__(self, b, t, d, heads, kv, ffn, experts):
+        import pit.nn as pnn
+
+        super().__init__()
+        self.shape = (b, t, d, heads, kv, d // heads)
+        self.q, self.k = pnn.Linear(d, d, bias=False), pnn.Linear(d, kv * (d // heads), bias=False)
+        self.v, self.o = pnn.Linear(d, kv * (d // heads), bias=False), pnn.Linear(d, d)
+        self.attn = pnn.SparseAttention(causal=True)
+        self.moe = pnn.MoEFFN(d, ffn, experts, top_k=2)
+
+    def forward(self, x):
+        b, t, d, heads, kv, hd = self.shape
+        q = self.q(x).view(b, t, heads, hd).transpose(1, 2)
+        k = self.k(x).view(b, t, kv, hd).transpose(1, 2)
+        v = self.v(x).view(b, t, kv, hd).transpose(1, 2)
+        h = x + self.o(self.attn(q, k, v).transpose(1, 2).reshape(b, t, d))
+        return h + self.moe(h)
 
 
-def test_moe_ffn_gradients():
-    t, h, f, e, k = 17, 12, 8, 4, 2
-    x = nonzero(t, h).requires_grad_(True)
-    wu, wd = nonzero(e, h, 2 * f).requires_grad_(True), nonzero(e, f, h).requires_grad_(True)
-    ids = torch.stack([torch.randperm(e, generator=GEN)[:k] for _ in range(t)]).to(torch.int32)
-    gates = torch.softmax(nonzero(t, k), dim=-1).requires_grad_(True)
-    y = ops.moe_ffn(x, ids, gates, wu, wd)
-    dy = nonzero(t, h)
-    y.backward(dy)
-    x64, wu64, wd64, g64 = (p.detach().double().requires_grad_(True) for p in (x, wu, wd, gates))
-    ref = torch.zeros(t, h, dtype=torch.float64)
-    for j in range(k):
-        hid = torch.einsum("th,thw->tw", x64, wu64[ids[:, j].long()])
-        act = torch.nn.functional.silu(hid[:, :f]) * hid[:, f:]
-        ref = ref + g64[:, j:j + 1] * torch.einsum("tf,tfh->th", act, wd64[ids[:, j].long()])
-    ref.backward(dy.double())
-    assert close(y, ref)
-    for got, want in ((x.grad, x64.grad), (wu.grad, wu64.grad), (wd.grad, wd64.grad), (gates.grad, g64.grad)):
-        assert close(got, want, 1e-3)
+def dense_twin(m, x):
+    """Block's forward with PyTorch's dense operators (m in float64)."""
+    b, t, d, heads, kv, hd = m.shape
+    f = torch.nn.functional
+    q = f.linear(x, m.q.weight).view(b, t, heads, hd).transpose(1, 2)
+    k = f.linear(x, m.k.weight).view(b, t, kv, hd).transpose(1, 2)
+    v = f.linear(x, m.v.weight).view(b, t, kv, hd).transpose(1, 2)
+    a = sdpa_gqa(q, k, v, True).transpose(1, 2).reshape(b, t, d)
+    h = x + f.linear(a, m.o.weight, m.o.bias)
+    tokens = h.reshape(-1, d)
+    ids, gates = m.moe.route(tokens)
+    return h + moe_ffn_twin(tokens, ids, gates, m.moe.w_gate_up, m.moe.w_down).reshape(b, t, d)
 
 
-def test_model_block_through_pit_nn_under_compile():
-    """Attention (GQA, causal) and a MoE FFN through pit.nn, compiled with
-    fullgraph=True, forward and backward against the same block in float64
-    with PyTorch's dense operators."""
-    import pit.nn as pnn
-
-    b, t, d, heads, kv, ffn, experts = 2, 6, 32, 4, 2, 16, 4
-    hd = d // heads
-
-    class Block(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.q, self.k = pnn.Linear(d, d, bias=False), pnn.Linear(d, kv * hd, bias=False)
-            self.v, self.o = pnn.Linear(d, kv * hd, bias=False), pnn.Linear(d, d)
-            self.attn = pnn.SparseAttention(causal=True)
-            self.moe = pnn.MoEFFN(d, ffn, experts, top_k=2)
-
-        def forward(self, x):
-            q = self.q(x).view(b, t, heads, hd).transpose(1, 2)
-            k = self.k(x).view(b, t, kv, hd).transpose(1, 2)
-            v = self.v(x).view(b, t, kv, hd).transpose(1, 2)
-            h = x + self.o(self.attn(q, k, v).transpose(1, 2).reshape(b, t, d))
-            return h + self.moe(h)
-
-    def dense_twin(m, x):
-        f = torch.nn.functional
-        q = f.linear(x, m.q.weight).view(b, t, heads, hd).transpose(1, 2)
-        k = f.linear(x, m.k.weight).view(b, t, kv, hd).transpose(1, 2).repeat_interleave(heads // kv, dim=1)
-        v = f.linear(x, m.v.weight).view(b, t, kv, hd).transpose(1, 2).repeat_interleave(heads // kv, dim=1)
-        a = f.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
-        h = x + f.linear(a, m.o.weight, m.o.bias)
-        tokens = h.reshape(-1, d)
-        ids, gates = m.moe.route(tokens)
-        y = torch.zeros_like(tokens)
-        for j in range(ids.shape[1]):
-            e = ids[:, j].long()
-            hid = torch.einsum("th,thw->tw", tokens, m.moe.w_gate_up[e])
-            act = f.silu(hid[:, :ffn]) * hid[:, ffn:]
-            y = y + gates[:, j:j + 1].to(y.dtype) * torch.einsum("tf,tfh->th", act, m.moe.w_down[e])
-        return h + y.reshape(b, t, d)
-
+def test_model_block_through_pit_nn_under_compile(torch_device):
+    """The block on the device, compiled with fullgraph=True, forward and
+    every parameter's gradient against its float64 twin on the CPU (the
+    router too: the twin routes in float64 from the same weights)."""
+    dims = (2, 6, 32, 4, 2, 16, 4)
     torch.manual_seed(3)
-    block = Block()
-    twin = Block().double()
-    twin.load_state_dict(block.state_dict())
-    x = nonzero(b, t, d)
-    out = torch.compile(block, fullgraph=True, backend="eager")(x)
-    ref = dense_twin(twin, x.double())
-    assert close(out, ref, 1e-4)
-    dout = nonzero(b, t, d)
-    out.backward(dout)
+    block = Block(*dims)
+    ref_block = Block(*dims).double()
+    ref_block.load_state_dict(block.state_dict())
+    block = block.to(torch_device)
+    x = nonzero(2, 6, 32)
+    out = torch.compile(block, fullgraph=True, backend=compile_backend(torch_device))(x.to(torch_device))
+    assert out.device.type == torch_device.type
+    ref = dense_twin(ref_block, x.double())
+    check(out, ref, TOL[torch.float32][0], "block output")
+    dout = nonzero(2, 6, 32)
+    out.backward(dout.to(torch_device))
     ref.backward(dout.double())
-    for (name, p), (_, p64) in zip(block.named_parameters(), twin.named_parameters()):
-        assert close(p.grad, p64.grad, 1e-3), name
+    for (name, p), (_, p64) in zip(block.named_parameters(), ref_block.named_parameters()):
+        check(p.grad, p64.grad, TOL[torch.float32][1], f"d{name}")
