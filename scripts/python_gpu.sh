@@ -10,9 +10,14 @@
 # Logs under $OUT; the pytest summaries last.
 set -u
 root="$PWD"; out="${OUT:-$root/gpu-out}"; mkdir -p "$out"
-whl=$(ls "$root"/.whl/pit_sparse-*.whl 2>/dev/null | head -n1)
-[ -n "$whl" ] || { echo "python_gpu.sh: no wheel in .whl/ (pip wheel --no-deps ./python -w .whl)"; exit 2; }
-pkg=/tmp/pit-wheel; rm -rf "$pkg"; python3 -m zipfile -e "$whl" "$pkg" || exit 2
+# PIT_PY_LIB: a build's libpit.so (its plug-ins beside it) instead of the wheel's
+libpit="${PIT_PY_LIB:-}"
+if [ -z "$libpit" ]; then
+  whl=$(ls "$root"/.whl/pit_sparse-*.whl 2>/dev/null | head -n1)
+  [ -n "$whl" ] || { echo "python_gpu.sh: no wheel in .whl/ (pip wheel --no-deps ./python -w .whl)"; exit 2; }
+  pkg=/tmp/pit-wheel; rm -rf "$pkg"; python3 -m zipfile -e "$whl" "$pkg" || exit 2
+  libpit="$pkg/pit/lib/libpit.so"
+fi
 # pytest, where the machine lacks it: wheels carried in .carry/pytest/
 # (pip download pytest -d .carry/pytest), unpacked beside the package
 extra=""
@@ -24,7 +29,7 @@ icd=$(ldconfig -p | grep -m1 'libnvidia-opencl.so.1' | awk '{print $NF}')
 if [ -n "$icd" ]; then mkdir -p /tmp/icd && echo "$icd" > /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd; fi
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())" 2>&1 | tail -n1
 for backend in ${PIT_PYTHON_BACKENDS:-cuda opencl}; do
-  PYTHONPATH="$root/python${extra:+:$extra}" PIT_LIBRARY="$pkg/pit/lib/libpit.so" PIT_BACKEND=$backend PIT_CACHE_DIR=/tmp/pit-cache timeout 500 \
+  PYTHONPATH="$root/python${extra:+:$extra}" PIT_LIBRARY="$libpit" PIT_BACKEND=$backend PIT_CACHE_DIR=/tmp/pit-cache timeout 500 \
     python3 -m pytest "$root/python/tests" -q -rs -p no:cacheprovider > "$out/pytest_$backend.log" 2>&1
   echo "$backend: rc=$? $(tail -n1 "$out/pytest_$backend.log")"
 done

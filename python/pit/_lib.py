@@ -71,7 +71,7 @@ class PitError(RuntimeError):
 
 
 def _candidates():
-    """libpit inside the package (a wheel), then PIT_LIBRARY, then the
+    """PIT_LIBRARY, then libpit inside the package (a wheel), then the
     repository's build folder (an uninstalled checkout)."""
     here = os.path.dirname(os.path.abspath(__file__))
     env = os.environ.get("PIT_LIBRARY")
