@@ -14,7 +14,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: pit bench [--suite matmul|convert|select|layers|decode|moe|all] [--quick]\n"
+            "usage: pit bench [--suite matmul|convert|select|layers|decode|moe|attention|all] [--quick]\n"
             "                 [--size N] [--dtype f32,f16,bf16] [--repeats R] [--json FILE]\n"
             "                 [--plot FILE.png] [--explain]\n"
             "  matmul   M=N=K sparse matmul, micro-tiles 32x1, 1x64, 32x64 at sparsity\n"
@@ -33,6 +33,12 @@ static void usage(FILE *f)
             "           top-k routing, bf16 (--dtype for others), against dense GEMMs of the\n"
             "           same FLOPs, the per-expert loop of dense GEMMs and the memory floor;\n"
             "           its shapes are the models' (--size does not change them)\n"
+            "  attention pit_attention on masks new every call: a 256-key window with 16\n"
+            "           global tokens (element mask), 128x128 blocks kept at 10%%, causal\n"
+            "           prefill with grouped-query heads, decode over a long KV cache with\n"
+            "           10%% of 64-key blocks kept; bf16 (--dtype for others), against the\n"
+            "           floor (mask bytes + FLOPs at FlashAttention-3's H100 rate; decode:\n"
+            "           the kept K/V bytes); the shapes are models' (--size does not change them)\n"
             "On a CPU device the default is --quick (size 256).\n");
 }
 
@@ -132,6 +138,21 @@ void bench_round(pit_dtype dt, double *x, size_t n)
     }
 }
 
+void bench_table_add(bench_table *t, const char *what, pit_status s, const char *error, int ok,
+                     const void *result)
+{
+    if (s != PIT_SUCCESS) {
+        fprintf(stderr, "\npit bench %s: %s: %s\n", t->suite, what, error);
+        t->failed = 1;
+        return;
+    }
+    t->print(result);
+    fflush(stdout);
+    t->failed |= !ok;
+    if (t->json)
+        t->json_row(t->json, result, !t->written++);
+}
+
 pit_status bench_note_failure(char *buf, size_t size, const char *call, pit_status s)
 {
     snprintf(buf, size, "%s: %s: %s", call, pit_status_string(s),
@@ -182,7 +203,7 @@ int bench_suite_dtypes(const bench_opts *o, const pit_device_info *d, const char
 
 static const char *const dtype_names[] = {"f32", "f16", "bf16"};
 static const pit_dtype dtype_values[] = {PIT_F32, PIT_F16, PIT_BF16};
-static const char *const suite_names[] = {"matmul", "convert", "select", "layers", "decode", "moe", "all"};
+static const char *const suite_names[] = {"matmul", "convert", "select", "layers", "decode", "moe", "attention", "all"};
 #define BENCH_NSUITES ((int)(sizeof suite_names / sizeof suite_names[0]))
 
 /* A comma-separated list of dtype names into a mask of 1 << pit_dtype. */
@@ -333,6 +354,8 @@ int pit_cmd_bench(int argc, char **argv)
         rc |= bench_decode_suite(ctx, &o, json);
     if (all || !strcmp(o.suite, "moe"))
         rc |= bench_moe_suite(ctx, &o, json);
+    if (all || !strcmp(o.suite, "attention"))
+        rc |= bench_attention_suite(ctx, &o, json);
     if (json) {
         fprintf(json, "  \"end\": true\n}\n");
         fclose(json);

@@ -90,11 +90,27 @@ double bench_l2_floor_ms(const bench_opts *o, double l2_bytes);
 /* "L2 floor at X GB/s (copies of N KB in L2)" for a table's heading. */
 const char *bench_l2_phrase(const bench_opts *o, char *buf, size_t size);
 
+/* The rows of a suite's table and of its JSON list, and whether the suite
+ * failed. print and json_row take the suite's result. */
+typedef struct bench_table {
+    const char *suite;
+    FILE *json;
+    void (*print)(const void *result);
+    void (*json_row)(FILE *f, const void *result, int first);
+    int written, failed;
+} bench_table;
+/* A point's outcome: on failure (s) its message on stderr, else its row
+ * printed and written to the JSON; the suite fails on either or when ok is
+ * 0 (its result off the reference). */
+void bench_table_add(bench_table *t, const char *what, pit_status s, const char *error, int ok,
+                     const void *result);
+
 int bench_matmul_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 int bench_convert_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 int bench_select_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 int bench_layers_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 int bench_decode_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 int bench_moe_suite(pit_context *ctx, const bench_opts *o, FILE *json);
+int bench_attention_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 
 #endif

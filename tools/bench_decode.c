@@ -192,8 +192,9 @@ static pit_status measure_point(pit_context *ctx, const bench_opts *o, pit_tenso
     return s;
 }
 
-static void print_row(const dec_result *r)
+static void print_row(const void *result)
 {
+    const dec_result *r = result;
     char floor[16] = "-", l2[16] = "-", ratio[16] = "-";
     if (r->floor_ms > 0) {
         snprintf(floor, sizeof floor, "%.4f", r->floor_ms);
@@ -212,8 +213,9 @@ static void print_row(const dec_result *r)
            r->dense_ms / r->pit_ms, ratio, r->choice);
 }
 
-static void json_row(FILE *f, const dec_result *r, int first)
+static void json_row(FILE *f, const void *result, int first)
 {
+    const dec_result *r = result;
     fprintf(f,
             "%s    {\"dtype\": \"%s\", \"m\": %lld, \"k\": %lld, \"n\": %lld, \"sparsity\": %.4f, "
             "\"pit_ms\": %.6f, \"pit_spread\": %.4f, \"dense_ms\": %.6f, \"floor_ms\": %.6f, "
@@ -246,7 +248,8 @@ int bench_decode_suite(pit_context *ctx, const bench_opts *o, FILE *json)
            "dense ms", "floor", "L2 floor", "dns/pit", "pit/flr", "choice");
     if (json)
         fprintf(json, "  \"decode_copy_gbps\": %.3f,\n  \"decode\": [\n", gbps);
-    int total = ndt * 2 * NTOKENS * NSPARS, done = 0, written = 0, failed = 0;
+    int total = ndt * 2 * NTOKENS * NSPARS, done = 0;
+    bench_table tab = {"decode", json, print_row, json_row, 0, 0};
     pit_rng rng;
     pit_rng_seed(&rng, 4242);
     for (int t = 0; t < ndt; t++)
@@ -258,7 +261,7 @@ int bench_decode_suite(pit_context *ctx, const bench_opts *o, FILE *json)
                         (long long)shapes[sh][0], (long long)shapes[sh][1], pit_status_string(ws),
                         pit_last_error());
                 pit_tensor_destroy(W);
-                failed = 1;
+                tab.failed = 1;
                 done += NTOKENS * NSPARS;
                 continue;
             }
@@ -270,21 +273,12 @@ int bench_decode_suite(pit_context *ctx, const bench_opts *o, FILE *json)
                     bench_progress(what, done++, total);
                     dec_result r;
                     pit_status s = measure_point(ctx, o, W, token_counts[mi], sparsities[si], gbps, &rng, &r);
-                    if (s != PIT_SUCCESS) {
-                        fprintf(stderr, "\npit bench decode: %s: %s: %s\n", what, pit_status_string(s), r.error);
-                        failed = 1;
-                        continue;
-                    }
-                    print_row(&r);
-                    fflush(stdout);
-                    failed |= !r.checked_ok;
-                    if (json)
-                        json_row(json, &r, !written++);
+                    bench_table_add(&tab, what, s, r.error, r.checked_ok, &r);
                 }
             pit_tensor_destroy(W);
         }
     bench_progress("done", total, total);
     if (json)
         fprintf(json, "\n  ],\n");
-    return failed;
+    return tab.failed;
 }

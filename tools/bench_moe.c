@@ -499,8 +499,9 @@ done:
 
 /* ---- the suite --------------------------------------------------------------------------------- */
 
-static void print_row(const moe_result *r)
+static void print_row(const void *result)
 {
+    const moe_result *r = result;
     const moe_shape *s = &r->shape;
     printf("%-17s %-4s %5lld %5lld %5lld %3d %d %5.2f | ", s->model, pit_dtype_name(r->dt), (long long)s->t,
            (long long)s->h, (long long)s->f, s->e, s->k, r->busiest);
@@ -517,8 +518,9 @@ static void print_row(const moe_result *r)
            r->dense_ms, r->loop_ms, floor, r->pit_ms / r->dense_ms, ratio, r->err, r->choice);
 }
 
-static void json_row(FILE *f, const moe_result *r, int first)
+static void json_row(FILE *f, const void *result, int first)
 {
+    const moe_result *r = result;
     const moe_shape *s = &r->shape;
     fprintf(f,
             "%s    {\"model\": \"%s\", \"dtype\": \"%s\", \"t\": %lld, \"h\": %lld, \"f\": %lld, \"e\": %d, "
@@ -561,7 +563,8 @@ int bench_moe_suite(pit_context *ctx, const bench_opts *o, FILE *json)
     int ndt = bench_suite_dtypes(o, &d, "moe", 1 << (d.has_bf16 ? PIT_BF16 : PIT_F32), dts, json);
     if (json)
         fprintf(json, "  \"moe_copy_gbps\": %.3f,\n  \"moe\": [\n", gbps);
-    int total = ndt * NSHAPES, done = 0, written = 0, failed = 0;
+    int total = ndt * NSHAPES, done = 0;
+    bench_table tab = {"moe", json, print_row, json_row, 0, 0};
     moe_weights w = {0};
     pit_rng rng;
     pit_rng_seed(&rng, 2025);
@@ -579,20 +582,11 @@ int bench_moe_suite(pit_context *ctx, const bench_opts *o, FILE *json)
             }
             if (s == PIT_SUCCESS)
                 s = measure_point(ctx, o, &r.shape, &w, gbps, &rng, &r);
-            if (s != PIT_SUCCESS) {
-                fprintf(stderr, "\npit bench moe: %s: %s\n", what, r.error);
-                failed = 1;
-                continue;
-            }
-            print_row(&r);
-            fflush(stdout);
-            failed |= !r.ok;
-            if (json)
-                json_row(json, &r, !written++);
+            bench_table_add(&tab, what, s, r.error, r.ok, &r);
         }
     weights_free(&w);
     bench_progress("done", total, total);
     if (json)
         fprintf(json, "\n  ],\n");
-    return failed;
+    return tab.failed;
 }

@@ -345,15 +345,23 @@ static void attention_row(const pit_ref_attn *p, const double *s, const char *on
         *lse = l;
 }
 
+void pit_ref_attention_query(const pit_ref_attn *p, const double *q, const double *K, const double *V,
+                             const char *on, double *scratch, double *o, double *lse)
+{
+    double *s = scratch, *P = scratch + (p->lk > 0 ? p->lk : 1);
+    for (int64_t j = 0; j < p->lk; j++)
+        s[j] = on[j] ? dot_rows(q, K + j * p->d, p->d) : 0.0;
+    attention_row(p, s, on, P, V, o, lse);
+}
+
 void pit_ref_attention_full(const pit_ref_attn *p, const double *Q, const double *K,
                             const double *V, double *O, double *lse)
 {
     const size_t n = (size_t)(p->lk > 0 ? p->lk : 1);
-    double *s = malloc(n * sizeof(double)), *P = malloc(n * sizeof(double));
+    double *scratch = malloc(2 * n * sizeof(double));
     char *on = malloc(n);
-    if (!s || !P || !on) {
-        free(s);
-        free(P);
+    if (!scratch || !on) {
+        free(scratch);
         free(on);
         for (int64_t i = 0; i < p->b * p->hq * p->lq * p->dv; i++)
             O[i] = NAN; /* the comparison then fails loudly */
@@ -364,18 +372,14 @@ void pit_ref_attention_full(const pit_ref_attn *p, const double *Q, const double
         for (int64_t h = 0; h < p->hq; h++) {
             const int64_t qh = b * p->hq + h, kh = b * p->hkv + h / group;
             for (int64_t i = 0; i < p->lq; i++) {
-                for (int64_t j = 0; j < p->lk; j++) {
+                for (int64_t j = 0; j < p->lk; j++)
                     on[j] = (char)pit_ref_attention_allowed(p, b, h, i, j);
-                    s[j] = on[j] ? dot_rows(Q + (qh * p->lq + i) * p->d,
-                                            K + (kh * p->lk + j) * p->d, p->d)
-                                 : 0.0;
-                }
-                attention_row(p, s, on, P, V + kh * p->lk * p->dv,
-                              O + (qh * p->lq + i) * p->dv, lse ? lse + qh * p->lq + i : NULL);
+                pit_ref_attention_query(p, Q + (qh * p->lq + i) * p->d, K + kh * p->lk * p->d,
+                                        V + kh * p->lk * p->dv, on, scratch, O + (qh * p->lq + i) * p->dv,
+                                        lse ? lse + qh * p->lq + i : NULL);
             }
         }
-    free(s);
-    free(P);
+    free(scratch);
     free(on);
 }
 

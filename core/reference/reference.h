@@ -109,6 +109,12 @@ int pit_ref_attention_allowed(const pit_ref_attn *p, int64_t b, int64_t h, int64
  * key: O 0, lse -inf. */
 void pit_ref_attention_full(const pit_ref_attn *p, const double *Q, const double *K,
                             const double *V, double *O, double *lse);
+/* One query row of it: o [dv] and *lse (lse may be NULL) for the query q [d]
+ * over K [lk, d] and V [lk, dv] of its kv head, the keys on[j] != 0
+ * allowed; scratch holds 2 lk doubles. For a caller that checks sampled
+ * rows of a problem too large to hold in doubles. */
+void pit_ref_attention_query(const pit_ref_attn *p, const double *q, const double *K, const double *V,
+                             const char *on, double *scratch, double *o, double *lse);
 /* Its backward given dO [b, hq, lq, dv]: dQ like Q, dK like K, dV like V
  * (dK and dV summed over the query heads of a kv head); any may be NULL.
  * P is recomputed in double from Q and K. */
