@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-from . import _lib, _tensors
+from . import _allocator, _lib, _tensors
 from ._lib import PitError
 from ._tensors import Call, as_array, code_of
 
@@ -67,12 +67,18 @@ def info():
 
 class Context:
     """A pit context on one device (pit_context_create). backend None follows
-    PIT_BACKEND, else the first backend with a device."""
+    PIT_BACKEND, else the first backend with a device. torch_allocator: on
+    the first call with a torch CUDA tensor of this context's device, route
+    pit's device memory through torch's caching allocator (set_torch_allocator)."""
 
-    def __init__(self, backend=None, device=-1):
+    def __init__(self, backend=None, device=-1, torch_allocator=True):
         handle = ctypes.c_void_p()
         _lib.check(_lib.context_create(backend.encode() if backend else None, device, ctypes.byref(handle)))
         self._handle, self._info, self._streams, self._lock = handle, None, {}, threading.Lock()
+        self.gate = _allocator.Gate()  # calls hold it; setting the allocator waits for them
+        self.torch_allocator = torch_allocator
+        self._allocator = None  # "torch", "unsupported: ..." once decided; None before
+        self._allocators = []  # every pit_allocator set: pit may give blocks back to it until destroy
 
     @property
     def handle(self):
@@ -95,19 +101,40 @@ class Context:
     def describe(self):
         return f"{_text(self.info.backend)}:{self.info.device_index} {_text(self.info.name)}"
 
+    def _runs_torch_cuda(self, like):
+        """Whether like is a torch tensor on this context's CUDA (or ROCm) device."""
+        dev, info = like.device, self.info
+        return dev.type == "cuda" and info.dlpack_device_type in (_tensors.DL_CUDA, _tensors.DL_ROCM) and \
+            (dev.index or 0) == info.device_index
+
+    def stream_of(self, like, lib):
+        """The stream a call whose first array is like runs on: torch's or
+        CuPy's current stream where the array lies on this context's GPU,
+        else None (the context's default stream)."""
+        if lib == "torch":
+            return self.torch_stream(like)
+        here = (self.info.dlpack_device_type, self.info.device_index)
+        if lib == "cupy" and tuple(int(v) for v in like.__dlpack_device__()) == here:
+            import cupy
+            with cupy.cuda.Device(like.device.id):
+                return self._wrapped(cupy.cuda.get_current_stream().ptr)
+        return None
+
     def torch_stream(self, like):
         """The pit stream over torch's current stream of like's device when
         this context runs there (pit_stream_wrap, one per native stream),
         else None (the context's default stream)."""
-        info = self.info
-        dev = like.device
-        if dev.type != "cuda" or info.dlpack_device_type not in (_tensors.DL_CUDA, _tensors.DL_ROCM) or \
-                (dev.index or 0) != info.device_index:
+        if not self._runs_torch_cuda(like):
             return None
         import torch
-        native = torch.cuda.current_stream(dev).cuda_stream
-        if native == 0 and info.dlpack_device_type == _tensors.DL_CUDA:
-            native = 1  # CU_STREAM_LEGACY: the handle pit_stream_wrap takes for torch's default stream
+        return self._wrapped(torch.cuda.current_stream(like.device).cuda_stream)
+
+    def _wrapped(self, native):
+        """The pit stream over a framework's native stream; its default
+        stream (handle 0) is CU_STREAM_LEGACY on CUDA, pit's default stream
+        on HIP."""
+        if native == 0 and self.info.dlpack_device_type == _tensors.DL_CUDA:
+            native = _allocator.CU_STREAM_LEGACY
         if native == 0:
             return None
         with self._lock:
@@ -116,6 +143,46 @@ class Context:
                 _lib.check(_lib.stream_wrap(self.handle, native, ctypes.byref(handle)))
                 self._streams[native] = handle
             return self._streams[native]
+
+    def adopt_torch_allocator(self, like):
+        """On the first call with a torch tensor on this context's CUDA
+        device, unless torch_allocator is off: set_torch_allocator(True).
+        A backend that cannot route its scratch keeps its own allocation."""
+        if self._allocator is None and self.torch_allocator and self._runs_torch_cuda(like):
+            try:
+                self.set_torch_allocator(True)
+            except PitError as e:
+                self._allocator = f"unsupported: {e}"
+
+    def set_torch_allocator(self, enabled=True):
+        """Routes pit's device memory for this context (tensors it creates,
+        plans, workspaces, operators' scratch) through torch's CUDA caching
+        allocator, so it counts in torch.cuda.memory_allocated and comes from
+        a graph's pool while torch captures one; False gives it back to the
+        backend (and stops the automatic routing). Waits until no call runs
+        on the context."""
+        with self.gate.alone():
+            self.torch_allocator = enabled
+            if not enabled:
+                _lib.check(_lib.context_set_allocator(self.handle, None))
+                self._allocator = "off"
+                return
+            import torch
+            allocator = _allocator.torch_allocator(torch, self.info.device_index,
+                                                   self.info.dlpack_device_type == _tensors.DL_CUDA)
+            self._allocators.append(allocator)  # kept: pit gives blocks back through it until destroy
+            _lib.check(_lib.context_set_allocator(self.handle, ctypes.byref(allocator)))
+            self._allocator = "torch"
+
+    def set_allocator(self, alloc, free):
+        """Any allocator: alloc(bytes, stream) -> address (a device pointer;
+        OpenCL: a cl_mem), free(address); exceptions become a NULL block
+        (PIT_ERR_OUT_OF_MEMORY) or a dropped free. Waits until no call runs."""
+        with self.gate.alone():
+            allocator = _allocator.callbacks(alloc, free)
+            self._allocators.append(allocator)
+            _lib.check(_lib.context_set_allocator(self.handle, ctypes.byref(allocator)))
+            self._allocator, self.torch_allocator = "custom", False
 
     def close(self):
         if self._handle is not None:

@@ -144,7 +144,21 @@ moe_ffn = _proto("pit_moe_ffn", _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, ctypes.P
 moe_ffn_backward = _proto("pit_moe_ffn_backward", _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp,
                           ctypes.POINTER(MoeFfnOptions))
 ACTIVATIONS = {"swiglu": 0, "geglu": 1, "gelu": 2, "relu": 3, "silu": 4}
+tensor_to_dlpack = _proto("pit_tensor_to_dlpack", _vp, ctypes.POINTER(_vp))
+tensor_to_dlpack_versioned = _proto("pit_tensor_to_dlpack_versioned", _vp, ctypes.POINTER(_vp))
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
+# pit_allocator: alloc(user, bytes, stream) -> block or NULL; free(user, block, stream)
+ALLOC_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+FREE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
+class Allocator(ctypes.Structure):
+    """pit_allocator (pit copies it; the callbacks must outlive the context)."""
+
+    _fields_ = [("alloc", ALLOC_FN), ("free", FREE_FN), ("user", ctypes.c_void_p)]
+
+
+context_set_allocator = _proto("pit_context_set_allocator", _vp, ctypes.POINTER(Allocator))
 set_log_callback = _proto("pit_set_log_callback", LOG_FN, _vp)
 prune_magnitude = _proto("pit_prune_magnitude", _vp, _vp, _vp, ctypes.c_int32, ctypes.c_int32, ctypes.c_double)
 
@@ -162,6 +176,12 @@ class DLManagedTensorVersioned(ctypes.Structure):
                 ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
 
 
+class DLManagedTensor(ctypes.Structure):
+    """DLPack 0.x's managed tensor (the legacy "dltensor" capsule's)."""
+
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", _vp), ("deleter", _vp)]
+
+
 # A capsule's name before and after a consumer takes it. PyCapsule_SetName
 # keeps the pointer, so the names live as long as the module.
 CAPSULE_NAMES = {True: (b"dltensor_versioned", b"used_dltensor_versioned"), False: (b"dltensor", b"used_dltensor")}
@@ -171,6 +191,17 @@ capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 capsule_pointer.argtypes, capsule_pointer.restype = [ctypes.py_object, ctypes.c_char_p], _vp
 capsule_rename = ctypes.pythonapi.PyCapsule_SetName
 capsule_rename.argtypes, capsule_rename.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_int
+
+# No destructor: a capsule pit exports is freed by its exporter when no
+# consumer took it (pit/_tensors.py, Exported), never by Python code running
+# inside a deallocation, where an exception may be in flight.
+capsule_new = ctypes.pythonapi.PyCapsule_New
+capsule_new.argtypes, capsule_new.restype = [_vp, ctypes.c_char_p, _vp], ctypes.py_object
+
+
+def managed_tensor(pointer, versioned):
+    """The managed tensor at pointer, as its ctypes struct."""
+    return (DLManagedTensorVersioned if versioned else DLManagedTensor).from_address(pointer)
 
 
 def dl_tensor(pointer, versioned):

@@ -3,10 +3,12 @@ without a copy where the context's device can address them, copied in and
 out where it cannot (docs/python.md, "How data moves").
 
 Which library the results come back in is the call's first array's: torch
-for a torch.Tensor (on its device, from torch's allocator), numpy for
-everything else."""
+for a torch.Tensor (on its device, from torch's allocator), CuPy for a
+cupy.ndarray (cupy.empty on its device), JAX for a jax.Array (written where
+pit can, then handed to JAX through DLPack), numpy for everything else."""
 import ctypes
 import sys
+import threading
 
 import numpy as np
 
@@ -28,6 +30,32 @@ def _torch():
 def is_torch(x):
     t = _torch()
     return t is not None and isinstance(x, t.Tensor)
+
+
+# The array type of each library pit returns in, looked up only where the
+# caller has imported the library (pit imports none of them itself).
+_ARRAY_TYPES = (("torch", "Tensor"), ("cupy", "ndarray"), ("jax", "Array"))
+
+
+def library_of(x):
+    """"torch", "cupy", "jax" or "numpy": the library a call whose first
+    array is x returns its results in."""
+    for name, attr in _ARRAY_TYPES:
+        kind = getattr(sys.modules.get(name), attr, None)
+        if kind is not None and isinstance(x, kind):
+            return name
+    return "numpy"
+
+
+def numpy_dtype(code):
+    """numpy's dtype for code; bfloat16 from ml_dtypes where it is loaded
+    (JAX loads it), else PIT_ERR_UNSUPPORTED_DTYPE."""
+    if code in _NUMPY:
+        return np.dtype(_NUMPY[code])
+    bf16 = getattr(sys.modules.get("ml_dtypes"), "bfloat16", None)
+    if code == _lib.BF16 and bf16 is not None:
+        return np.dtype(bf16)
+    raise PitError("PIT_ERR_UNSUPPORTED_DTYPE", "numpy has no bfloat16: pass torch tensors or JAX arrays")
 
 
 def as_array(x):
@@ -59,6 +87,8 @@ def convert(x, code):
         return x
     if is_torch(x):
         return x.to(_torch_dtype(code))
+    if library_of(x) in ("cupy", "jax"):  # converted on the array's own device
+        return x.astype(numpy_dtype(code))
     return np.asarray(x).astype(_NUMPY[code])
 
 
@@ -81,23 +111,30 @@ def _layout_ok(shape, strides, any_order):
 
 
 def _element_strides(x):
+    """x's strides in elements (numpy and CuPy count bytes), None where
+    they are not whole elements."""
     if is_torch(x):
         return tuple(x.stride())
-    a = np.asarray(x)
-    if any(s % a.itemsize for s in a.strides):
+    size = x.dtype.itemsize
+    if any(s % size for s in x.strides):
         return None
-    return tuple(s // a.itemsize for s in a.strides)
+    return tuple(s // size for s in x.strides)
 
 
 def laid_out(x, any_order=False):
     """x, or a contiguous copy of it in its own library where pit would
-    refuse its strides (operators other than attention need row-major)."""
-    if not (isinstance(x, np.ndarray) or is_torch(x)):
+    refuse its strides (operators other than attention need row-major).
+    JAX arrays export row-major and have no strides to look at; another
+    library's arrays pass as they are."""
+    lib = library_of(x)
+    if lib == "jax" or (lib == "numpy" and not isinstance(x, np.ndarray)):
         return x
     strides = _element_strides(x)
     if strides is not None and _layout_ok(tuple(x.shape), strides, any_order):
         return x
-    return x.contiguous() if is_torch(x) else np.ascontiguousarray(x)
+    if lib == "torch":
+        return x.contiguous()
+    return (sys.modules["cupy"] if lib == "cupy" else np).ascontiguousarray(x)
 
 
 def _capsule(x):
@@ -135,6 +172,7 @@ class Tensor:
         self.handle, self.shape, self.code = handle, tuple(int(s) for s in shape), code
         self.source, self.span, self.host = source, span, host
         self.result = None  # what the caller gets back (an output's)
+        self.export = False  # a result pit allocated, handed over through DLPack
 
     def close(self):
         if self.handle is not None:
@@ -145,12 +183,16 @@ class Tensor:
 
 class Call:
     """The tensors of one call, destroyed at its end whatever happens; the
-    results of host memory are synchronised first (numpy has no stream)."""
+    results of host memory are synchronised first (numpy has no stream).
+    While it runs, the context's allocator is not changed (Context.gate)."""
 
     def __init__(self, ctx, like):
-        self.ctx, self.tensors = ctx, []
-        self.torch_like = like if is_torch(like) else None
-        self.stream = ctx.torch_stream(like) if self.torch_like is not None else None
+        self.ctx, self.tensors, self.like = ctx, [], like
+        self.lib = library_of(like)
+        self.torch_like = like if self.lib == "torch" else None
+        if self.lib == "torch":
+            ctx.adopt_torch_allocator(like)  # before the call holds the gate: setting it waits for calls
+        self.stream = ctx.stream_of(like, self.lib)
 
     # ---- where an array can go without a copy -----------------------------
     def _direct(self, x):
@@ -212,6 +254,8 @@ class Call:
         values (an operator that works in place)."""
         shape = tuple(int(s) for s in shape)
         if out is not None:
+            if library_of(out) == "jax":
+                raise PitError("PIT_ERR_INVALID_ARGUMENT", "out= cannot be a JAX array: JAX arrays are immutable")
             if not self._direct(out):
                 where = out.__dlpack_device__() if hasattr(out, "__dlpack_device__") else "no DLPack device"
                 raise PitError("PIT_ERR_INVALID_ARGUMENT", "out= must be memory the context's device addresses "
@@ -220,28 +264,30 @@ class Call:
             self._check_disjoint(t)
         else:
             array = self._new(shape, code, init)
-            if self._direct(array):
+            if array is not None and self._direct(array):
                 t = self._import(array, code)
             else:
                 t = self._created(shape, code, host=init)
-                t.source = array
+                t.source, t.export = array, array is None
         t.result = out if out is not None else t.source
         return t
 
     def _new(self, shape, code, init):
         """An array of the caller's library: on its device, from its
-        allocator (torch) or numpy's."""
-        if self.torch_like is not None:
+        allocator (torch, CuPy) or numpy's; for JAX, whose arrays are
+        immutable, a host array JAX takes over without a copy, or None on a
+        device where pit allocates the result and exports it."""
+        if self.lib == "torch":
             torch = _torch()
             if init is not None:
                 return torch.as_tensor(init).detach().to(self.torch_like.device, _torch_dtype(code)).clone(
                     memory_format=torch.contiguous_format)
             return torch.empty(shape, dtype=_torch_dtype(code), device=self.torch_like.device)
-        if code not in _NUMPY:
-            raise PitError("PIT_ERR_UNSUPPORTED_DTYPE", "numpy has no bfloat16: pass torch tensors")
-        if init is not None:
-            return np.array(init, dtype=_NUMPY[code], order="C", copy=True)
-        return np.empty(shape, dtype=_NUMPY[code])
+        if self.lib == "cupy":
+            return _cupy_new(self.like, shape, code, init)
+        if self.lib == "jax" and self._direct(self.like) and self.like.__dlpack_device__()[0] != DL_CPU:
+            return None
+        return _host_new(shape, code, init, aligned=self.lib == "jax")
 
     def _check_disjoint(self, out):
         """Two imports of overlapping memory are two buffers to libpit, which
@@ -253,27 +299,54 @@ class Call:
 
     def finish(self, *outputs):
         """The results: arrays written in place (after the stream is
-        synchronised where host memory is involved: numpy has no stream),
-        or copied back."""
-        if any(t.host for t in self.tensors):
+        synchronised where host memory is involved: numpy has no stream;
+        and before a result goes to JAX, which gives pit no stream to queue
+        on), or copied back."""
+        if any(t.host or t.export for t in self.tensors):
             _lib.check(_lib.synchronize(self.ctx.handle, self.stream))
         for t in outputs:
-            if t.span is None:  # the copy path
+            if t.span is None and not t.export:  # the copy path
                 _download(t, self.stream)
+        if self.lib == "jax":
+            for t in outputs:
+                t.result = self._to_jax(t)
         results = tuple(t.result for t in outputs)
         return results[0] if len(results) == 1 else results
 
+    def _to_jax(self, t):
+        """A result as a jax.Array on the first array's device: pit's tensor
+        exported (it then belongs to JAX), or the host array taken without a
+        copy (64-byte aligned, as XLA's CPU client needs) or copied to the
+        device."""
+        jax = sys.modules["jax"]
+        if t.result is not t.source:  # out= is refused for JAX; kept for safety
+            return t.result
+        if t.export:
+            exported, t.handle = Exported(t.handle, self.ctx), None  # the exporter owns the tensor now
+            return jax.dlpack.from_dlpack(exported)
+        device = next(iter(self.like.devices()))
+        if device.platform == "cpu" and t.code != _lib.BF16:  # numpy exports no bfloat16 through DLPack
+            return jax.dlpack.from_dlpack(t.source)
+        return jax.device_put(t.source, device)
+
     def __enter__(self):
+        self.ctx.gate.enter()
         return self
 
     def __exit__(self, *exc):
+        try:
+            self._close_tensors(exc[0] is None)
+        finally:
+            self.ctx.gate.leave()
+
+    def _close_tensors(self, raise_first):
         first = None
         for t in self.tensors:
             try:
                 t.close()
             except PitError as e:
                 first = first or e
-        if first is not None and exc[0] is None:
+        if first is not None and raise_first:
             raise first
 
 
@@ -285,16 +358,135 @@ def _host_values(x):
         if h.dtype == _torch().bfloat16:
             h = h.view(_torch().int16)
         return h.numpy()
+    if library_of(x) == "cupy":
+        return x.get(order="C")
     if hasattr(x, "__dlpack__") and not isinstance(x, np.ndarray):
-        x = np.from_dlpack(x)
+        on_host = getattr(x, "__dlpack_device__", lambda: (DL_CPU, 0))()[0] == DL_CPU
+        x = np.from_dlpack(x) if on_host else np.asarray(x)  # JAX on a GPU: its own device-to-host copy
     return np.ascontiguousarray(x)
 
 
 def _download(t, stream):
-    """A copy-path output's values into its array (torch's through a host
-    copy)."""
+    """A copy-path output's values into its array (torch's and CuPy's
+    through a host copy)."""
     direct = isinstance(t.source, np.ndarray)
     host = t.source if direct else np.empty(t.shape, dtype=_NUMPY.get(t.code, np.int16))
     _lib.check(_lib.tensor_download(t.handle, stream, host.ctypes.data, host.nbytes))
-    if not direct:
+    if direct:
+        return
+    if is_torch(t.source):
         t.source.copy_(_torch().from_numpy(host).view(t.source.dtype))
+    else:
+        t.source.set(host)  # cupy.ndarray.set: host to device
+
+
+def _host_new(shape, code, init, aligned=False):
+    """A new row-major numpy array (init's values, or uninitialised);
+    aligned: its data on a 64-byte boundary, which XLA's CPU client needs
+    to take it without a copy."""
+    dtype = numpy_dtype(code)
+    count = int(np.prod(shape, dtype=np.int64))
+    if not aligned:
+        array = np.empty(shape, dtype=dtype)
+    else:
+        raw = np.empty(count * dtype.itemsize + 64, dtype=np.uint8)
+        skip = -raw.ctypes.data % 64
+        array = raw[skip:skip + count * dtype.itemsize].view(dtype).reshape(shape)
+    if init is not None:
+        array[...] = _host_values(init).view(dtype)  # init has code's dtype (bfloat16 as 16-bit words)
+    return array
+
+
+def _cupy_new(like, shape, code, init):
+    """cupy.empty on like's device (init: a copy of it there)."""
+    cp = sys.modules["cupy"]
+    with cp.cuda.Device(like.device.id):
+        if init is not None:
+            return cp.array(init, dtype=numpy_dtype(code), order="C", copy=True)
+        return cp.empty(shape, dtype=numpy_dtype(code))
+
+
+# ---- results pit allocates, handed over through DLPack -----------------------
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+# managed tensor address -> (pit's own deleter, the pit tensor, its Context):
+# the first deleter call pops its entry, so a tensor is destroyed once.
+_exports = {}
+_exports_lock = threading.Lock()
+
+
+def _delete_export(managed):
+    """What a consumer calls when it is done with an export: pit's deleter
+    (which frees the managed struct), then the pit tensor. A second call
+    finds no entry and does nothing; nothing raises into C."""
+    with _exports_lock:
+        entry = _exports.pop(managed, None)
+    if entry is None:
+        return
+    own, handle, _ctx = entry
+    try:
+        _DELETER(own)(managed)
+        _lib.tensor_destroy(handle)
+    except Exception:  # noqa: BLE001 - a deleter has no way to report; the tensor is as good as gone
+        pass
+
+
+_DELETE_EXPORT = _DELETER(_delete_export)  # one C function pointer for every export, alive with the module
+
+
+class Exported:
+    """A pit tensor offered to another library through DLPack (__dlpack__,
+    __dlpack_device__), without a copy: pit_tensor_to_dlpack_versioned for a
+    consumer that asks for DLPack 1.x (capsule "dltensor_versioned"), else
+    pit_tensor_to_dlpack ("dltensor"). The exporter owns the tensor until a
+    capsule is made, the capsule's managed tensor after: its deleter
+    destroys the tensor. A capsule no consumer took (still "dltensor*" when
+    the exporter goes) is deleted by the exporter, so take it while the
+    exporter lives, as from_dlpack does."""
+
+    def __init__(self, handle, ctx):
+        self._handle, self._ctx, self._capsule = handle, ctx, None
+
+    def __dlpack_device__(self):
+        return (int(self._ctx.info.dlpack_device_type), int(self._ctx.info.device_index))
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """One capsule per exporter. stream is not waited on: the call that
+        wrote the tensor has finished (Call.finish synchronises)."""
+        if self._handle is None:
+            raise BufferError("pit: this tensor was exported already (one capsule per exporter)")
+        if copy or (dl_device is not None and tuple(dl_device) != self.__dlpack_device__()):
+            raise BufferError("pit: an export is the tensor itself, on its own device (no copy)")
+        versioned = max_version is not None and max_version[0] >= 1
+        managed = ctypes.c_void_p()
+        entry = _lib.tensor_to_dlpack_versioned if versioned else _lib.tensor_to_dlpack
+        _lib.check(entry(self._handle, ctypes.byref(managed)))
+        self._capsule = _capsule_of(managed.value, versioned, self._handle, self._ctx)
+        self._handle = None
+        return self._capsule
+
+    def __del__(self):
+        try:
+            if self._handle is not None:
+                _lib.tensor_destroy(self._handle)
+            elif self._capsule is not None:
+                _delete_untaken(self._capsule)
+        except Exception:  # noqa: BLE001 - at interpreter exit the modules may be gone
+            pass
+
+
+def _capsule_of(managed, versioned, handle, ctx):
+    """A capsule over pit's managed tensor whose deleter is _delete_export,
+    pit's own kept to be called from there."""
+    struct = _lib.managed_tensor(managed, versioned)
+    with _exports_lock:
+        _exports[managed] = (struct.deleter, handle, ctx)
+    struct.deleter = ctypes.cast(_DELETE_EXPORT, ctypes.c_void_p).value
+    return _lib.capsule_new(managed, _lib.CAPSULE_NAMES[versioned][0], None)
+
+
+def _delete_untaken(capsule):
+    """The managed tensor of a capsule no consumer renamed."""
+    for versioned in (True, False):
+        name = _lib.CAPSULE_NAMES[versioned][0]
+        if _lib.capsule_is_valid(capsule, name):
+            _delete_export(_lib.capsule_pointer(capsule, name))

@@ -2,6 +2,8 @@
 captured in a CUDA graph and replayed on new inputs, and calls queued on
 torch's current stream without waiting for it. Skipped by name unless torch
 has CUDA and pit's default context runs on CUDA (conftest.cuda_device)."""
+import ctypes
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -10,6 +12,7 @@ if not hasattr(torch.library, "custom_op"):
 
 import pit  # noqa: E402
 import pit.nn as pnn  # noqa: E402
+from pit import _lib  # noqa: E402
 
 GEN = torch.Generator().manual_seed(23)
 BF16 = torch.bfloat16
@@ -192,3 +195,51 @@ def test_calls_queue_on_the_current_stream_without_waiting(cuda_device, which):
         assert g.is_cuda and g.device == x.device and g.dtype == BF16, name
         err = rel_err(g, want)
         assert err <= 2 * torch.finfo(BF16).eps, f"{which} stream, {name}: relative error {err:.3g}"
+
+
+# ---- pit's device memory from torch's caching allocator ------------------------------
+def test_pit_memory_comes_from_torchs_allocator(cuda_device, monkeypatch):
+    """A context of its own adopts torch's allocator on its first call with
+    CUDA tensors: the plan and scratch of a sparse product are torch blocks
+    (counted in torch.cuda.memory_allocated while the call runs), on the
+    call's stream or torch's current one; a tensor pit creates is one too."""
+    asked = []
+    real = torch.cuda.caching_allocator_alloc
+
+    def spy(size, device=None, stream=None):
+        block = real(size, device, stream)
+        asked.append((size, stream, torch.cuda.memory_allocated(cuda_device)))
+        return block
+
+    monkeypatch.setattr(torch.cuda, "caching_allocator_alloc", spy)
+    ctx = pit.Context("cuda", cuda_device.index or 0)
+    a, b = values(512, 1024).to(cuda_device), values(1024, 512).to(cuda_device)
+    a[:, 256:768] = 0
+    before = torch.cuda.memory_allocated(cuda_device)
+    got = pit.matmul(a, b, ctx=ctx)
+    torch.cuda.synchronize()
+    assert ctx._allocator == "torch", ctx._allocator
+    assert asked, "pit allocated nothing through torch's allocator during a sparse product on a fresh context"
+    current = torch.cuda.current_stream(cuda_device).cuda_stream
+    assert all(stream in (None, 0, current) for _, stream, _ in asked), asked
+    assert max(seen for _, _, seen in asked) >= before + asked[0][0]
+    assert rel_err(got, a.double() @ b.double()) <= TOL * 4
+    dims = (ctypes.c_int64 * 1)(64 << 20)
+    handle = ctypes.c_void_p()
+    held = torch.cuda.memory_allocated(cuda_device)
+    _lib.check(_lib.tensor_create(ctx.handle, _lib.U8, 1, dims, ctypes.byref(handle)))
+    assert torch.cuda.memory_allocated(cuda_device) >= held + (64 << 20)
+    _lib.check(_lib.tensor_destroy(handle))
+    ctx.set_torch_allocator(False)
+    assert ctx._allocator == "off"
+    del got
+    ctx.close()
+
+
+def test_torch_allocator_can_be_turned_off(cuda_device):
+    """Context(torch_allocator=False) keeps the backend's own allocation."""
+    ctx = pit.Context("cuda", cuda_device.index or 0, torch_allocator=False)
+    pit.relu(values(8, 8).to(cuda_device), ctx=ctx)
+    assert ctx._allocator is None
+    torch.cuda.synchronize()
+    ctx.close()
