@@ -6,9 +6,10 @@
  * (rows that see no key); windows; element masks of every rank and
  * broadcast; block masks of odd blocks over lengths that are no multiple of
  * them; all of them mixed; head dims 32, 64, 80 and 128; decode (Lq = 1);
- * no key at all; Q, K, V and O as views of [B, L, H, D] buffers. A backend
- * other than OpenCL may refuse an option (PIT_ERR_UNSUPPORTED): that case
- * is printed and counted as skipped, by name, never as passed.
+ * no key at all; Q, K, V and O as views of [B, L, H, D] buffers. The
+ * backends of this tree (OpenCL, CUDA, HIP) take every option: a refusal
+ * there fails. Another backend may refuse one (PIT_ERR_UNSUPPORTED): that
+ * case is printed and counted as skipped, by name, never as passed.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -276,10 +277,17 @@ static double lse_tolerance(pit_dtype dt)
 }
 
 
-/* A refusal off OpenCL is a skip, printed with the case's name. */
+/* A refusal by a backend that has attention_ex and attention_backward
+ * (every one of this tree) fails; by another it is a skip, printed with
+ * the case's name. */
+static int takes_every_option(const char *backend)
+{
+    return !strcmp(backend, "opencl") || !strcmp(backend, "cuda") || !strcmp(backend, "hip");
+}
+
 static void refused(conf_tally *t, const char *backend, const char *what, pit_status s)
 {
-    if (s != PIT_ERR_UNSUPPORTED || strcmp(backend, "opencl") == 0) {
+    if (s != PIT_ERR_UNSUPPORTED || takes_every_option(backend)) {
         conf_call_failed(t, what, s);
         return;
     }

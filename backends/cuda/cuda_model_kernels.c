@@ -21,6 +21,9 @@ char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size)
     case PIT_CUDA_OP_SDDMM:
     case PIT_CUDA_OP_SOFTMAX:
     case PIT_CUDA_OP_SOFTMAX_BWD:
+    case PIT_CUDA_OP_ATTN_EX:
+    case PIT_CUDA_OP_ATTN_EX_DQ:
+    case PIT_CUDA_OP_ATTN_EX_DKV:
         snprintf(buf, size, "-DPIT_DTYPE=%d -DMASK_DT=%d", dt, p[3]);
         break;
     case PIT_CUDA_OP_GMM_TC:
@@ -165,12 +168,13 @@ static int emit_tensor_core(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void
 
 static int emit_dtype(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
 {
-    static const pit_cuda_kernel_kind masked[] = {PIT_CUDA_OP_SDDMM, PIT_CUDA_OP_SOFTMAX, PIT_CUDA_OP_SOFTMAX_BWD};
+    static const pit_cuda_kernel_kind masked[] = {PIT_CUDA_OP_SDDMM,   PIT_CUDA_OP_SOFTMAX,     PIT_CUDA_OP_SOFTMAX_BWD,
+                                                  PIT_CUDA_OP_ATTN_EX, PIT_CUDA_OP_ATTN_EX_DQ, PIT_CUDA_OP_ATTN_EX_DKV};
     static const pit_cuda_kernel_kind plain[] = {PIT_CUDA_OP_ZERO, PIT_CUDA_OP_RELU, PIT_CUDA_OP_TRANSPOSE,
                                                  PIT_CUDA_OP_MOE_ACT};
     static const int gmm_cc[][2] = {{0, 0}, {1, 0}, {0, 1}, {1, 1}, {0, 2}, {0, 3}}; /* acc, mode */
     int n = 0;
-    for (int k = 0; k < 3; ++k)
+    for (int k = 0; k < (int)(sizeof masked / sizeof masked[0]); ++k)
         for (int mdt = 0; mdt <= PIT_U8; ++mdt, ++n) {
             int p[5] = {0, 0, 0, mdt};
             emit(masked[k], dt, p, fn, user);

@@ -55,7 +55,10 @@ static int builtin_variant(const pit_cuda_variant *v)
         return (v->op_param[3] == (int)v->dtype || v->op_param[3] == PIT_U8) && v->op_param[4] == 0;
     case PIT_CUDA_OP_SDDMM:
     case PIT_CUDA_OP_SOFTMAX:
-    case PIT_CUDA_OP_SOFTMAX_BWD: /* mask dtype codes = pit_dtype */
+    case PIT_CUDA_OP_SOFTMAX_BWD:
+    case PIT_CUDA_OP_ATTN_EX:
+    case PIT_CUDA_OP_ATTN_EX_DQ:
+    case PIT_CUDA_OP_ATTN_EX_DKV: /* mask dtype codes = pit_dtype */
         return v->op_param[3] == (int)v->dtype || v->op_param[3] == PIT_U8;
     default: return 1;
     }

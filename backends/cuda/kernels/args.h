@@ -161,6 +161,48 @@ typedef struct pit_attention_args {
 } pit_attention_args;
 PIT_ARGS_SIZE(pit_attention_args, 216);
 
+/* pit_attention_ex.cu: attention with every option (core/backend.h,
+ * pit_attention_desc) and its backward. A CTA of THREADS threads owns ROWS
+ * query rows (forward, dQ) or keys (dK, dV), 4 a warp, and walks the other
+ * side CHUNK at a time (one a lane); dot products stage DC columns at once;
+ * a pass writes COLS output columns (8 a lane), wider outputs take more. */
+#define PIT_ATTN_EX_THREADS 128
+#define PIT_ATTN_EX_ROWS 16
+#define PIT_ATTN_EX_CHUNK 32
+#define PIT_ATTN_EX_DC 32
+#define PIT_ATTN_EX_COLS 256
+/* flags */
+#define PIT_ATTN_EX_MASK 1  /* an element mask */
+#define PIT_ATTN_EX_LSE 2   /* the forward writes the log-sum-exp */
+#define PIT_ATTN_EX_INDEX 4 /* walk the listed key blocks only */
+#define PIT_ATTN_EX_DK 8    /* the dK/dV kernel writes dK */
+#define PIT_ATTN_EX_DV 16   /* and dV */
+
+/* A rank-4 operand as the kernels read it: element 0 of batch 0, head 0,
+ * and the batch, head and row strides (elements; columns contiguous). */
+typedef struct pit_attn_view {
+    PIT_PTR(pit_u8) ptr;
+    pit_i64 sb, sh, ld;
+} pit_attn_view;
+PIT_ARGS_SIZE(pit_attn_view, 32);
+
+typedef struct pit_attn_ex_args {
+    pit_attn_view q, k, v, mask, o, dout, dq, dk, dv; /* dout: dO; unused ones zero */
+    PIT_PTR(float) lse;       /* [B, Hq, Lq]: written by the forward, read by the backward */
+    pit_i64 lse_sb, lse_sh;
+    PIT_PTR(const int) counts; /* the index (flags & INDEX) */
+    PIT_PTR(const int) entries;
+    pit_i64 idx_sb, idx_sh;   /* group of (b, h, query block qb): b * idx_sb + h * idx_sh + qb */
+    pit_i64 wl, wr;           /* window bounds, -1: none (causal: wr 0) */
+    int Lq, Lk, D, Dv;
+    int heads, group;         /* heads of the grid (Hq; Hkv for dK/dV); query heads a kv head */
+    int br, bc;               /* query rows x keys of a block */
+    int blocks, parts;        /* blocks along the grid's side; CTAs a block (ceil(block / ROWS)) */
+    int cap, flags;
+    float scale, scale_log2;  /* scale, and scale * log2(e) */
+} pit_attn_ex_args;
+PIT_ARGS_SIZE(pit_attn_ex_args, 416);
+
 /* pit_sddmm.cu */
 typedef struct pit_sddmm_args {
     PIT_PTR(const pit_u8) a;

@@ -94,9 +94,19 @@ static pit_status attention_views(const pit_tdesc *Q, const pit_tdesc *K, const 
     return PIT_SUCCESS;
 }
 
-static pit_status cuda_attention(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *Q,
-                                 const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask, const pit_tdesc *O,
-                                 float scale)
+int pit_cuda_attention_takes(const pit_cuda_ctx *c, const pit_index *idx, const pit_tdesc *Q, const pit_tdesc *K,
+                             const pit_tdesc *V, const pit_tdesc *O)
+{
+    pit_cuda_view q, k, v, o;
+    return pit_cuda_view_of(Q, "attention", "Q", 0, &q) == PIT_SUCCESS &&
+           pit_cuda_view_of(K, "attention", "K", 0, &k) == PIT_SUCCESS &&
+           pit_cuda_view_of(V, "attention", "V", 0, &v) == PIT_SUCCESS &&
+           pit_cuda_view_of(O, "attention", "O", 0, &o) == PIT_SUCCESS && attention_fusable(c, idx, &q, &k, &v, &o);
+}
+
+pit_status pit_cuda_attention_sparse(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *Q,
+                                     const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask,
+                                     const pit_tdesc *O, float scale)
 {
     pit_cuda_view q, k, v, m, o;
     int none = 1;
@@ -185,7 +195,8 @@ static pit_status cuda_attention_detect(void *bctx, void *stream, const pit_tdes
 
 void pit_cuda_register_attention(pit_backend *be)
 {
-    be->attention_sparse = cuda_attention;
+    be->attention_sparse = pit_cuda_attention_sparse;
+    pit_cuda_register_attention_ex(be);
 #ifndef PIT_HIP_SHIM_H
     be->attention_detect = cuda_attention_detect;
 #endif

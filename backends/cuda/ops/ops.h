@@ -97,6 +97,15 @@ pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx, int n);
 void pit_cuda_register_sddmm(pit_backend *be);
 void pit_cuda_register_softmax(pit_backend *be);
 void pit_cuda_register_attention(pit_backend *be);
+/* attention_ex and attention_backward (attention_ex.c) */
+void pit_cuda_register_attention_ex(pit_backend *be);
+/* The fused tensor-core attention (attention.c): whether it takes these
+ * rank-3 operands and index (sets no error), and the entry itself. */
+int pit_cuda_attention_takes(const pit_cuda_ctx *c, const pit_index *idx, const pit_tdesc *Q, const pit_tdesc *K,
+                             const pit_tdesc *V, const pit_tdesc *O);
+pit_status pit_cuda_attention_sparse(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *Q,
+                                     const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask,
+                                     const pit_tdesc *O, float scale);
 void pit_cuda_register_moe(pit_backend *be);
 void pit_cuda_register_rows(pit_backend *be);
 void pit_cuda_register_elementwise(pit_backend *be);
