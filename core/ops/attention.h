@@ -40,8 +40,10 @@ ops_mask_lead ops_attention_lead(const pit_tdesc *m);
  * dimensions merge (validation made sure). */
 pit_tdesc ops_attention_mask_view3(const pit_tdesc *m);
 
-/* Runs a validated call: the backend's attention_ex where it has one, else
- * the calls that reduce to attention_sparse (ops_attention_reduced), else
+/* Runs a validated call: the backend's attention_ex where it has one (a
+ * call that reduces to attention_sparse first tries that fused kernel where
+ * the backend detects inside it: attention_detect), else the calls that
+ * reduce to attention_sparse (ops_attention_reduced), else
  * PIT_ERR_UNSUPPORTED naming the backend and the option. An element mask's
  * micro-tile that the backend refuses is halved down to 16. */
 pit_status ops_attention_run(pit_context *ctx, void *bs, const ops_attention *a,
@@ -59,11 +61,14 @@ pit_status ops_attention_backward_run(pit_context *ctx, void *bs, const ops_atte
  * attention_sparse (an element mask and no other condition, Lq == Lk, Hq ==
  * Hkv, no lse, square micro-tile). */
 pit_status ops_attention_reducible(const pit_context *ctx, const ops_attention *a);
+/* 1 when the call reduces to attention_sparse (the same conditions). */
+int ops_attention_reduces(const ops_attention *a);
 /* The reduced call with block x block micro-tiles: attention_sparse (or
- * attention_detect), else core composes SDDMM, softmax and the sparse
- * product; one call for every batch and head where the views and the mask
- * merge into rank 3, else one a batch, else one a head. */
+ * attention_detect), else with compose core composes SDDMM, softmax and
+ * the sparse product (without: PIT_ERR_UNSUPPORTED); one call for every
+ * batch and head where the views and the mask merge into rank 3, else one
+ * a batch, else one a head. */
 pit_status ops_attention_reduced(pit_context *ctx, void *bs, const ops_attention *a,
-                                 int32_t block, pit_report *report);
+                                 int32_t block, int compose, pit_report *report);
 
 #endif /* PIT_CORE_ATTENTION_H */

@@ -162,9 +162,22 @@ static pit_status attend_ex(pit_context *ctx, void *bs, const ops_attention *a,
 static pit_status attend_once(pit_context *ctx, void *bs, const ops_attention *a,
                               pit_microtile tile, pit_report *report)
 {
-    if (ctx->be->attention_ex)
-        return attend_ex(ctx, bs, a, tile, report);
-    return ops_attention_reduced(ctx, bs, a, tile.rows, report);
+    if (!ctx->be->attention_ex)
+        return ops_attention_reduced(ctx, bs, a, tile.rows, 1, report);
+    /* A call the fused kernel of pit_sparse_attention takes keeps it where
+     * that kernel detects the mask's blocks itself (attention_detect),
+     * overlapping detection with attention: attention_ex is given the index
+     * core builds first. Its refusal (a shape that kernel lacks) goes on to
+     * attention_ex, never to a composition that stores scores. */
+    if (ctx->be->attention_detect && ops_attention_reduces(a) && tile.rows == tile.cols) {
+        pit_status s = ops_attention_reduced(ctx, bs, a, tile.rows, 0, report);
+        if (s != PIT_ERR_UNSUPPORTED)
+            return s;
+        pit_clear_error();
+        if (report)
+            memset(report, 0, sizeof *report);
+    }
+    return attend_ex(ctx, bs, a, tile, report);
 }
 
 pit_status ops_attention_run(pit_context *ctx, void *bs, const ops_attention *a,

@@ -159,16 +159,17 @@ static pit_status attend_composed(pit_context *ctx, void *bs, const pit_tensor *
     return compose(ctx, bs, &idx, max_entries, Q, K, V, mask, O, scale, report);
 }
 
-/* The fused kernel where the backend has one and takes the shape; else core
- * composes the three steps (the one place attention is composed). */
+/* The fused kernel where the backend has one and takes the shape; else,
+ * with compose, core composes the three steps (the one place attention is
+ * composed), and without it the fused kernel's PIT_ERR_UNSUPPORTED. */
 static pit_status attend(pit_context *ctx, void *bs, const pit_tensor *Q, const pit_tensor *K,
                          const pit_tensor *V, const pit_tensor *mask, pit_tensor *O, float scale,
-                         int32_t block, int64_t bh, pit_report *report)
+                         int32_t block, int64_t bh, int compose, pit_report *report)
 {
     pit_microtile t = {block, block, PIT_AXIS_K};
     if (ctx->be->attention_sparse) {
         pit_status s = attend_fused(ctx, bs, Q, K, V, mask, O, scale, t, bh, report);
-        if (s != PIT_ERR_UNSUPPORTED)
+        if (s != PIT_ERR_UNSUPPORTED || !compose)
             return s;
         pit_log_debug("%s: no fused kernel for block %d (%s): composing", FN, block,
                       pit_last_error());
@@ -176,6 +177,9 @@ static pit_status attend(pit_context *ctx, void *bs, const pit_tensor *Q, const 
         if (report)
             memset(report, 0, sizeof *report);
     }
+    if (!compose)
+        return pit_error(PIT_ERR_UNSUPPORTED, "%s: backend %s has no fused attention kernel", FN,
+                         ctx->be->name);
     return attend_composed(ctx, bs, Q, K, V, mask, O, scale, t, bh, report);
 }
 
@@ -276,6 +280,11 @@ static const char *beyond_attention_sparse(const ops_attention *a)
     return NULL;
 }
 
+int ops_attention_reduces(const ops_attention *a)
+{
+    return beyond_attention_sparse(a) == NULL;
+}
+
 pit_status ops_attention_reducible(const pit_context *ctx, const ops_attention *a)
 {
     const char *what = beyond_attention_sparse(a);
@@ -300,17 +309,17 @@ static void add_report(pit_report *to, const pit_report *part, int first)
 
 /* One part: the fused kernel or the composition, on rank-3 (or 2) views. */
 static pit_status attend_part(pit_context *ctx, void *bs, const ops_attention *a, attention_cut c,
-                              int64_t b, int64_t h, int32_t block, pit_report *report)
+                              int64_t b, int64_t h, int32_t block, int compose, pit_report *report)
 {
     pit_tdesc q = slice(&a->Q, c, b, h), k = slice(&a->K, c, b, h), v = slice(&a->V, c, b, h);
     pit_tdesc o = slice(&a->O, c, b, h), m = mask_slice(a->mask, c, b, h);
     pit_tensor Q = ops_tensor_of(ctx, &q), K = ops_tensor_of(ctx, &k), V = ops_tensor_of(ctx, &v);
     pit_tensor O = ops_tensor_of(ctx, &o), M = ops_tensor_of(ctx, &m);
-    return attend(ctx, bs, &Q, &K, &V, &M, &O, a->scale, block, ops_batch(&q), report);
+    return attend(ctx, bs, &Q, &K, &V, &M, &O, a->scale, block, ops_batch(&q), compose, report);
 }
 
 pit_status ops_attention_reduced(pit_context *ctx, void *bs, const ops_attention *a,
-                                 int32_t block, pit_report *report)
+                                 int32_t block, int compose, pit_report *report)
 {
     const attention_cut c = cut_fits(a, CUT_NONE) ? CUT_NONE
                             : cut_fits(a, CUT_BATCH) ? CUT_BATCH : CUT_HEAD;
@@ -318,7 +327,7 @@ pit_status ops_attention_reduced(pit_context *ctx, void *bs, const ops_attention
     for (int64_t b = 0; b < nb; b++)
         for (int64_t h = 0; h < nh; h++) {
             pit_report part;
-            PIT_TRY(attend_part(ctx, bs, a, c, b, h, block, report ? &part : NULL));
+            PIT_TRY(attend_part(ctx, bs, a, c, b, h, block, compose, report ? &part : NULL));
             if (report)
                 add_report(report, &part, b == 0 && h == 0);
         }
