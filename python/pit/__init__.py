@@ -22,8 +22,8 @@ from ._lib import PitError
 from ._tensors import Call, as_array, code_of
 
 __all__ = ["PitError", "Context", "default_context", "info", "version", "log_to_logging", "log_to_stderr", "matmul",
-           "matmul_dense", "matmul_backward", "sddmm", "sparse_softmax", "sparse_softmax_backward", "attention", "attention_backward",
-           "moe_forward", "moe_ffn", "moe_ffn_backward", "relu", "prune_magnitude"]
+           "matmul_dense", "matmul_rows", "matmul_backward", "sddmm", "sparse_softmax", "sparse_softmax_backward", "attention", "attention_backward",
+           "moe_forward", "moe_ffn", "moe_ffn_backward", "relu", "relu_ffn", "prune_magnitude"]
 
 def version():
     """libpit's version as "major.minor.patch"."""
@@ -254,6 +254,20 @@ def matmul_dense(a, b, ctx=None, out=None):
     return _product("matmul_dense", _lib.matmul_dense, a, b, ctx, out)
 
 
+def matmul_rows(a, b, keep_skipped_rows=False, ctx=None, out=None):
+    """C = a . b computing only the rows of a that hold a non-zero (padding of
+    variable-length batches, masked tokens), found on the device every call.
+    a [M,K] or [b,M,K], b [K,N] (shared by the batch) or [b,K,N]. The other
+    rows of C are 0, or with keep_skipped_rows keep what out= held before
+    (so it needs out=)."""
+    if keep_skipped_rows and out is None:
+        # A new result's skipped rows would be whatever its allocation held.
+        raise PitError("PIT_ERR_INVALID_ARGUMENT", "matmul_rows: keep_skipped_rows needs out= (the rows it keeps)")
+    keep = 1 if keep_skipped_rows else 0
+    return _product("matmul_rows", lambda h, s, ta, tb, tc: _lib.matmul_rows(h, s, ta, tb, tc, keep, None), a, b,
+                    ctx, out)
+
+
 def matmul_backward(a, b, dc, ctx=None):
     """Gradients of c = a . b with a dynamically sparse: (da, db), da =
     dc . b^T on a's non-zero micro-tiles (0 elsewhere), db = a^T . dc."""
@@ -314,6 +328,25 @@ def relu(x, ctx=None, out=None):
         ty = c.output(tx.shape, tx.code, out)
         _lib.check(_lib.relu(c.ctx.handle, c.stream, tx.handle, ty.handle))
         return c.finish(ty)
+
+
+def relu_ffn(x, w1, w2, ctx=None, out=None, hidden=None, return_hidden=False):
+    """The ReLU FFN of OPT-style models with activation sparsity: H =
+    relu(x . w1) (dense), Y = H . w2 with H's zeros, found after the ReLU,
+    skipped (PIT along K). x [T,D], w1 [D,F], w2 [F,D2] -> Y [T,D2], one
+    dtype. hidden: the array to write H [T,F] into (as out= for Y);
+    return_hidden: return (Y, H), H being what the backward needs."""
+    x, w1, w2 = as_array(x), as_array(w1), as_array(w2)
+    code = _same_dtype("relu_ffn", x, w1, w2)
+    with _call(ctx, x) as c:
+        tx, t1, t2 = c.input(x), c.input(w1), c.input(w2)
+        # H is always written (libpit takes it as the caller's scratch), so a
+        # result array holds it even when it is not returned.
+        th = c.output(tuple(x.shape[:-1]) + tuple(w1.shape[-1:]), code, hidden)
+        ty = c.output(tuple(x.shape[:-1]) + tuple(w2.shape[-1:]), code, out)
+        _lib.check(_lib.relu_ffn(c.ctx.handle, c.stream, tx.handle, t1.handle, t2.handle, th.handle, ty.handle,
+                                 None))
+        return c.finish(ty, th) if return_hidden else c.finish(ty)
 
 
 def prune_magnitude(w, block=(1, 1), sparsity=0.5, ctx=None):

@@ -57,6 +57,125 @@ def test_matmul(dtype, shape, s):
     assert rel_err(pit.matmul_dense(a, b), ref) <= TOL[dtype]
 
 
+def with_zero_rows(a, s):
+    """a with the fraction s of its rows zero (the rows matmul_rows skips)."""
+    a = a.copy()
+    a[..., RNG.random(a.shape[-2]) < s, :] = 0
+    return a
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("shape", [(1, 7, 33), (37, 45, 19), (3, 17, 33, 9), (2, 21, 40, 11, "shared")])
+@pytest.mark.parametrize("s", [0.0, 0.5, 1.0])
+def test_matmul_rows(dtype, shape, s):
+    if len(shape) == 3:
+        m, k, n = shape
+        a, b = nonzero((m, k), dtype), nonzero((k, n), dtype)
+    else:
+        batch, m, k, n = shape[:4]
+        a = nonzero((batch, m, k), dtype)
+        b = nonzero((k, n) if len(shape) == 5 else (batch, k, n), dtype)  # a B shared by the batch
+    a = with_zero_rows(a, s)
+    got = pit.matmul_rows(a, b)
+    assert got.dtype == np.dtype(dtype) and got.shape == a.shape[:-1] + b.shape[-1:]
+    ref = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    skipped = ~a.any(axis=-1)
+    assert np.all(got[skipped] == 0)  # s = 1: the empty pattern, every row zero
+    assert rel_err(got, ref) <= TOL[dtype]
+
+
+def test_matmul_rows_keeps_skipped_rows_of_out():
+    m, k, n = 29, 50, 13
+    a, b = with_zero_rows(nonzero((m, k), np.float32), 0.5), nonzero((k, n), np.float32)
+    skipped = ~a.any(axis=-1)
+    assert skipped.any() and not skipped.all()
+    out = np.full((m, n), 7.0, np.float32)
+    got = pit.matmul_rows(a, b, keep_skipped_rows=True, out=out)
+    assert got is out
+    assert np.all(out[skipped] == 7.0)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert rel_err(out[~skipped], ref[~skipped]) <= TOL[np.float32]
+    pit.matmul_rows(a, b, out=out)  # without keep_skipped_rows they are zeroed
+    assert np.all(out[skipped] == 0)
+    with pytest.raises(pit.PitError) as e:
+        pit.matmul_rows(a, b, keep_skipped_rows=True)  # no out=: nothing to keep
+    assert e.value.status == "PIT_ERR_INVALID_ARGUMENT"
+    with pytest.raises(pit.PitError) as e:
+        pit.matmul_rows(a, nonzero((k + 1, n), np.float32))
+    assert e.value.status == "PIT_ERR_SHAPE_MISMATCH" and "pit_matmul_rows" in e.value.message
+
+
+def relu_ffn_reference(x, w1, w2):
+    """(Y, H) in float64 from the inputs' values."""
+    h = np.maximum(x.astype(np.float64) @ w1.astype(np.float64), 0.0)
+    return h @ w2.astype(np.float64), h
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("dead", [0.0, 0.6, 1.0])
+def test_relu_ffn(dtype, dead):
+    """Random signs leave about half of H zero after the ReLU; dead: the
+    fraction of W1's columns made negative for every (positive) token, so
+    whole columns of H are zero (micro-tiles along K skipped), 1.0 the empty
+    pattern."""
+    t, d, f, d2 = 29, 24, 70, 13
+    x, w1, w2 = nonzero((t, d), dtype), nonzero((d, f), dtype), nonzero((f, d2), dtype)
+    if dead > 0:
+        x = np.abs(x)
+        cols = RNG.random(f) < dead
+        w1[:, cols] = -np.abs(w1[:, cols])
+    got, h = pit.relu_ffn(x, w1, w2, return_hidden=True)
+    ref, ref_h = relu_ffn_reference(x, w1, w2)
+    assert got.shape == (t, d2) and h.shape == (t, f) and got.dtype == h.dtype == np.dtype(dtype)
+    assert np.all(h >= 0) and np.all(h[ref_h == 0] == 0)
+    if dead == 1.0:
+        assert np.all(got == 0)
+    else:
+        assert rel_err(got, ref) <= TOL[dtype]
+        assert rel_err(h, ref_h) <= TOL[dtype]
+    assert rel_err(pit.relu_ffn(x, w1, w2), ref if dead < 1.0 else got) <= TOL[dtype]  # Y alone
+
+
+def test_relu_ffn_out_and_hidden_in_place():
+    t, d, f, d2 = 17, 9, 33, 21
+    x, w1, w2 = nonzero((t, d), np.float32), nonzero((d, f), np.float32), nonzero((f, d2), np.float32)
+    out, hidden = np.empty((t, d2), np.float32), np.empty((t, f), np.float32)
+    got, h = pit.relu_ffn(x, w1, w2, out=out, hidden=hidden, return_hidden=True)
+    assert got is out and h is hidden
+    ref, ref_h = relu_ffn_reference(x, w1, w2)
+    assert rel_err(out, ref) <= TOL[np.float32] and rel_err(hidden, ref_h) <= TOL[np.float32]
+    with pytest.raises(pit.PitError) as e:
+        pit.relu_ffn(x, w1, nonzero((f + 1, d2), np.float32))
+    assert e.value.status == "PIT_ERR_SHAPE_MISMATCH" and "pit_relu_ffn" in e.value.message
+    with pytest.raises(pit.PitError) as e:
+        pit.relu_ffn(x, w1.astype(np.float16), w2)
+    assert e.value.status == "PIT_ERR_UNSUPPORTED_DTYPE"
+
+
+def test_matmul_rows_and_relu_ffn_bfloat16(torch_device):
+    """bfloat16 through torch (numpy has none): torch tensors out, against
+    float64 from the values already rounded to bfloat16; 2 epsilons of the
+    format, as the torch ops' forward."""
+    import torch
+    bf16, tol = torch.bfloat16, 2 * torch.finfo(torch.bfloat16).eps
+
+    def tensor(shape):
+        return torch.from_numpy(nonzero(shape, np.float32)).to(torch_device, bf16)
+
+    a, b = tensor((37, 45)), tensor((45, 19))
+    a[torch.from_numpy(RNG.random(37) < 0.5).to(torch_device)] = 0
+    got = pit.matmul_rows(a, b)
+    assert isinstance(got, torch.Tensor) and got.dtype == bf16 and got.device == a.device
+    ref = a.cpu().double() @ b.cpu().double()
+    assert rel_err(got.cpu().double().numpy(), ref.numpy()) <= tol
+    x, w1, w2 = tensor((29, 24)), tensor((24, 70)), tensor((70, 13))
+    y, h = pit.relu_ffn(x, w1, w2, return_hidden=True)
+    assert isinstance(y, torch.Tensor) and y.dtype == h.dtype == bf16
+    ref_y, ref_h = relu_ffn_reference(*(v.cpu().double().numpy() for v in (x, w1, w2)))
+    assert rel_err(h.cpu().double().numpy(), ref_h) <= tol
+    assert rel_err(y.cpu().double().numpy(), ref_y) <= tol
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("density", [0.0, 0.3, 1.0])
 def test_sddmm(dtype, density):
@@ -147,6 +266,31 @@ def test_attention_gqa_causal_window_mask(dtype):
     ref, ref_lse = attention_reference(q, k, v, allowed[None, None], 1.0 / np.sqrt(d))
     assert got.shape == (b, hq, lq, dv) and got.dtype == np.dtype(dtype)
     assert np.all(got[:, :, 2] == 0) and np.all(np.isneginf(lse[:, :, 2]))
+    assert rel_err(got, ref) <= TOL[dtype]
+    finite = np.isfinite(ref_lse)
+    assert np.allclose(lse[finite], ref_lse[finite], rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_block_mask(dtype, causal):
+    """A block mask per query head ([Hq, ceil(Lq/bq), ceil(Lk/bk)], edge
+    blocks cut at Lq and Lk), grouped-query heads, with and without the
+    causal bound; a query block with no allowed key gives 0 and lse -inf."""
+    b, hq, hkv, lq, lk, d, dv, bq, bk = 2, 4, 1, 13, 29, 16, 8, 4, 8
+    q, k, v = nonzero((b, hq, lq, d), dtype), nonzero((b, hkv, lk, d), dtype), nonzero((b, hkv, lk, dv), dtype)
+    blocks = RNG.random((hq, -(-lq // bq), -(-lk // bk))) < 0.5
+    blocks[0, 0, :] = False  # head 0's first query block sees no key
+    blocks[1, :, -1] = True  # the cut edge block of keys is on somewhere
+    allowed = np.repeat(np.repeat(blocks, bq, axis=1), bk, axis=2)[:, :lq, :lk]
+    if causal:
+        allowed = allowed & (np.arange(lk)[None, :] <= np.arange(lq)[:, None] + (lk - lq))
+    got, lse = pit.attention(q, k, v, causal=causal, block_mask=blocks.astype(np.uint8), block=(bq, bk),
+                             return_lse=True)
+    ref, ref_lse = attention_reference(q, k, v, allowed[None], 1.0 / np.sqrt(d))
+    assert got.shape == (b, hq, lq, dv) and got.dtype == np.dtype(dtype)
+    assert np.all(got[:, 0, :bq] == 0) and np.all(np.isneginf(lse[:, 0, :bq]))
+    assert np.array_equal(np.isneginf(lse), np.isneginf(ref_lse))
     assert rel_err(got, ref) <= TOL[dtype]
     finite = np.isfinite(ref_lse)
     assert np.allclose(lse[finite], ref_lse[finite], rtol=1e-3, atol=1e-3)
