@@ -294,14 +294,14 @@ static int allowed(const att_run *r, const pit_ref_attn *bounds, int64_t b, int6
         return 0;
     if (p->kind == ATT_WINDOW)
         return r->mask0[i * p->lk + j] != 0;
+    if (p->kind == ATT_CAUSAL) /* no mask: the bound alone (no block either) */
+        return 1;
     const int64_t nk = (p->lk + p->block - 1) / p->block;
     if (p->kind == ATT_BLOCKS) {
         const int64_t nq = (p->lq + p->block - 1) / p->block;
         return r->mask0[(h * nq + i / p->block) * nk + j / p->block] != 0;
     }
-    if (p->kind == ATT_DECODE)
-        return r->mask0[(b * p->hq + h) * nk + j / p->block] != 0;
-    return 1;
+    return r->mask0[(b * p->hq + h) * nk + j / p->block] != 0;
 }
 
 /* Rows of the kv head's K or V (storage dtype) as doubles. */
