@@ -158,8 +158,23 @@ typedef struct pit_attention_args {
     PIT_PTR(int) total;
     int groups, parts, heads, ahead; /* groups; detection parts and attention items a group; lookahead */
     int part_blocks, pad;            /* key blocks a detection part */
+    /* pit_attention's options (attention_ex.c; pit_sparse_attention's
+     * calls: Lk = L, group 1, no window, no lse, PIT_ATT_MASK): Lk keys,
+     * aligned to the end of the query rows (key i + Lk - L is "at" row i);
+     * heads_q query heads a batch, group of them reading one K/V head
+     * (query head h reads h / group); window bounds wl, wr from that
+     * diagonal (-1: none; causal is wr 0); lse (0: not written) f32 with
+     * batch and head strides. */
+    int Lk, heads_q, group, flags;
+    pit_i64 wl, wr;
+    PIT_PTR(float) lse;
+    pit_i64 lse_sb, lse_sh;
 } pit_attention_args;
-PIT_ARGS_SIZE(pit_attention_args, 216);
+PIT_ARGS_SIZE(pit_attention_args, 272);
+/* pit_attention_args.flags */
+#define PIT_ATT_MASK 1     /* an element mask (else every element of a listed block counts) */
+#define PIT_ATT_NO_INDEX 2 /* no index: every key block inside the window bounds */
+#define PIT_ATT_REVERSE 4  /* the last query block first (causal: the longest first) */
 
 /* pit_attention_ex.cu: attention with every option (core/backend.h,
  * pit_attention_desc) and its backward. A CTA of THREADS threads owns ROWS

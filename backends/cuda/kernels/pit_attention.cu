@@ -4,6 +4,12 @@
  * ATT_DETECT the kernel detects the mask's blocks itself, detection of
  * later groups running beside the attention of earlier ones.
  *
+ * pit_attention's options ride on the same kernel (pit_attention_args:
+ * Lk keys aligned to the end of the rows, grouped-query heads, window
+ * bounds, lse, a block mask's index or none): a chunk wholly inside the
+ * bounds of every row of the CTA loads no mask and checks nothing; others
+ * check the bounds per element (and the mask where there is one).
+ *
  * Defines: PIT_DTYPE (16-bit), BLOCK, HD, HDV, MASK_DT, ATT_DETECT.
  */
 #include "common/port.cuh"
@@ -34,6 +40,9 @@
 #define ATT_WGMMA 0
 #endif
 constexpr int BQ = BLOCK, KC = 64, WARPS = BQ / 16, THREADS = WARPS * 32;
+/* pit_attention's options; the variant that detects inside the kernel runs
+ * pit_sparse_attention's calls alone, and its registers stay below 128 */
+constexpr bool OPTIONS = !ATT_DETECT;
 /* the largest |max| (scaled, base 2) the exponent's FFMA may fold the scale
  * for: half its ulp is 2^-5 (attend below) */
 constexpr float ATT_FOLD_MAX = 1048576.f; /* 2^20 */
@@ -57,7 +66,7 @@ PIT_DEV void attn_work(const pit_attention_args &a, int &b, int &qb)
 {
     if (!a.order) {
         b = blockIdx.y;
-        qb = blockIdx.x;
+        qb = a.flags & PIT_ATT_REVERSE ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
         return;
     }
     const int lin = blockIdx.x + blockIdx.y * gridDim.x;
@@ -101,9 +110,9 @@ PIT_DEV void load_rows(T *dst, const T *src, pit_i64 ld, int r0, int L)
 /* Two adjacent mask elements (col, col + 1) of row as bits 0 and 1. */
 PIT_DEV pit_u32 mask_pair(const pit_attention_args &a, const pit_u8 *m, int row, int col)
 {
-    if (row >= a.L || col >= a.L) return 0;
+    if (row >= a.L || col >= a.Lk) return 0;
     pit_i64 i = (pit_i64)row * a.mld + col;
-    if (a.mask_pair && col + 1 < a.L) {
+    if (a.mask_pair && col + 1 < a.Lk) {
 #if MASK_BYTES == 2
         pit_u32 w = __ldg((const pit_u32 *)(m + 2 * i));
         return (pit_u32)pit_bits_nonzero16(w & 0xffffu) | ((pit_u32)pit_bits_nonzero16(w >> 16) << 1);
@@ -120,15 +129,50 @@ PIT_DEV pit_u32 mask_pair(const pit_attention_args &a, const pit_u8 *m, int row,
 #endif
     }
     pit_u32 b = mask_on(m, i);
-    if (col + 1 < a.L) b |= (pit_u32)mask_on(m, i + 1) << 1;
+    if (col + 1 < a.Lk) b |= (pit_u32)mask_on(m, i + 1) << 1;
     return b;
+}
+
+/* Whether key `key` is inside row's window bounds (the diagonal aligned to
+ * the end of the keys) and the keys. */
+PIT_DEV bool in_bounds(const pit_attention_args &a, int row, int key)
+{
+    const pit_i64 at = (pit_i64)row + a.Lk - a.L;
+    return key < a.Lk && (!OPTIONS || ((a.wl < 0 || key >= at - a.wl) && (a.wr < 0 || key <= at + a.wr)));
 }
 
 /* mask_pair of a block whose mask is all non-zero: the bounds alone */
 PIT_DEV pit_u32 bounds_pair(const pit_attention_args &a, int row, int col)
 {
-    if (row >= a.L || col >= a.L) return 0;
-    return col + 1 < a.L ? 3u : 1u;
+    if (row >= a.L) return 0;
+    return (pit_u32)in_bounds(a, row, col) | (pit_u32)in_bounds(a, row, col + 1) << 1;
+}
+
+/* Whether every row of [q0, q0 + BQ) sees every key of [key0, key0 + KC):
+ * then a chunk of a full block loads no mask and checks nothing. */
+PIT_DEV bool chunk_inside(const pit_attention_args &a, int q0, int key0)
+{
+    const pit_i64 diag = (pit_i64)a.Lk - a.L;
+    return q0 + BQ <= a.L && key0 + KC <= a.Lk &&
+           (!OPTIONS || ((a.wr < 0 || key0 + KC - 1 <= q0 + diag + a.wr) && (a.wl < 0 || key0 >= q0 + BQ - 1 + diag - a.wl)));
+}
+
+/* The key blocks [*first, *first + *count) inside the window bounds of
+ * rows [q0, q0 + BQ), for a call without an index. */
+PIT_DEV void bounded_blocks(const pit_attention_args &a, int q0, int *first, int *count)
+{
+    const pit_i64 diag = (pit_i64)a.Lk - a.L, last_row = (q0 + BQ < a.L ? q0 + BQ : a.L) - 1;
+    const pit_i64 from = q0 + diag - a.wl, to = last_row + diag + a.wr + 1;
+    const pit_i64 lo = a.wl >= 0 && from > 0 ? from : 0;
+    const pit_i64 hi = a.wr >= 0 && to < a.Lk ? to : a.Lk; /* exclusive */
+    *first = (int)(lo / BLOCK);
+    *count = hi > lo ? (int)((hi - 1) / BLOCK - lo / BLOCK + 1) : 0;
+}
+
+/* The K/V rows query row set b (batch * heads_q + head) reads. */
+PIT_DEV int kv_set(const pit_attention_args &a, int b)
+{
+    return a.group == 1 ? b : b / a.heads_q * (a.heads_q / a.group) + b % a.heads_q / a.group;
 }
 
 /* Attention of batch b's query block qb over its group's entries. The
@@ -141,10 +185,19 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
     auto Kb = [&](int i) { return (T *)(smem + Q_BYTES + i * K_BYTES); };
     auto Vb = [&](int i) { return (T *)(smem + Q_BYTES + 2 * K_BYTES + i * V_BYTES); };
     const int q0 = qb * BQ;
-    const int grp = ix_group(a.ix, b, qb);
-    const int count = pit_ldcg(a.ix.counts + grp);
-    const int *ent = a.ix.entries + (pit_i64)grp * a.ix.capacity;
-    const T *q = (const T *)a.q + b * a.sq, *k = (const T *)a.k + b * a.sk, *v = (const T *)a.v + b * a.sv;
+    const bool indexed = !OPTIONS || !(a.flags & PIT_ATT_NO_INDEX), masked = !OPTIONS || (a.flags & PIT_ATT_MASK);
+    int count, kb_first = 0;
+    const int *ent = nullptr;
+    if (indexed) {
+        const int grp = ix_group(a.ix, b, qb);
+        count = pit_ldcg(a.ix.counts + grp);
+        ent = a.ix.entries + (pit_i64)grp * a.ix.capacity;
+    } else {
+        bounded_blocks(a, q0, &kb_first, &count);
+    }
+    const int kv = OPTIONS ? kv_set(a, b) : b;
+    const T *q = (const T *)a.q + b * a.sq, *k = (const T *)a.k + (pit_i64)kv * a.sk,
+            *v = (const T *)a.v + (pit_i64)kv * a.sv;
     const pit_u8 *mask = a.mask + (pit_i64)b * a.ms * MASK_BYTES;
     const int warp = threadIdx.x / PIT_WARP, lane = pit_lane(), g = lane >> 2, t = lane & 3;
     const int nchunks = count * (BLOCK / KC);
@@ -160,29 +213,31 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
     }
     /* an entry: the key block, PIT_ENTRY_FULL when its mask is all on */
     auto key0_of = [&](int e, int c) { return pit_entry_index(e) * BLOCK + (c % (BLOCK / KC)) * KC; };
-    auto entry_of = [&](int c) { return pit_ldcg(ent + c / (BLOCK / KC)); };
+    auto entry_of = [&](int c) { return indexed ? pit_ldcg(ent + c / (BLOCK / KC)) : kb_first + c / (BLOCK / KC); };
     int e_next = nchunks > 0 ? entry_of(0) : 0;
     if (nchunks > 0) {
         int k0 = key0_of(e_next, 0);
-        load_rows<KC, HD, KS, ATT_WGMMA>(Kb(0), k, a.ldk, k0, a.L);
-        load_rows<KC, HDV, VS, ATT_WGMMA>(Vb(0), v, a.ldv, k0, a.L);
+        load_rows<KC, HD, KS, ATT_WGMMA>(Kb(0), k, a.ldk, k0, a.Lk);
+        load_rows<KC, HDV, VS, ATT_WGMMA>(Vb(0), v, a.ldv, k0, a.Lk);
     }
     pit_copy_commit();
     for (int c = 0; c < nchunks; ++c) {
         const int e = e_next;
         const int key0 = key0_of(e, c);
-        const bool full = (e & PIT_ENTRY_FULL) != 0; /* uniform over the CTA */
+        /* uniform over the CTA: no element mask, or detection found the block's all on */
+        const bool full = !masked || (e & PIT_ENTRY_FULL) != 0;
         if (c + 1 < nchunks) {
             e_next = entry_of(c + 1);
             int k1 = key0_of(e_next, c + 1);
-            load_rows<KC, HD, KS, ATT_WGMMA>(Kb((c + 1) & 1), k, a.ldk, k1, a.L);
-            load_rows<KC, HDV, VS, ATT_WGMMA>(Vb((c + 1) & 1), v, a.ldv, k1, a.L);
+            load_rows<KC, HD, KS, ATT_WGMMA>(Kb((c + 1) & 1), k, a.ldk, k1, a.Lk);
+            load_rows<KC, HDV, VS, ATT_WGMMA>(Vb((c + 1) & 1), v, a.ldv, k1, a.Lk);
         }
         pit_copy_commit();
         /* mask bits of this thread's 16 rows x 64 keys, loaded before the
          * wait; a full block needs no load */
         pit_u32 on = 0;
-        if (full && q0 + BQ <= a.L && key0 + KC <= a.L) {
+        const bool windowed = OPTIONS && (a.wl >= 0 || a.wr >= 0);
+        if (full && chunk_inside(a, q0, key0)) {
             on = ~0u;
         } else if (full) {
 #pragma unroll
@@ -195,7 +250,9 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
             for (int j = 0; j < 8; ++j)
 #pragma unroll
                 for (int h = 0; h < 2; ++h)
-                    on |= mask_pair(a, mask, q0 + warp * 16 + g + 8 * h, key0 + j * 8 + 2 * t) << (4 * j + 2 * h);
+                    on |= (mask_pair(a, mask, q0 + warp * 16 + g + 8 * h, key0 + j * 8 + 2 * t) &
+                           (windowed ? bounds_pair(a, q0 + warp * 16 + g + 8 * h, key0 + j * 8 + 2 * t) : 3u))
+                          << (4 * j + 2 * h);
         }
         pit_copy_wait<1>();
 #if ATT_WGMMA
@@ -346,6 +403,10 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
         const float inv = l > 0.f ? 1.f / l : 0.f;
         const int row = q0 + warp * 16 + g + 8 * h;
         if (row >= a.L) continue;
+        if (OPTIONS && a.lse && t == 0) { /* natural log: m_run and the sum are base 2 */
+            float *lse = (float *)a.lse + (pit_i64)(b / a.heads_q) * a.lse_sb + (pit_i64)(b % a.heads_q) * a.lse_sh;
+            lse[row] = l > 0.f ? (m_run[h] + pit_log2f(l)) * 0.6931471805599453f : PIT_NEG_INF;
+        }
 #pragma unroll
         for (int j = 0; j < HDV / 8; ++j)
             *(pit_u32 *)(out + (pit_i64)row * a.ldo + j * 8 + 2 * t) = pack2(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);

@@ -52,11 +52,6 @@ extern "C" __device__ const int pit_smem_bytes = 0;
 static_assert(CHUNK == PIT_WARP, "a key (query) a lane");
 static_assert(RW * (THREADS / PIT_WARP) == ROWS && RW == 4, "four rows a warp");
 
-#if defined(PIT_HIP_BARE)
-PIT_DEV float att_log2(float x) { return __builtin_log2f(x); }
-#else
-PIT_DEV float att_log2(float x) { return log2f(x); }
-#endif
 PIT_DEV pit_i64 att_min(pit_i64 a, pit_i64 b) { return a < b ? a : b; }
 PIT_DEV pit_i64 att_max(pit_i64 a, pit_i64 b) { return a > b ? a : b; }
 
@@ -290,7 +285,7 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attn_ex(const pit_attn_ex_args
             float *L = p.lse + (pit_i64)w.b * p.lse_sb + (pit_i64)w.h * p.lse_sh + w.row0;
 #pragma unroll
             for (int r = 0; r < RW; ++r)
-                if (r0 + r < w.rows) L[r0 + r] = sum[r] > 0.f ? (mx[r] + att_log2(sum[r])) * LN2 : PIT_NEG_INF;
+                if (r0 + r < w.rows) L[r0 + r] = sum[r] > 0.f ? (mx[r] + pit_log2f(sum[r])) * LN2 : PIT_NEG_INF;
         }
     }
 }

@@ -8,15 +8,21 @@
 
 #include "ops.h"
 
-/* The fused kernel's shapes: 16-bit on tensor cores, blocks 64/128, head
- * dims 64/128, 16-byte rows. */
+/* The fused kernel's shapes: 16-bit on tensor cores, square blocks of 64
+ * or 128, head dims 64/128, 16-byte rows. */
+static int fusable(const pit_cuda_ctx *c, int rows, int cols, const pit_cuda_view *q, const pit_cuda_view *k,
+                   const pit_cuda_view *v, const pit_cuda_view *o)
+{
+    int block = rows;
+    return q->dt != PIT_F32 && c->arch >= 80 && cols == block && (block == 64 || block == 128) &&
+           (q->cols == 64 || q->cols == 128) && (v->cols == 64 || v->cols == 128) && pit_cuda_aligned16(q) &&
+           pit_cuda_aligned16(k) && pit_cuda_aligned16(v) && pit_cuda_aligned16(o);
+}
+
 static int attention_fusable(const pit_cuda_ctx *c, const pit_index *idx, const pit_cuda_view *q,
                              const pit_cuda_view *k, const pit_cuda_view *v, const pit_cuda_view *o)
 {
-    int block = idx->tile.rows;
-    return q->dt != PIT_F32 && c->arch >= 80 && idx->tile.cols == block && (block == 64 || block == 128) &&
-           (q->cols == 64 || q->cols == 128) && (v->cols == 64 || v->cols == 128) && pit_cuda_aligned16(q) &&
-           pit_cuda_aligned16(k) && pit_cuda_aligned16(v) && pit_cuda_aligned16(o);
+    return fusable(c, idx->tile.rows, idx->tile.cols, q, k, v, o);
 }
 
 static pit_status not_fusable(void)
@@ -26,15 +32,21 @@ static pit_status not_fusable(void)
                           "16-byte aligned rows");
 }
 
-/* The fused kernel's arguments that both launches share (not the order
- * plan, nor the detection inside the kernel) */
+/* The fused kernel's arguments that every launch shares (not the order
+ * plan, nor the detection inside the kernel): pit_sparse_attention's call
+ * (an element mask m and its index; Lk = L, one group, no window, no lse),
+ * which pit_attention's options then change. idx NULL: none. */
 static pit_status attention_args(const pit_index *idx, const pit_cuda_view *q, const pit_cuda_view *k,
                                  const pit_cuda_view *v, const pit_cuda_view *m, const pit_cuda_view *o, float scale,
                                  pit_attention_args *a)
 {
     memset(a, 0, sizeof *a);
-    pit_status st = pit_cuda_index_arg(idx, q->batch, q->rows, q->rows, "attention", &a->ix);
+    pit_status st = idx ? pit_cuda_index_arg(idx, q->batch, q->rows, k->rows, "attention", &a->ix) : PIT_SUCCESS;
     if (st != PIT_SUCCESS) return st;
+    a->Lk = (int32_t)k->rows;
+    a->heads_q = a->group = 1;
+    a->flags = PIT_ATT_MASK | (idx ? 0 : PIT_ATT_NO_INDEX);
+    a->wl = a->wr = -1;
     a->q = q->ptr, a->k = k->ptr, a->v = v->ptr, a->mask = m->ptr, a->o = o->ptr;
     a->ldq = q->ld, a->ldk = k->ld, a->ldv = v->ld, a->ldo = o->ld, a->mld = m->ld;
     a->sq = q->bs, a->sk = k->bs, a->sv = v->bs, a->so = o->bs, a->ms = m->bs;
@@ -45,23 +57,21 @@ static pit_status attention_args(const pit_index *idx, const pit_cuda_view *q, c
     return PIT_SUCCESS;
 }
 
-/* The fused kernel over a detected index. */
-static pit_status attention_fused(pit_cuda_ctx *c, CUstream s, const pit_index *idx, const pit_cuda_view *q,
-                                  const pit_cuda_view *k, const pit_cuda_view *v, const pit_cuda_view *m,
-                                  const pit_cuda_view *o, float scale)
+/* The fused kernel's launch over the query blocks of `block` rows of
+ * every query set; mask_dt names the variant (any without a mask). */
+static pit_status launch_fused(pit_cuda_ctx *c, CUstream s, const pit_index *idx, int block, const pit_cuda_view *q,
+                               const pit_cuda_view *v, pit_dtype mask_dt, pit_attention_args *ap)
 {
-    pit_attention_args a;
-    pit_status st = attention_args(idx, q, k, v, m, o, scale, &a);
-    if (st != PIT_SUCCESS) return st;
-    int block = idx->tile.rows;
-    int param[5] = {block, (int)q->cols, (int)v->cols, (int)m->dt, 0};
+    pit_attention_args a = *ap;
+    pit_status st = PIT_SUCCESS;
+    int param[5] = {block, (int)q->cols, (int)v->cols, (int)mask_dt, 0};
     /* the query blocks with the most key blocks start first (pit_op_plan
      * mode 1), when there are more CTAs than fit at once */
     const int64_t nqb = pit_cuda_cdiv(q->rows, block);
-    int64_t groups = a.ix.batched ? q->batch * idx->groups_per_batch : nqb;
     int64_t ctas = nqb * q->batch;
     CUdeviceptr order = 0;
-    if (idx->capacity < 1024 && ctas > 2 * (int64_t)c->sm_count) {
+    if (idx && idx->capacity < 1024 && ctas > 2 * (int64_t)c->sm_count) {
+        int64_t groups = a.ix.batched ? q->batch * idx->groups_per_batch : nqb;
         st = pit_cuda_scratch_alloc(c, s, (size_t)groups * 4, "attention order", &order);
         if (st != PIT_SUCCESS) return st;
         pit_plan_args pl = {a.ix.counts, order, (int32_t)groups, 1, idx->capacity, 1};
@@ -72,6 +82,17 @@ static pit_status attention_fused(pit_cuda_ctx *c, CUstream s, const pit_index *
         st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_ATTENTION, q->dt, param, (unsigned)nqb, q->batch, 1,
                                   (unsigned)(block / 16 * 32), &a);
     return pit_cuda_free_scratch(c, s, order, st);
+}
+
+/* The fused kernel over a detected index. */
+static pit_status attention_fused(pit_cuda_ctx *c, CUstream s, const pit_index *idx, const pit_cuda_view *q,
+                                  const pit_cuda_view *k, const pit_cuda_view *v, const pit_cuda_view *m,
+                                  const pit_cuda_view *o, float scale)
+{
+    pit_attention_args a;
+    pit_status st = attention_args(idx, q, k, v, m, o, scale, &a);
+    if (st != PIT_SUCCESS) return st;
+    return launch_fused(c, s, idx, idx->tile.rows, q, v, m->dt, &a);
 }
 
 /* Q, K, V, mask and O as views (core checked dtypes and shapes); *none:
@@ -94,19 +115,51 @@ static pit_status attention_views(const pit_tdesc *Q, const pit_tdesc *K, const 
     return PIT_SUCCESS;
 }
 
-int pit_cuda_attention_takes(const pit_cuda_ctx *c, const pit_index *idx, const pit_tdesc *Q, const pit_tdesc *K,
-                             const pit_tdesc *V, const pit_tdesc *O)
+/* The call's views (no error set when one is not a view the kernel reads). */
+static int call_views(const pit_cuda_attention_call *call, pit_cuda_view *q, pit_cuda_view *k, pit_cuda_view *v,
+                      pit_cuda_view *m, pit_cuda_view *o)
 {
-    pit_cuda_view q, k, v, o;
-    return pit_cuda_view_of(Q, "attention", "Q", 0, &q) == PIT_SUCCESS &&
-           pit_cuda_view_of(K, "attention", "K", 0, &k) == PIT_SUCCESS &&
-           pit_cuda_view_of(V, "attention", "V", 0, &v) == PIT_SUCCESS &&
-           pit_cuda_view_of(O, "attention", "O", 0, &o) == PIT_SUCCESS && attention_fusable(c, idx, &q, &k, &v, &o);
+    memset(m, 0, sizeof *m);
+    m->dt = PIT_U8; /* the variant a call without a mask runs */
+    return pit_cuda_view_of(&call->q, "attention", "Q", 0, q) == PIT_SUCCESS &&
+           pit_cuda_view_of(&call->k, "attention", "K", 0, k) == PIT_SUCCESS &&
+           pit_cuda_view_of(&call->v, "attention", "V", 0, v) == PIT_SUCCESS &&
+           pit_cuda_view_of(&call->o, "attention", "O", 0, o) == PIT_SUCCESS &&
+           (!call->mask || pit_cuda_view_of(call->mask, "attention", "mask", 0, m) == PIT_SUCCESS);
 }
 
-pit_status pit_cuda_attention_sparse(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *Q,
-                                     const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask,
-                                     const pit_tdesc *O, float scale)
+int pit_cuda_attention_takes(const pit_cuda_ctx *c, const pit_cuda_attention_call *call)
+{
+    pit_cuda_view q, k, v, m, o;
+    const int rows = call->idx ? call->idx->tile.rows : call->block, cols = call->idx ? call->idx->tile.cols : call->block;
+    return call_views(call, &q, &k, &v, &m, &o) && fusable(c, rows, cols, &q, &k, &v, &o) && q.batch <= 65535;
+}
+
+pit_status pit_cuda_attention_fused_call(pit_cuda_ctx *c, CUstream s, const pit_cuda_attention_call *call)
+{
+    pit_cuda_view q, k, v, m, o;
+    if (!call_views(call, &q, &k, &v, &m, &o)) return not_fusable();
+    if (q.rows == 0 || q.batch == 0 || (v.cols == 0 && !call->lse)) return PIT_SUCCESS;
+    pit_attention_args a;
+    pit_status st = attention_args(call->idx, &q, &k, &v, &m, &o, call->scale, &a);
+    if (st != PIT_SUCCESS) return st;
+    a.heads_q = (int32_t)call->heads_q;
+    a.group = (int32_t)call->group;
+    a.wl = call->wl, a.wr = call->wr;
+    a.flags = (call->mask ? PIT_ATT_MASK : 0) | (call->idx ? 0 : PIT_ATT_NO_INDEX) |
+              (!call->idx && call->wr >= 0 && call->wl < 0 ? PIT_ATT_REVERSE : 0);
+    if (call->lse) {
+        a.lse = (uint64_t)(uintptr_t)call->lse->mem + call->lse->offset;
+        a.lse_sb = call->lse->strides[0];
+        a.lse_sh = call->lse->strides[1];
+    }
+    const int block = call->idx ? call->idx->tile.rows : call->block;
+    return launch_fused(c, s, call->idx, block, &q, &v, m.dt, &a);
+}
+
+static pit_status cuda_attention_sparse(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *Q,
+                                        const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask,
+                                        const pit_tdesc *O, float scale)
 {
     pit_cuda_view q, k, v, m, o;
     int none = 1;
@@ -195,7 +248,7 @@ static pit_status cuda_attention_detect(void *bctx, void *stream, const pit_tdes
 
 void pit_cuda_register_attention(pit_backend *be)
 {
-    be->attention_sparse = pit_cuda_attention_sparse;
+    be->attention_sparse = cuda_attention_sparse;
     pit_cuda_register_attention_ex(be);
 #ifndef PIT_HIP_SHIM_H
     be->attention_detect = cuda_attention_detect;

@@ -1,12 +1,12 @@
 /*
  * attention_ex.c - attention with every option of pit_attention and its
- * backward (core/backend.h, pit_attention_desc), on CUDA and HIP:
- * kernels/pit_attention_ex.cu, any dtype, head dims and strides. A call the
- * fused tensor-core kernel of attention.c takes (an element mask's index,
- * Lq == Lk, Hq == Hkv, no window or lse, its blocks, head dims and
- * alignment, batch and heads that merge into one dimension) goes there, as
- * it went before this entry existed; every other call runs the generic
- * kernels. The backward always runs the generic kernels.
+ * backward (core/backend.h, pit_attention_desc), on CUDA and HIP: a call
+ * the fused tensor-core kernel of attention.c takes (16-bit, head dims and
+ * square blocks of 64 or 128, 16-byte rows, batch and heads that merge
+ * into one dimension; any window, causal bound, grouped-query heads, Lq !=
+ * Lk, lse, element mask with its index, block mask's index or none) goes
+ * there; every other call runs kernels/pit_attention_ex.cu, any dtype,
+ * head dims and strides. The backward always runs the generic kernels.
  */
 #include <string.h>
 
@@ -137,20 +137,16 @@ static int merged(const pit_tdesc *t, pit_tdesc *v)
     return b * h <= 65535;
 }
 
-/* The mask [B * H, Lq, Lk] (batch stride 0: one mask), and whether the
- * index's groups follow the same merged (b, h) order (or are one set). */
+/* The mask [B * H, Lq, Lk] (batch stride 0: one mask), rank 3. */
 static int merged_mask(const pit_attention_desc *d, pit_tdesc *m)
 {
-    const int64_t b = d->Q.shape[0], h = d->Q.shape[1], gpb = d->idx->groups_per_batch;
+    const int64_t b = d->Q.shape[0], h = d->Q.shape[1];
     const int64_t sb = b > 1 ? d->mask->strides[0] : 0, sh = h > 1 ? d->mask->strides[1] : 0;
-    const int64_t ib = b > 1 ? d->idx_batch_stride : 0, ih = h > 1 ? d->idx_head_stride : 0;
     int64_t ms;
     if (sb == 0 && sh == 0) ms = 0;
     else if (h == 1 || (sh != 0 && sb == h * sh)) ms = h > 1 ? sh : sb;
     else if (b == 1) ms = sh;
     else return 0;
-    if (!(ib == 0 && ih == 0) && !((h == 1 || ih == gpb) && (b == 1 || ib == h * gpb))) return 0;
-    if ((ms == 0) != (ib == 0 && ih == 0)) return 0; /* one mask with one index set, or neither */
     *m = *d->mask;
     m->rank = 3;
     m->shape[0] = ms == 0 ? 1 : b * h;
@@ -163,17 +159,38 @@ static int merged_mask(const pit_attention_desc *d, pit_tdesc *m)
     return 1;
 }
 
-/* 1 when the call is one the fused kernel runs, its rank-3 operands in v
- * (Q, K, V, mask, O). */
-static int fused_call(pit_cuda_ctx *c, const pit_attention_desc *d, pit_tdesc v[5])
+/* Whether the index's groups follow the merged (b, h) order of the query
+ * sets, or are one set shared by all (then one mask serves all too). */
+static int merged_index(const pit_attention_desc *d, const pit_tdesc *m)
 {
-    if (!d->idx || !d->mask || d->lse || d->window_left >= 0 || d->window_right >= 0 ||
-        d->Q.shape[2] != d->K.shape[2] || d->Q.shape[1] != d->K.shape[1] || d->tile.rows != d->tile.cols)
+    const int64_t b = d->Q.shape[0], h = d->Q.shape[1], gpb = d->idx->groups_per_batch;
+    const int64_t ib = b > 1 ? d->idx_batch_stride : 0, ih = h > 1 ? d->idx_head_stride : 0;
+    const int shared = ib == 0 && ih == 0;
+    if (!shared && !((h == 1 || ih == gpb) && (b == 1 || ib == h * gpb))) return 0;
+    return !m || (m->strides[0] == 0) == shared; /* one mask with one index set, or neither */
+}
+
+/* The call of the fused tensor-core kernel (attention.c) for d, when it
+ * takes it: its blocks square (the index's, or 128 without one), the
+ * query and key sets merged, an element mask only with its index. */
+static int fused_call(pit_cuda_ctx *c, const pit_attention_desc *d, pit_tdesc *mask3, pit_cuda_attention_call *call)
+{
+    memset(call, 0, sizeof *call);
+    if ((d->mask && !d->idx) || (d->idx && d->tile.rows != d->tile.cols)) return 0;
+    if (!merged(&d->Q, &call->q) || !merged(&d->K, &call->k) || !merged(&d->V, &call->v) || !merged(&d->O, &call->o))
         return 0;
-    if (!merged(&d->Q, &v[0]) || !merged(&d->K, &v[1]) || !merged(&d->V, &v[2]) || !merged(&d->O, &v[4]) ||
-        !merged_mask(d, &v[3]))
-        return 0;
-    return pit_cuda_attention_takes(c, d->idx, &v[0], &v[1], &v[2], &v[4]);
+    if (d->mask && !merged_mask(d, mask3)) return 0;
+    if (d->idx && !merged_index(d, d->mask ? mask3 : NULL)) return 0;
+    call->idx = d->idx;
+    call->block = d->idx ? d->tile.rows : 128;
+    call->mask = d->mask ? mask3 : NULL;
+    call->lse = d->lse;
+    call->heads_q = d->Q.shape[1];
+    call->group = d->Q.shape[1] / d->K.shape[1];
+    call->wl = d->window_left;
+    call->wr = d->window_right;
+    call->scale = d->scale;
+    return pit_cuda_attention_takes(c, call);
 }
 
 /* ---- the entries ----------------------------------------------------------------- */
@@ -194,9 +211,10 @@ static pit_status cuda_attention_ex(void *bctx, void *stream, const pit_attentio
     if (d->Q.shape[0] * d->Q.shape[1] * d->Q.shape[2] == 0 || (d->V.shape[3] == 0 && !d->lse)) return PIT_SUCCESS;
     pit_status st = check_desc(d);
     if (st != PIT_SUCCESS) return st;
-    pit_tdesc v[5];
-    if (fused_call(c, d, v))
-        return pit_cuda_attention_sparse(bctx, stream, d->idx, &v[0], &v[1], &v[2], &v[3], &v[4], d->scale);
+    pit_tdesc mask3;
+    pit_cuda_attention_call call;
+    if (fused_call(c, d, &mask3, &call))
+        PIT_CUDA_WITH_CONTEXT(c, pit_cuda_attention_fused_call(c, pit_cuda_stream_of(stream), &call));
     PIT_CUDA_WITH_CONTEXT(c, forward(c, pit_cuda_stream_of(stream), d));
 }
 

@@ -99,13 +99,24 @@ void pit_cuda_register_softmax(pit_backend *be);
 void pit_cuda_register_attention(pit_backend *be);
 /* attention_ex and attention_backward (attention_ex.c) */
 void pit_cuda_register_attention_ex(pit_backend *be);
-/* The fused tensor-core attention (attention.c): whether it takes these
- * rank-3 operands and index (sets no error), and the entry itself. */
-int pit_cuda_attention_takes(const pit_cuda_ctx *c, const pit_index *idx, const pit_tdesc *Q, const pit_tdesc *K,
-                             const pit_tdesc *V, const pit_tdesc *O);
-pit_status pit_cuda_attention_sparse(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *Q,
-                                     const pit_tdesc *K, const pit_tdesc *V, const pit_tdesc *mask,
-                                     const pit_tdesc *O, float scale);
+/* pit_attention's call on the fused tensor-core kernel (attention.c):
+ * rank-3 operands, query and output sets [B * Hq, Lq, cols], key and value
+ * sets [B * Hkv, Lk, cols] (query set b reads kv set
+ * (b / heads_q) * (heads_q / group) + (b % heads_q) / group); mask (NULL:
+ * none) one set or one a query set; idx (NULL: every key block inside the
+ * window bounds, of `block` keys and rows) with groups in query-set order;
+ * wl, wr the window bounds (-1: none); lse (NULL: none) rank 3 [B, Hq, Lq]. */
+typedef struct pit_cuda_attention_call {
+    const pit_index *idx;
+    int block;
+    pit_tdesc q, k, v, o;
+    const pit_tdesc *mask, *lse;
+    int64_t heads_q, group, wl, wr;
+    float scale;
+} pit_cuda_attention_call;
+/* Whether the fused kernel takes the call (sets no error), and the call. */
+int pit_cuda_attention_takes(const pit_cuda_ctx *c, const pit_cuda_attention_call *call);
+pit_status pit_cuda_attention_fused_call(pit_cuda_ctx *c, CUstream s, const pit_cuda_attention_call *call);
 void pit_cuda_register_moe(pit_backend *be);
 void pit_cuda_register_rows(pit_backend *be);
 void pit_cuda_register_elementwise(pit_backend *be);

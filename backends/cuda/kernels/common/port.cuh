@@ -288,6 +288,13 @@ PIT_DEV void pit_sleep(void)
 
 PIT_DEV float pit_ldcg_f32(const float *p) { return __uint_as_float((unsigned)pit_ldcg((const int *)p)); }
 
+/* log2 of a float (the bare HIP build declares no libm) */
+#if defined(PIT_HIP_BARE)
+PIT_DEV float pit_log2f(float x) { return __builtin_log2f(x); }
+#else
+PIT_DEV float pit_log2f(float x) { return log2f(x); }
+#endif
+
 /* ---- global -> shared copies. cp.async on sm_80+, a plain copy before. */
 #if defined(PIT_AMD)
 /* LDS address (32 bits): what ds_bpermute moves between lanes */
