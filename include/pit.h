@@ -574,12 +574,14 @@ PIT_API pit_attention_options pit_attention_options_default(void);
  * the index's count is read after the kernel is queued (report->choice
  * "attention RxC", micro-tile and counts of the index or of the blocks the
  * causal bound and window leave).
- * Where it runs: OpenCL takes every option. A backend without the full
- * entry (CUDA and HIP today) takes the calls pit_sparse_attention's kernels
- * can run (an element mask and no other option, Lq == Lk, Hq == Hkv, no
- * lse, a square micro-tile; a call a batch or a head where the mask or the
- * strides ask for it) and refuses the rest with PIT_ERR_UNSUPPORTED naming
- * the backend and the option. Errors: PIT_ERR_INVALID_ARGUMENT (NULL, bad
+ * Where it runs: OpenCL, CUDA and HIP take every option (CUDA and HIP on
+ * the fused tensor-core kernel where the call is 16-bit with head dims and
+ * square blocks of 64 or 128, else on generic kernels: docs/api.md). A
+ * backend without the full entry takes the calls pit_sparse_attention's
+ * kernels can run (an element mask and no other option, Lq == Lk, Hq ==
+ * Hkv, no lse, a square micro-tile; a call a batch or a head where the mask
+ * or the strides ask for it) and refuses the rest with PIT_ERR_UNSUPPORTED
+ * naming the backend and the option. Errors: PIT_ERR_INVALID_ARGUMENT (NULL, bad
  * option), PIT_ERR_SHAPE_MISMATCH, PIT_ERR_UNSUPPORTED_DTYPE,
  * PIT_ERR_BAD_STRIDES, PIT_ERR_ALIASING, PIT_ERR_CONTEXT_MISMATCH,
  * PIT_ERR_UNSUPPORTED, backend errors. */
@@ -596,8 +598,8 @@ PIT_API pit_status pit_attention(pit_context *ctx, pit_stream *stream, const pit
  * stride rules as the forward (O, dO and the gradients in the data's dtype,
  * lse f32, f32 arithmetic); the probabilities are recomputed from lse, and
  * the masks are indexed as in the forward. The gradients must not overlap
- * any input or each other. Where it runs: OpenCL; a backend without the
- * entry (CUDA and HIP today) returns PIT_ERR_UNSUPPORTED. */
+ * any input or each other. Where it runs: OpenCL, CUDA and HIP; a backend
+ * without the entry returns PIT_ERR_UNSUPPORTED. */
 PIT_API pit_status pit_attention_backward(pit_context *ctx, pit_stream *stream,
                                           const pit_tensor *Q, const pit_tensor *K,
                                           const pit_tensor *V, const pit_tensor *O,
