@@ -155,6 +155,20 @@ pit_status ocl_buffer_create(const ocl_ctx *c, size_t bytes, const char *what, c
 pit_status ocl_fill32(cl_command_queue q, cl_mem mem, size_t offset, uint32_t pattern,
                       size_t bytes);
 
+/* The memory entries of the plug-in's table (ocl_memory.c; core/backend.h
+ * says what each does). */
+pit_status ocl_mem_alloc(void *bctx, size_t bytes, void **mem);
+void ocl_mem_free(void *bctx, void *mem);
+pit_status ocl_set_scratch_allocator(void *bctx, const pit_scratch_allocator *a);
+pit_status ocl_mem_write(void *bctx, void *stream, void *mem, size_t offset, const void *host, size_t bytes);
+pit_status ocl_mem_read(void *bctx, void *stream, const void *mem, size_t offset, void *host, size_t bytes);
+pit_status ocl_mem_fill32(void *bctx, void *stream, void *mem, size_t offset, uint32_t pattern, size_t bytes);
+pit_status ocl_mem_copy(void *bctx, void *stream, void *dst, size_t dst_offset, const void *src,
+                        size_t src_offset, size_t bytes);
+pit_status ocl_mem_query(void *bctx, const void *mem, size_t need, size_t *bytes);
+pit_status ocl_mem_wrap_host(void *bctx, void *host, size_t bytes, int read_only, void **mem);
+pit_status ocl_mem_unwrap_host(void *bctx, void *stream, void *mem);
+
 static inline int64_t ocl_cdiv(int64_t a, int64_t b)
 {
     return (a + b - 1) / b;
