@@ -180,8 +180,9 @@ static double window_mask(pit_rng *rng, int64_t l, uint8_t *m)
 }
 
 /* A block mask keeping round(KEEP n) of each row's n blocks (at least
- * one), rows rows of it; returns the blocks kept. */
-static double keep_blocks(pit_rng *rng, int64_t rows, int64_t n, uint8_t *m)
+ * one), rows rows of it. Without host memory for the picks it keeps none:
+ * the pairs are counted from the mask, so the point stays consistent. */
+static void keep_blocks(pit_rng *rng, int64_t rows, int64_t n, uint8_t *m)
 {
     int64_t keep = (int64_t)llround(KEEP * (double)n), *pick = malloc((size_t)n * sizeof *pick);
     keep = keep < 1 ? 1 : keep;
@@ -192,7 +193,6 @@ static double keep_blocks(pit_rng *rng, int64_t rows, int64_t n, uint8_t *m)
             m[r * n + pick[k]] = 1;
     }
     free(pick);
-    return pick ? (double)(rows * keep) : 0;
 }
 
 /* Keys of block kb of a length-l axis cut into blocks of bk. */
