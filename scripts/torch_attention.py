@@ -6,7 +6,7 @@ the Python package), run from the repository root with the package on the
 path as scripts/python_gpu.sh sets it:
 
   PYTHONPATH=python PIT_LIBRARY=build-gpu/lib/libpit.so \\
-      python3 scripts/torch_attention.py [--quick] [--only KIND] [--json F]
+      python3 scripts/torch_attention.py [--quick] [--only KIND] [--targets] [--json F]
 
 The product's attention target asks for its figures beside SDPA and
 FlexAttention measured in the same run; `pit bench` alone cannot give them,
@@ -544,6 +544,7 @@ def main():
     ap.add_argument("--json", metavar="FILE", help="write the rows (and the run's device, torch, bandwidth)")
     ap.add_argument("--quick", action="store_true", help="sizes as bench_attention.c's scaled()")
     ap.add_argument("--only", choices=KINDS, metavar="KIND", help="one kind: " + ", ".join(KINDS))
+    ap.add_argument("--targets", action="store_true", help="only the points the targets name (marked *)")
     ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out")
     ap.add_argument("--selftest", action="store_true",
                     help="helpers against brute force, then every kind at --quick sizes on the CPU")
@@ -568,7 +569,7 @@ def main():
     rows = []
     for n, t in enumerate(POINTS):
         p = scaled(t, a.quick)
-        if a.only and p.kind != a.only:
+        if (a.only and p.kind != a.only) or (a.targets and not p.target):
             continue
         print(f"[{n + 1}/{len(POINTS)}] {p.label()}", flush=True)
         r = measure_point(env, p, 2024 + n, checks)

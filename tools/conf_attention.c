@@ -5,7 +5,8 @@
  * Grouped-query ratios 1, 4 and 8; causal with Lk > Lq, Lk == Lq and Lk < Lq
  * (rows that see no key); windows; element masks of every rank and
  * broadcast; block masks of odd blocks over lengths that are no multiple of
- * them; all of them mixed; head dims 32, 64, 80 and 128; decode (Lq = 1);
+ * them; all of them mixed; head dims 32, 64, 80 and 128 (and 64/128 mixed
+ * for K and V); decode (Lq of 1 and 4, block masks of Lq rows);
  * no key at all; Q, K, V and O as views of [B, L, H, D] buffers. The
  * backends of this tree (OpenCL, CUDA, HIP) take every option: a refusal
  * there fails. Another backend may refuse one (PIT_ERR_UNSUPPORTED): that
@@ -83,6 +84,20 @@ static const attn_case cases[] = {
     {.name = "decode, gqa 8, block mask 64 [B, Hq]", .b = 2, .hq = 8, .hkv = 1, .lq = 1,
      .lk = 300, .d = 128, .dv = 128, .block_q = 64, .block_k = 64, .block_rank = 4,
      .block_keep = 0.4, .lse = 1, .quick = 1},
+    {.name = "decode, Lq 4, gqa 4, block mask 4x64 [B, Hq]", .b = 2, .hq = 8, .hkv = 2, .lq = 4,
+     .lk = 700, .d = 128, .dv = 128, .block_q = 4, .block_k = 64, .block_rank = 4,
+     .block_keep = 0.3, .lse = 1, .quick = 1},
+    {.name = "decode, block mask 1x128", .b = 1, .hq = 4, .hkv = 1, .lq = 1, .lk = 1000, .d = 64,
+     .dv = 64, .block_q = 1, .block_k = 128, .block_rank = 3, .block_keep = 0.5},
+    {.name = "head dim 128, block mask 128 [Hq], gqa 2", .b = 1, .hq = 4, .hkv = 2, .lq = 300,
+     .lk = 400, .d = 128, .dv = 128, .block_q = 128, .block_k = 128, .block_rank = 3,
+     .block_keep = 0.6, .lse = 1, .quick = 1},
+    {.name = "head dim 128, causal, Lq 333, Lk 400", .b = 1, .hq = 2, .hkv = 1, .lq = 333, .lk = 400,
+     .d = 128, .dv = 128, .causal = 1, .lse = 1},
+    {.name = "D 128, Dv 64, block mask 128", .b = 1, .hq = 2, .hkv = 1, .lq = 200, .lk = 260,
+     .d = 128, .dv = 64, .block_q = 128, .block_k = 128, .block_rank = 2, .block_keep = 0.7},
+    {.name = "D 64, Dv 128, causal", .b = 1, .hq = 2, .hkv = 2, .lq = 200, .lk = 200, .d = 64,
+     .dv = 128, .causal = 1, .lse = 1},
     {.name = "decode, causal + window left 31", .b = 1, .hq = 4, .hkv = 1, .lq = 1, .lk = 257,
      .d = 64, .dv = 64, .causal = 1, .window_left = 31, .lse = 1},
     {.name = "causal, Lq > Lk: rows with no key", .b = 1, .hq = 2, .hkv = 2, .lq = 40, .lk = 25,

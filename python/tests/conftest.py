@@ -7,6 +7,12 @@ import pytest
 import pit
 
 
+# a test that passes host arrays (numpy) as out= or expects them used in
+# place: only a device that addresses host memory (an OpenCL CPU device) can
+host_memory = pytest.mark.skipif(not pit.default_context().info.takes_host_memory,
+                                 reason="the default context's device does not take host memory (not a CPU device)")
+
+
 def pit_backend():
     """The backend of pit's default context ("cuda", "hip", "opencl")."""
     return pit.default_context().info.backend.decode()

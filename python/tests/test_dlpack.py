@@ -15,9 +15,9 @@ import pytest
 import pit
 from pit import _tensors
 
+from conftest import host_memory
+
 CTX = pit.default_context()
-host_memory = pytest.mark.skipif(not CTX.info.takes_host_memory,
-                                 reason="the default context's device does not take host memory (not a CPU device)")
 RNG = np.random.default_rng(3)
 capsule_name_is = ctypes.pythonapi.PyCapsule_IsValid
 capsule_name_is.argtypes, capsule_name_is.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_int

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import pit
+from conftest import host_memory
 
 TOL = {np.float32: 1e-4, np.float16: 1e-2}
 RNG = np.random.default_rng(7)
@@ -84,6 +85,7 @@ def test_matmul_rows(dtype, shape, s):
     assert rel_err(got, ref) <= TOL[dtype]
 
 
+@host_memory
 def test_matmul_rows_keeps_skipped_rows_of_out():
     m, k, n = 29, 50, 13
     a, b = with_zero_rows(nonzero((m, k), np.float32), 0.5), nonzero((k, n), np.float32)
@@ -136,6 +138,7 @@ def test_relu_ffn(dtype, dead):
     assert rel_err(pit.relu_ffn(x, w1, w2), ref if dead < 1.0 else got) <= TOL[dtype]  # Y alone
 
 
+@host_memory
 def test_relu_ffn_out_and_hidden_in_place():
     t, d, f, d2 = 17, 9, 33, 21
     x, w1, w2 = nonzero((t, d), np.float32), nonzero((d, f), np.float32), nonzero((f, d2), np.float32)

@@ -28,13 +28,16 @@
  * An entry marked PIT_ENTRY_FULL (detection found every mask element of the
  * block non-zero) skips the mask loads of its chunks: only the bounds
  * (row, key < L) decide. Other entries read the mask element by element. */
-/* On sm_90a with head dims 64 the products run on wgmma (ATT_WGMMA): a
- * warpgroup's 64 rows at once, A (Q, then P) from the same registers as
- * mma.sync's fragments, K and V read by the tensor cores from shared
- * memory, where a chunk's key rows (128 bytes) sit under 128-byte swizzle:
- * K is B K-major for S = Q.K^T, V is B N-major for O += P.V. The ldmatrix
- * traffic of K and V (every warp read the whole chunk) is gone. */
-#if PIT_HAS_WGMMA && HD == 64 && HDV == 64
+/* On sm_90a with head dims of 64 or 128 the products run on wgmma
+ * (ATT_WGMMA): a warpgroup's 64 rows at once, A (Q, then P) from the same
+ * registers as mma.sync's fragments, K and V read by the tensor cores from
+ * shared memory, where a chunk's key rows sit under 128-byte swizzle in
+ * 64-column slabs (a 128-wide row is two slabs, KC rows apart): K is B
+ * K-major for S = Q.K^T, V is B N-major for O += P.V (N = HDV: the slabs
+ * are the descriptor's leading offset). The ldmatrix traffic of K and V
+ * (every warp read the whole chunk: at head dim 128, twice the time of the
+ * products at the shared-memory rate) is gone. */
+#if PIT_HAS_WGMMA && (HD == 64 || HD == 128) && (HDV == 64 || HDV == 128)
 #define ATT_WGMMA 1
 #else
 #define ATT_WGMMA 0
@@ -90,11 +93,12 @@ PIT_DEV void p_fragment(const float (&s)[8][4], int kk, pit_u32 (&pa)[4])
 }
 
 /* rows [r0, r0 + ROWS) x COLS of src into shared, zeros past L: stride S,
- * or SW: 64-element rows under 128-byte swizzle (pit_swz128) */
+ * or SW: 64-column slabs of ROWS rows, each under 128-byte swizzle
+ * (pit_swz128) */
 template <int ROWS, int COLS, int S, bool SW = false>
 PIT_DEV void load_rows(T *dst, const T *src, pit_i64 ld, int r0, int L)
 {
-    static_assert(!SW || COLS == 64, "swizzled rows are 128 bytes");
+    static_assert(!SW || COLS % 64 == 0, "swizzled rows are slabs of 128 bytes");
     constexpr int VPR = COLS / 8, UNITS = ROWS * VPR;
 #pragma unroll
     for (int i = 0; i < (UNITS + THREADS - 1) / THREADS; ++i) {
@@ -102,7 +106,7 @@ PIT_DEV void load_rows(T *dst, const T *src, pit_i64 ld, int r0, int L)
         if (UNITS % THREADS && u >= UNITS) break;
         int r = u / VPR, c = (u % VPR) * 8;
         bool ok = r0 + r < L;
-        T *at = dst + (SW ? pit_swz128(r, c) : r * S + c);
+        T *at = dst + (SW ? (c / 64) * ROWS * 64 + pit_swz128(r, c % 64) : r * S + c);
         pit_copy16(at, ok ? src + (pit_i64)(r0 + r) * ld + c : src, ok);
     }
 }
@@ -272,13 +276,15 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
 #pragma unroll
         for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
 #if ATT_WGMMA
-        /* B = K K-major: a k-step is 32 bytes into the swizzled rows, 8-row groups 1024 B apart */
+        /* B = K K-major: a k-step is 32 bytes into a slab's swizzled rows
+         * (four a slab), 8-row groups 1024 B apart */
         float(&sd)[32] = reinterpret_cast<float(&)[32]>(s);
         pit_wgmma_pin(sd);
         pit_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < HD / 16; ++kk)
-            pit_wgmma_rs<PIT_DTYPE, 0>(sd, qf[kk], pit_wgmma_desc(pit_smem_addr(Ks) + kk * 32, 16, 1024));
+            pit_wgmma_rs<PIT_DTYPE, 0>(
+                sd, qf[kk], pit_wgmma_desc(pit_smem_addr(Ks) + (kk / 4) * KC * 128 + (kk % 4) * 32, 16, 1024));
         pit_wgmma_commit();
         pit_wgmma_wait<0>();
         pit_wgmma_pin(sd);
@@ -362,11 +368,12 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
         }
         /* O += P.V: P's accumulators are already the A fragments */
 #if ATT_WGMMA
-        /* B = V N-major: a k-step is 16 key rows (2048 B) on */
+        /* B = V N-major: a k-step is 16 key rows (2048 B) on; the next 64
+         * columns of N one slab (KC * 128 B) on */
         pit_u32 pa[4][4];
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) p_fragment(s, kk, pa[kk]);
-        float(&od)[32] = reinterpret_cast<float(&)[32]>(o);
+        float(&od)[HDV / 2] = reinterpret_cast<float(&)[HDV / 2]>(o);
         pit_wgmma_pin(od);
         pit_wgmma_pin(reinterpret_cast<pit_u32(&)[16]>(pa));
         pit_wgmma_fence();

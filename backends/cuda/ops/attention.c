@@ -131,8 +131,8 @@ static int call_views(const pit_cuda_attention_call *call, pit_cuda_view *q, pit
 int pit_cuda_attention_takes(const pit_cuda_ctx *c, const pit_cuda_attention_call *call)
 {
     pit_cuda_view q, k, v, m, o;
-    const int rows = call->idx ? call->idx->tile.rows : call->block, cols = call->idx ? call->idx->tile.cols : call->block;
-    return call_views(call, &q, &k, &v, &m, &o) && fusable(c, rows, cols, &q, &k, &v, &o) && q.batch <= 65535;
+    return call_views(call, &q, &k, &v, &m, &o) && fusable(c, call->block, call->block, &q, &k, &v, &o) &&
+           q.batch <= 65535;
 }
 
 pit_status pit_cuda_attention_fused_call(pit_cuda_ctx *c, CUstream s, const pit_cuda_attention_call *call)
@@ -153,8 +153,7 @@ pit_status pit_cuda_attention_fused_call(pit_cuda_ctx *c, CUstream s, const pit_
         a.lse_sb = call->lse->strides[0];
         a.lse_sh = call->lse->strides[1];
     }
-    const int block = call->idx ? call->idx->tile.rows : call->block;
-    return launch_fused(c, s, call->idx, block, &q, &v, m.dt, &a);
+    return launch_fused(c, s, call->idx, call->block, &q, &v, m.dt, &a);
 }
 
 static pit_status cuda_attention_sparse(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *Q,

@@ -176,13 +176,17 @@ static int merged_index(const pit_attention_desc *d, const pit_tdesc *m)
 static int fused_call(pit_cuda_ctx *c, const pit_attention_desc *d, pit_tdesc *mask3, pit_cuda_attention_call *call)
 {
     memset(call, 0, sizeof *call);
-    if ((d->mask && !d->idx) || (d->idx && d->tile.rows != d->tile.cols)) return 0;
+    /* One query block holding every query (decode: a block mask of Lq rows
+     * and 64- or 128-key blocks): the kernel's square block of tile.cols
+     * rows holds them all, so the index's key blocks are the kernel's. */
+    const int one_block = d->idx && d->idx->groups_per_batch == 1 && d->Q.shape[2] <= d->tile.cols;
+    if ((d->mask && !d->idx) || (d->idx && d->tile.rows != d->tile.cols && !one_block)) return 0;
     if (!merged(&d->Q, &call->q) || !merged(&d->K, &call->k) || !merged(&d->V, &call->v) || !merged(&d->O, &call->o))
         return 0;
     if (d->mask && !merged_mask(d, mask3)) return 0;
     if (d->idx && !merged_index(d, d->mask ? mask3 : NULL)) return 0;
     call->idx = d->idx;
-    call->block = d->idx ? d->tile.rows : 128;
+    call->block = d->idx ? d->tile.cols : 128;
     call->mask = d->mask ? mask3 : NULL;
     call->lse = d->lse;
     call->heads_q = d->Q.shape[1];

@@ -104,7 +104,9 @@ void pit_cuda_register_attention_ex(pit_backend *be);
  * sets [B * Hkv, Lk, cols] (query set b reads kv set
  * (b / heads_q) * (heads_q / group) + (b % heads_q) / group); mask (NULL:
  * none) one set or one a query set; idx (NULL: every key block inside the
- * window bounds, of `block` keys and rows) with groups in query-set order;
+ * window bounds) with groups in query-set order; block: the kernel's square
+ * block, the index's key block (its query block the same, or one holding
+ * every query);
  * wl, wr the window bounds (-1: none); lse (NULL: none) rank 3 [B, Hq, Lq]. */
 typedef struct pit_cuda_attention_call {
     const pit_index *idx;

@@ -187,7 +187,7 @@ template <int DT> PIT_DEV void pit_wgmma(float (&d)[128], pit_u64 da, pit_u64 db
     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
     "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}"
 
-/* N = 16, 32, 64 (N / 2 accumulators a thread) with A from registers:
+/* N = 16, 32, 64, 128 (N / 2 accumulators a thread) with A from registers:
  * this warp's 16 rows as mma.sync's m16n8k16 A fragment (four 32-bit
  * registers); TB 1: B N-major, 0: K-major. A: the operands after the
  * accumulators ("{a0..a3}, descB, TB"). */
@@ -212,6 +212,10 @@ template <int DT, int TB> PIT_DEV void pit_wgmma_rs(float (&d)[32], const pit_u3
 {
     PIT_WG_RS(64, PIT_WG_D32, "{%32,%33,%34,%35}, %36, p, 1, 1, %37", PIT_WG_O8(d, 0), PIT_WG_O8(d, 8),
               PIT_WG_O8(d, 16), PIT_WG_O8(d, 24));
+}
+template <int DT, int TB> PIT_DEV void pit_wgmma_rs(float (&d)[64], const pit_u32 (&a)[4], pit_u64 db)
+{
+    PIT_WG_RS(128, PIT_WG_D64, "{%64,%65,%66,%67}, %68, p, 1, 1, %69", PIT_WG_O64(d));
 }
 #else
 #define PIT_HAS_WGMMA 0

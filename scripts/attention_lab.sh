@@ -1,0 +1,42 @@
+#!/bin/bash
+# scripts/attention_lab.sh - a GPU lab script (not shipped): the attention
+# suite of two builds on the same device (build-base/, a build of an older
+# commit, beside build-gpu/), an ncu profile (full set) of the fused kernel
+# at the target point of each kind, PyTorch's peers at the target points and
+# the Python tests. Each build keeps its own kernel cache. Logs go to
+# $OUT/attention-lab.tgz (one file: the device returns few files).
+#   usage: bash scripts/attention_lab.sh [bench] [ncu] [torch] [pytest]
+set -u
+cd "$(dirname "$0")/.." || exit 1
+out="${OUT:-$PWD/build-gpu/lab-out}"; logs="$out/attention-lab"; mkdir -p "$logs"
+carry="$PWD/.carry"
+export PIT_TILEDB_DIR="$PWD/tiledb" PIT_BACKEND=cuda PYTHONUNBUFFERED=1
+steps="${*:-bench ncu torch pytest}"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$logs/gpu.txt"
+with_build() { local b="$1"; shift; LD_LIBRARY_PATH="$PWD/build-$b/lib:$carry/lib" PIT_CACHE_DIR="/tmp/pit-cache-$b" "$@"; }
+torch_att() { with_build gpu env PYTHONPATH=python PIT_LIBRARY="$PWD/build-gpu/lib/libpit.so" "$@"; }
+for step in $steps; do
+  case "$step" in
+  bench)
+    for b in base gpu; do
+      [ -x "build-$b/bin/pit" ] || continue
+      with_build "$b" "build-$b/bin/pit" bench --suite attention > "$logs/bench_$b.log" 2>&1
+      echo "== $b"; grep -E "^(kind|window|blocks|causal|decode) " "$logs/bench_$b.log"
+    done ;;
+  ncu)
+    for k in blocks causal decode; do
+      torch_att timeout 200 ncu --set full -k regex:pit_op_attention --launch-skip 2 --launch-count 1 \
+        python3 scripts/torch_attention.py --only "$k" --targets --no-flex > "$logs/ncu_$k.log" 2>&1
+      echo "ncu $k: rc=$?"
+    done ;;
+  torch)
+    torch_att timeout 360 python3 scripts/torch_attention.py --targets --json "$logs/torch_attention.json" \
+      > "$logs/torch_attention.log" 2>&1
+    tail -n 14 "$logs/torch_attention.log" ;;
+  pytest)
+    with_build gpu env OUT="$logs" PIT_PY_LIB="$PWD/build-gpu/lib/libpit.so" PIT_PYTHON_BACKENDS=cuda \
+      bash scripts/python_gpu.sh
+    grep -E "^(FAILED|ERROR)|Error|assert" "$logs/pytest_cuda.log" | head -30 ;;
+  esac
+done
+tar czf "$out/attention-lab.tgz" -C "$out" attention-lab && rm -rf "$logs"
