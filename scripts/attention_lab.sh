@@ -1,11 +1,12 @@
 #!/bin/bash
 # scripts/attention_lab.sh - a GPU lab script (not shipped): the attention
-# suite of two builds on the same device (build-base/, a build of an older
+# suite (and the layers suite) of two builds on the same device (build-base/, a build of an older
 # commit, beside build-gpu/), an ncu profile (full set) of the fused kernel
 # at the target point of each kind, PyTorch's peers at the target points and
 # the Python tests. Each build keeps its own kernel cache. Logs go to
-# $OUT/attention-lab.tgz (one file: the device returns few files).
-#   usage: bash scripts/attention_lab.sh [bench] [ncu] [torch] [pytest]
+# $OUT/attention-lab.tgz (one file: the device returns few files). conf:
+# every operator's conformance and the sanitizers on attention.
+#   usage: bash scripts/attention_lab.sh [conf] [bench] [layers] [ncu] [torch] [pytest]
 set -u
 cd "$(dirname "$0")/.." || exit 1
 out="${OUT:-$PWD/build-gpu/lab-out}"; logs="$out/attention-lab"; mkdir -p "$logs"
@@ -22,6 +23,22 @@ for step in $steps; do
       [ -x "build-$b/bin/pit" ] || continue
       with_build "$b" "build-$b/bin/pit" bench --suite attention > "$logs/bench_$b.log" 2>&1
       echo "== $b"; grep -E "^(kind|window|blocks|causal|decode) " "$logs/bench_$b.log"
+    done ;;
+  conf)
+    # every operator's conformance on build-gpu (one process an operator),
+    # then the sanitizers on the attention cases
+    for op in matmul sddmm softmax attention moe moe_ffn rows ffn backward prune; do
+      with_build gpu build-gpu/bin/pit conformance --op "$op" > "$logs/conf_$op.log" 2>&1 &
+    done; wait
+    grep -h "^conformance:" "$logs"/conf_*.log | awk '{p+=$2; f+=$4; s+=$6} END {print "conformance:", p, "passed,", f, "failed,", s, "skipped"}'
+    with_build gpu compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/bin/pit conformance --quick --op attention > "$logs/memcheck.log" 2>&1
+    echo "memcheck: rc=$? $(grep -c 'passed' "$logs/memcheck.log") $(tail -n1 "$logs/memcheck.log")"
+    with_build gpu compute-sanitizer --tool racecheck --error-exitcode 3 build-gpu/bin/pit conformance --quick --op attention > "$logs/racecheck.log" 2>&1
+    echo "racecheck: rc=$? $(tail -n1 "$logs/racecheck.log")" ;;
+  layers)
+    for b in base gpu; do
+      with_build "$b" "build-$b/bin/pit" bench --suite layers > "$logs/layers_$b.log" 2>&1
+      echo "== layers $b"; grep -E "^attention|^moe|^[a-z]+ .*\| " "$logs/layers_$b.log" | head -12
     done ;;
   ncu)
     for k in blocks causal decode; do
