@@ -55,5 +55,7 @@ for step in $steps; do
       bash scripts/python_gpu.sh
     grep -E "^(FAILED|ERROR)|Error|assert" "$logs/pytest_cuda.log" | head -30 ;;
   esac
+  # after every step: a run cut short still brings back what it did
+  tar czf "$out/attention-lab.tgz" -C "$out" attention-lab
 done
-tar czf "$out/attention-lab.tgz" -C "$out" attention-lab && rm -rf "$logs"
+rm -rf "$logs"
