@@ -1,7 +1,10 @@
 """pit's operators as PyTorch ops: `import pit.torch_ops` registers
 torch.ops.pit.* with torch.library.custom_op, each with a fake (meta)
 implementation, so torch.compile traces them without graph breaks, and
-autograd through libpit's backward entry points.
+autograd through libpit's backward entry points where libpit has one
+(matmul, sparse_softmax, attention, moe_ffn). matmul_rows, sddmm,
+relu_ffn, moe_forward and prune_magnitude are forward ops: a gradient
+through them raises torch's error that the op has no autograd kernel.
 
 Tensors pass to pit's functions as they are: through DLPack without a copy
 where pit's context runs on their device (CUDA tensors on CUDA, on torch's
@@ -164,3 +167,62 @@ def _moe_grad(ctx, dy):
 
 
 moe_ffn.register_autograd(_moe_grad, setup_context=_moe_setup)
+
+
+# ---- forward ops (no backward entry point in libpit) ------------------------
+@torch.library.custom_op("pit::matmul_rows", mutates_args=())
+def matmul_rows(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """c = a . b computing only the rows of a that hold a non-zero; the other
+    rows are 0 (pit.matmul_rows)."""
+    return pit.matmul_rows(a, b)
+
+
+@matmul_rows.register_fake
+def _(a, b):
+    return a.new_empty(a.shape[:-1] + b.shape[-1:])
+
+
+@torch.library.custom_op("pit::sddmm", mutates_args=())
+def sddmm(a: torch.Tensor, b: torch.Tensor, mask: torch.Tensor, block_rows: int = 0,
+          block_cols: int = 0) -> torch.Tensor:
+    """(a . b^T) where mask is non-zero, 0 elsewhere (pit.sddmm)."""
+    return pit.sddmm(a, b, mask, (block_rows, block_cols))
+
+
+@sddmm.register_fake
+def _(a, b, mask, block_rows=0, block_cols=0):
+    return a.new_empty(a.shape[:-2] + mask.shape[-2:])
+
+
+@torch.library.custom_op("pit::relu_ffn", mutates_args=())
+def relu_ffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+    """relu(x . w1) . w2 with the zeros after the ReLU skipped (pit.relu_ffn)."""
+    return pit.relu_ffn(x, w1, w2)
+
+
+@relu_ffn.register_fake
+def _(x, w1, w2):
+    return x.new_empty(x.shape[:-1] + w2.shape[-1:])
+
+
+@torch.library.custom_op("pit::moe_forward", mutates_args=())
+def moe_forward(x: torch.Tensor, expert_ids: torch.Tensor, gates: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """y[t] = sum_j gates[t, j] x[t] . w[expert_ids[t, j]] (pit.moe_forward)."""
+    return pit.moe_forward(x, expert_ids, gates, w)
+
+
+@moe_forward.register_fake
+def _(x, expert_ids, gates, w):
+    return x.new_empty((x.shape[0], w.shape[-1]))
+
+
+@torch.library.custom_op("pit::prune_magnitude", mutates_args=())
+def prune_magnitude(w: torch.Tensor, block_rows: int = 1, block_cols: int = 1, sparsity: float = 0.5) -> torch.Tensor:
+    """A copy of w with the fraction `sparsity` of its block micro-tiles of
+    smallest magnitude zeroed (pit.prune_magnitude)."""
+    return pit.prune_magnitude(w, (block_rows, block_cols), sparsity)
+
+
+@prune_magnitude.register_fake
+def _(w, block_rows=1, block_cols=1, sparsity=0.5):
+    return torch.empty_like(w)

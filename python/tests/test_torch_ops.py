@@ -190,6 +190,67 @@ def test_opcheck(torch_device, name):
     torch.library.opcheck(fn, args)
 
 
+def forward_cases(device):
+    """The forward ops (no autograd), float32, each with the float64 dense
+    result its output must match."""
+    d = dict(device=device)
+    a = nonzero(7, 9)
+    a[torch.rand(7, generator=GEN) < 0.4] = 0.0  # whole rows of zeros: what matmul_rows skips
+    b = nonzero(9, 5)
+    sa, sb, smask = nonzero(6, 8), nonzero(7, 8), (torch.rand(6, 7, generator=GEN) < 0.5).float()
+    x, w1, w2 = nonzero(5, 6), nonzero(6, 10), nonzero(10, 4)
+    mx, mw = nonzero(6, 4), nonzero(3, 4, 5)
+    ids = torch.tensor([[0, 2], [1, 1], [2, 0], [0, 1], [5, 2], [1, 0]], dtype=torch.int32)
+    gates = torch.rand(6, 2, generator=GEN) + 0.1
+    pw = nonzero(8, 8)
+    f = torch.nn.functional
+
+    def moe_ref(x, ids, gates, w):
+        y = torch.zeros(x.shape[0], w.shape[-1], dtype=torch.float64)
+        for t in range(x.shape[0]):
+            for j in range(ids.shape[1]):
+                e = int(ids[t, j])
+                if 0 <= e < w.shape[0]:  # an id outside 0..E-1 contributes nothing
+                    y[t] += float(gates[t, j]) * (x[t].double() @ w[e].double())
+        return y
+
+    def prune_ref(w):
+        keep = w.abs() > w.abs().flatten().kthvalue(w.numel() // 2).values
+        return torch.where(keep, w, torch.zeros_like(w)).double()
+
+    return {
+        "matmul_rows": (ops.matmul_rows, (a.to(**d), b.to(**d)), a.double() @ b.double()),
+        "sddmm": (ops.sddmm, (sa.to(**d), sb.to(**d), smask.to(**d)), (sa.double() @ sb.double().T) * smask.double()),
+        "relu_ffn": (ops.relu_ffn, (x.to(**d), w1.to(**d), w2.to(**d)),
+                     f.relu(x.double() @ w1.double()) @ w2.double()),
+        "moe_forward": (ops.moe_forward, (mx.to(**d), ids.to(device), gates.to(**d), mw.to(**d)),
+                        moe_ref(mx, ids, gates, mw)),
+        "prune_magnitude": (lambda w: ops.prune_magnitude(w, 1, 1, 0.5), (pw.to(**d),), prune_ref(pw)),
+    }
+
+
+FORWARD_OPS = ["matmul_rows", "sddmm", "relu_ffn", "moe_forward", "prune_magnitude"]
+
+
+@pytest.mark.parametrize("name", FORWARD_OPS)
+def test_forward_ops_against_dense(torch_device, name):
+    """Each forward op's result against PyTorch's dense float64 result, then
+    torch.library.opcheck (schema, the fake against the real result, AOT
+    dispatch) on its op."""
+    fn, args, ref = forward_cases(torch_device)[name]
+    check(fn(*args), ref, TOL[torch.float32][0], name)
+    op = getattr(torch.ops.pit, name).default
+    extra = {"prune_magnitude": (1, 1, 0.5)}.get(name, ())
+    torch.library.opcheck(op, args + extra, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static"))
+
+
+def test_forward_ops_refuse_a_gradient(torch_device):
+    a = nonzero(4, 3).to(torch_device).requires_grad_(True)
+    b = nonzero(3, 2).to(torch_device)
+    with pytest.raises(RuntimeError, match="autograd"):
+        ops.matmul_rows(a, b).sum().backward()
+
+
 def test_opcheck_attention(torch_device):
     q, k, v = (nonzero(1, 2, 5, 4).to(torch_device).requires_grad_(True) for _ in range(3))
     torch.library.opcheck(ops.attention, (q, k, v, True, -1, -1, 0.0))
@@ -210,6 +271,17 @@ def test_compile_traces_without_graph_breaks(torch_device):
     mask = (torch.rand(16, 24, generator=GEN) < 0.5).to(torch_device)
     compiled = torch.compile(block, fullgraph=True, backend=compile_backend(torch_device))
     check(compiled(a, b, mask), block(a, b, mask), 1e-6, "compiled against eager")
+
+
+def test_compile_traces_forward_ops_without_graph_breaks(torch_device):
+    def block(x, w1, w2, k, mask):
+        h = ops.relu_ffn(x, w1, w2)
+        return ops.sddmm(ops.matmul_rows(h, w2.T.contiguous()), k, mask)
+
+    x, w1, w2 = nonzero(8, 16).to(torch_device), nonzero(16, 32).to(torch_device), nonzero(32, 16).to(torch_device)
+    k, mask = nonzero(12, 32).to(torch_device), (torch.rand(8, 12, generator=GEN) < 0.5).float().to(torch_device)
+    compiled = torch.compile(block, fullgraph=True, backend=compile_backend(torch_device))
+    check(compiled(x, w1, w2, k, mask), block(x, w1, w2, k, mask), 1e-6, "compiled against eager")
 
 
 class Block(torch.nn.Module):
