@@ -576,7 +576,9 @@ PIT_API pit_attention_options pit_attention_options_default(void);
  * causal bound and window leave).
  * Where it runs: OpenCL, CUDA and HIP take every option (CUDA and HIP on
  * the fused tensor-core kernel where the call is 16-bit with head dims and
- * square blocks of 64 or 128, else on generic kernels: docs/api.md). A
+ * square blocks of 64 or 128, or a block mask of one block of rows with
+ * key blocks of 64 or 128 and Lq no more than them (decode), else on
+ * generic kernels: docs/api.md). A
  * backend without the full entry takes the calls pit_sparse_attention's
  * kernels can run (an element mask and no other option, Lq == Lk, Hq ==
  * Hkv, no lse, a square micro-tile; a call a batch or a head where the mask
