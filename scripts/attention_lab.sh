@@ -1,11 +1,13 @@
 #!/bin/bash
 # scripts/attention_lab.sh - a GPU lab script (not shipped): the attention
-# suite (and the layers suite) of two builds on the same device (build-base/, a build of an older
-# commit, beside build-gpu/), an ncu profile (full set) of the fused kernel
-# at the target point of each kind, PyTorch's peers at the target points and
-# the Python tests. Each build keeps its own kernel cache. Logs go to
-# $OUT/attention-lab.tgz (one file: the device returns few files). conf:
-# every operator's conformance and the sanitizers on attention.
+# suite (and the layers suite) of two builds on the same device
+# (build-base/, a build of an older commit, beside build-gpu/), an ncu
+# profile (full set) of the attention kernel at the target point of each
+# kind (`pit bench --suite attention --only KIND`), PyTorch's peers at the
+# target points and the Python tests. Each build keeps its own kernel cache.
+# Logs go to $OUT/attention-lab.tgz (one file: the device returns few
+# files). conf: every operator's conformance and the sanitizers on
+# attention.
 #   usage: bash scripts/attention_lab.sh [conf] [bench] [layers] [ncu] [torch] [pytest]
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -41,9 +43,10 @@ for step in $steps; do
       echo "== layers $b"; grep -E "^attention|^moe|^[a-z]+ .*\| " "$logs/layers_$b.log" | head -12
     done ;;
   ncu)
+    # the kind's target point comes first: its third launch of an attention kernel
     for k in blocks causal decode; do
-      torch_att timeout 200 ncu --set full -k regex:pit_op_attention --launch-skip 2 --launch-count 1 \
-        python3 scripts/torch_attention.py --only "$k" --targets --no-flex > "$logs/ncu_$k.log" 2>&1
+      with_build gpu timeout 200 ncu --set full -k regex:pit_op_attn --launch-skip 2 --launch-count 1 \
+        build-gpu/bin/pit bench --suite attention --only "$k" > "$logs/ncu_$k.log" 2>&1
       echo "ncu $k: rc=$?"
     done ;;
   torch)

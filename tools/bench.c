@@ -16,7 +16,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: pit bench [--suite matmul|convert|select|layers|decode|moe|attention|all] [--quick]\n"
             "                 [--size N] [--dtype f32,f16,bf16] [--repeats R] [--json FILE]\n"
-            "                 [--plot FILE.png] [--explain]\n"
+            "                 [--plot FILE.png] [--explain] [--only KIND]\n"
             "  matmul   M=N=K sparse matmul, micro-tiles 32x1, 1x64, 32x64 at sparsity\n"
             "           0.5/0.9/0.95/0.99, against dense, the vendor sparse library, the\n"
             "           memory floor and the L2 floor of the plan that ran\n"
@@ -38,7 +38,8 @@ static void usage(FILE *f)
             "           prefill with grouped-query heads, decode over a long KV cache with\n"
             "           10%% of 64-key blocks kept; bf16 (--dtype for others), against the\n"
             "           floor (mask bytes + FLOPs at FlashAttention-3's H100 rate; decode:\n"
-            "           the kept K/V bytes); the shapes are models' (--size does not change them)\n"
+            "           the kept K/V bytes); the shapes are models' (--size does not change them);\n"
+            "           --only window|blocks|causal|decode runs that kind's points alone\n"
             "On a CPU device the default is --quick (size 256).\n");
 }
 
@@ -253,6 +254,12 @@ static int on_option(const tool_command *c, void *user, int id, const char *valu
     case 'p':
         o->plot_path = value;
         return 0;
+    case 'o':
+        if (tool_find_name(value, bench_attention_kinds, BENCH_ATTENTION_KINDS) < 0)
+            return tool_usage_error(c, "--only: '%s' is not an attention kind (window, blocks, causal, decode)",
+                                    value);
+        o->only = value;
+        return 0;
     default: /* 'd' */
         return parse_dtypes(c, value, &o->dtype_mask);
     }
@@ -266,6 +273,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         {"size", required_argument, NULL, 'n'},  {"dtype", required_argument, NULL, 'd'},
         {"repeats", required_argument, NULL, 'r'}, {"json", required_argument, NULL, 'j'},
         {"plot", required_argument, NULL, 'p'},  {"explain", no_argument, NULL, 'e'},
+        {"only", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
     const tool_command cmd = {"bench", ":h", options, usage, on_option};
     return tool_parse_options(&cmd, argc, argv, o);

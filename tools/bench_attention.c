@@ -34,7 +34,7 @@
 #define KEEP 0.1 /* blocks a block mask keeps */
 
 typedef enum { ATT_WINDOW, ATT_BLOCKS, ATT_CAUSAL, ATT_DECODE } att_kind;
-static const char *const kind_names[] = {"window", "blocks", "causal", "decode"};
+const char *const bench_attention_kinds[BENCH_ATTENTION_KINDS] = {"window", "blocks", "causal", "decode"};
 
 typedef struct att_point {
     att_kind kind;
@@ -413,7 +413,7 @@ static void print_row(const void *result)
     }
     const att_point *p = &r->p;
     printf("%-6s %-4s %2lld %3lld/%-3lld %6lld %6lld %4lld %6.3f | %8.4f %8s %7s %7.1f | %.1e %s | %s%s\n",
-           kind_names[p->kind], pit_dtype_name(r->dt), (long long)p->b, (long long)p->hq, (long long)p->hkv,
+           bench_attention_kinds[p->kind], pit_dtype_name(r->dt), (long long)p->b, (long long)p->hq, (long long)p->hkv,
            (long long)p->lq, (long long)p->lk, (long long)p->d, r->allowed, r->pit_ms, floor, ratio, r->tflops,
            r->err, r->ok ? "ok" : "OFF", r->choice, p->target ? " (target)" : "");
 }
@@ -427,10 +427,10 @@ static void json_row(FILE *json, const void *result, int first)
             "\"lq\": %lld, \"lk\": %lld, \"head_dim\": %lld, \"allowed\": %.6f, \"pit_ms\": %.6f, "
             "\"pit_spread\": %.4f, \"floor_ms\": %.6f, \"pit_over_floor\": %.4f, \"tflops\": %.3f, "
             "\"rel_error\": %.3e, \"ok\": %d, \"target\": %d, \"choice\": \"%s\"}",
-            first ? "" : ",\n", kind_names[p->kind], pit_dtype_name(r->dt), (long long)p->b, (long long)p->hq,
-            (long long)p->hkv, (long long)p->lq, (long long)p->lk, (long long)p->d, r->allowed, r->pit_ms,
-            r->pit_spread, r->floor_ms, r->floor_ms > 0 ? r->pit_ms / r->floor_ms : 0.0, r->tflops, r->err, r->ok,
-            p->target, r->choice);
+            first ? "" : ",\n", bench_attention_kinds[p->kind], pit_dtype_name(r->dt), (long long)p->b,
+            (long long)p->hq, (long long)p->hkv, (long long)p->lq, (long long)p->lk, (long long)p->d, r->allowed,
+            r->pit_ms, r->pit_spread, r->floor_ms, r->floor_ms > 0 ? r->pit_ms / r->floor_ms : 0.0, r->tflops, r->err,
+            r->ok, p->target, r->choice);
 }
 
 int bench_attention_suite(pit_context *ctx, const bench_opts *o, FILE *json)
@@ -450,15 +450,20 @@ int bench_attention_suite(pit_context *ctx, const bench_opts *o, FILE *json)
            "Lk", "D", "allow", "pit ms", "floor", "pit/flr", "TFLOP/s", "rel. error", "choice");
     if (json)
         fprintf(json, "  \"attention_copy_gbps\": %.3f,\n  \"attention\": [\n", gbps);
-    int total = ndt * NPOINTS, done = 0;
+    int npoints = 0;
+    for (int i = 0; i < NPOINTS; i++)
+        npoints += !o->only || !strcmp(o->only, bench_attention_kinds[points[i].kind]);
+    int total = ndt * npoints, done = 0;
     bench_table tab = {"attention", json, print_row, json_row, 0, 0};
     pit_rng rng;
     pit_rng_seed(&rng, 2024);
     for (int t = 0; t < ndt; t++)
         for (int i = 0; i < NPOINTS; i++) {
+            if (o->only && strcmp(o->only, bench_attention_kinds[points[i].kind]))
+                continue;
             att_point p = scaled(&points[i], o->quick);
             char what[96];
-            snprintf(what, sizeof what, "%s %s B%lld H%lld/%lld L%lld/%lld D%lld", kind_names[p.kind],
+            snprintf(what, sizeof what, "%s %s B%lld H%lld/%lld L%lld/%lld D%lld", bench_attention_kinds[p.kind],
                      pit_dtype_name(dts[t]), (long long)p.b, (long long)p.hq, (long long)p.hkv, (long long)p.lq,
                      (long long)p.lk, (long long)p.d);
             bench_progress(what, done++, total);
