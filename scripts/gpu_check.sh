@@ -5,7 +5,7 @@
 # CUDA-graph capture, compute-sanitizer, and the benches. Logs and JSON go to
 # $OUT (or build-gpu/lab-out). Optional: .carry/lib (libclblast.so.1) and
 # .carry/include (the DLPack header), for a GPU machine without them.
-#   usage: bash scripts/gpu_check.sh [quick|full|model|ops|sweep|kernels|anchors|attention]
+#   usage: bash scripts/gpu_check.sh [quick|full|model|ops|sweep|kernels|anchors]
 # anchors: the attention and MoE points of docs/PERF.md: the operator tests,
 # conformance of the masked operators, the sanitizers on attention, the CUDA
 # direct benches, and scripts/torch_anchors.py (pit through ctypes beside
@@ -13,9 +13,7 @@
 # then `pit bench --suite moe` and scripts/torch_moe.py (pit_moe_ffn beside
 # PyTorch's composed MoE expert layer).
 # kernels: after a kernel change: direct tests, conformance, sanitizers, benches.
-# attention: after an attention kernel change: conformance of every operator,
-# the sanitizers on attention, the attention suite with its PyTorch peers
-# (scripts/torch_attention.py; PIT_LAB_TORCH=0 leaves them out), pytest.
+# (After an attention kernel change: scripts/attention_lab.sh.)
 # sweep: the MoE grouped-GEMM tile sweep (one tile-database file a tile), the
 # matmul bench, CUDA conformance.
 # ops: the operator tests and benches, CUDA conformance, graph capture, and
@@ -76,26 +74,6 @@ if [ "$mode" = anchors ]; then
   grep -h "^[a-z].* | " "$out/bench_moe.log" >> "$summary"
   step torch_moe env PYTHONUNBUFFERED=1 python3 scripts/torch_moe.py --lib build-gpu/lib/libpit.so --json "$out/torch_moe.json"
   cat "$out/torch_moe.log" >> "$summary"
-  rm -f "$out/gpu.txt"
-  echo; cat "$summary"; exit 0
-fi
-if [ "$mode" = attention ]; then
-  # after an attention kernel change: every operator's conformance (one
-  # process an operator, side by side), the sanitizers on the attention
-  # cases, the attention suite, its PyTorch peers, the Python package's tests
-  step conformance_cuda sh -c "for op in matmul sddmm softmax attention moe moe_ffn rows ffn backward prune; do
-      PIT_BACKEND=cuda $B/pit conformance --op \$op > $out/conf_\$op.log 2>&1 & done; wait;
-      grep -h '^conformance:' $out/conf_*.log | awk '{p+=\$2; f+=\$4; s+=\$6} END {print \"conformance:\", p, \"passed,\", f, \"failed,\", s, \"skipped\"; exit f > 0}'"
-  step memcheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 $B/pit conformance --quick --op attention
-  step racecheck_attention env PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 $B/pit conformance --quick --op attention
-  step bench_attention env PIT_BACKEND=cuda $B/pit bench --suite attention --json "$out/bench_attention.json"
-  grep -h "^[a-z].* | " "$out/bench_attention.log" >> "$summary"
-  if [ "${PIT_LAB_TORCH:-1}" = 1 ]; then
-    step torch_attention env PYTHONPATH=python PIT_LIBRARY="$PWD/build-gpu/lib/libpit.so" PIT_BACKEND=cuda \
-      PYTHONUNBUFFERED=1 timeout 400 python3 scripts/torch_attention.py ${PIT_LAB_TORCH_ARGS:-} --json "$out/torch_attention.json"
-    tail -n 30 "$out/torch_attention.log" >> "$summary"
-    step pytest_cuda env PIT_PY_LIB="$PWD/build-gpu/lib/libpit.so" PIT_PYTHON_BACKENDS=cuda bash scripts/python_gpu.sh
-  fi
   rm -f "$out/gpu.txt"
   echo; cat "$summary"; exit 0
 fi

@@ -433,6 +433,12 @@ static void json_row(FILE *json, const void *result, int first)
             r->ok, p->target, r->choice);
 }
 
+/* Whether --only (or its absence) runs point p. */
+static int selected(const bench_opts *o, const att_point *p)
+{
+    return !o->only || !strcmp(o->only, bench_attention_kinds[p->kind]);
+}
+
 int bench_attention_suite(pit_context *ctx, const bench_opts *o, FILE *json)
 {
     pit_device_info d;
@@ -452,14 +458,14 @@ int bench_attention_suite(pit_context *ctx, const bench_opts *o, FILE *json)
         fprintf(json, "  \"attention_copy_gbps\": %.3f,\n  \"attention\": [\n", gbps);
     int npoints = 0;
     for (int i = 0; i < NPOINTS; i++)
-        npoints += !o->only || !strcmp(o->only, bench_attention_kinds[points[i].kind]);
+        npoints += selected(o, &points[i]);
     int total = ndt * npoints, done = 0;
     bench_table tab = {"attention", json, print_row, json_row, 0, 0};
     pit_rng rng;
     pit_rng_seed(&rng, 2024);
     for (int t = 0; t < ndt; t++)
         for (int i = 0; i < NPOINTS; i++) {
-            if (o->only && strcmp(o->only, bench_attention_kinds[points[i].kind]))
+            if (!selected(o, &points[i]))
                 continue;
             att_point p = scaled(&points[i], o->quick);
             char what[96];

@@ -14,6 +14,7 @@ if not hasattr(torch.library, "custom_op"):
     pytest.skip("torch has no torch.library.custom_op (2.4 or later needed)", allow_module_level=True)
 
 import pit.torch_ops as ops  # noqa: E402
+from test_ops import moe_forward_reference  # noqa: E402
 
 GEN = torch.Generator().manual_seed(11)
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
@@ -205,15 +206,6 @@ def forward_cases(device):
     pw = nonzero(8, 8)
     f = torch.nn.functional
 
-    def moe_ref(x, ids, gates, w):
-        y = torch.zeros(x.shape[0], w.shape[-1], dtype=torch.float64)
-        for t in range(x.shape[0]):
-            for j in range(ids.shape[1]):
-                e = int(ids[t, j])
-                if 0 <= e < w.shape[0]:  # an id outside 0..E-1 contributes nothing
-                    y[t] += float(gates[t, j]) * (x[t].double() @ w[e].double())
-        return y
-
     def prune_ref(w):
         keep = w.abs() > w.abs().flatten().kthvalue(w.numel() // 2).values
         return torch.where(keep, w, torch.zeros_like(w)).double()
@@ -224,7 +216,7 @@ def forward_cases(device):
         "relu_ffn": (ops.relu_ffn, (x.to(**d), w1.to(**d), w2.to(**d)),
                      f.relu(x.double() @ w1.double()) @ w2.double()),
         "moe_forward": (ops.moe_forward, (mx.to(**d), ids.to(device), gates.to(**d), mw.to(**d)),
-                        moe_ref(mx, ids, gates, mw)),
+                        torch.from_numpy(moe_forward_reference(mx.numpy(), ids.numpy(), gates.numpy(), mw.numpy()))),
         "prune_magnitude": (lambda w: ops.prune_magnitude(w, 1, 1, 0.5), (pw.to(**d),), prune_ref(pw)),
     }
 
