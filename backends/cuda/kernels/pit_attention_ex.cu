@@ -407,9 +407,11 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attn_ex_dkv(const pit_attn_ex_
     const int b = z / p.heads, hk = z % p.heads;
     const pit_i64 key0 = (pit_i64)kb * p.bc + (pit_i64)part * ROWS;
     const int keys = (int)att_max(0, att_min(ROWS, att_min((pit_i64)p.bc - (pit_i64)part * ROWS, p.Lk - key0)));
-    /* the queries the bounds leave to any of the keys: [qlo, qhi) */
+    /* the queries the bounds leave to any of the keys: [qlo, qhi), empty
+     * (qlo = Lq, never a query block past the last) for keys past Lk or
+     * beyond every query's reach */
     const pit_i64 diag = (pit_i64)p.Lk - p.Lq;
-    const pit_i64 qlo = p.wr >= 0 ? att_max(key0 - diag - p.wr, 0) : 0;
+    const pit_i64 qlo = p.wr >= 0 ? att_min(att_max(key0 - diag - p.wr, 0), p.Lq) : 0;
     const pit_i64 qhi = keys == 0 ? qlo : p.wl >= 0 ? att_min(key0 + keys - 1 - diag + p.wl + 1, p.Lq) : p.Lq;
     const bool index = p.flags & PIT_ATTN_EX_INDEX;
     const T *K = rows_of(p.k, b, hk) + key0 * p.k.ld, *V = rows_of(p.v, b, hk) + key0 * p.v.ld;

@@ -377,10 +377,12 @@ void pit_attention_dkv(__global const st_t *Q, long q_off, long q_sb, long q_sh,
     const long key0 = (long)kb * bc + (long)part * BM;
     const int keys = (int)max(0L, min((long)BM, min((long)bc - (long)part * BM, Lk - key0)));
     const att_rule u = {(long)Lk - Lq, wl, wr, (flags & ATT_MASK) != 0};
-    /* the queries the bounds leave to any of the keys: [qlo, qhi) */
+    /* the queries the bounds leave to any of the keys: [qlo, qhi), empty
+     * (qlo = Lq, never a query block past the last) for keys past Lk or
+     * beyond every query's reach */
     long qlo = wr >= 0 ? key0 - u.diag - wr : 0;
     long qhi = wl >= 0 ? key0 + keys - 1 - u.diag + wl + 1 : (long)Lq;
-    qlo = max(qlo, 0L);
+    qlo = min(max(qlo, 0L), (long)Lq);
     qhi = keys > 0 ? min(qhi, (long)Lq) : qlo;
     const int use_index = (flags & ATT_INDEX) != 0;
     K += k_off + b * k_sb + hk * k_sh;
