@@ -205,7 +205,8 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attn_decode(const pit_attn_dec
                 for (int e = 0; e < 2; ++e) {
                     const int key = mine + 8 * n + 2 * t + e;
                     float &x = s[n][2 * h + e];
-                    x = listed && sees(a, query[h], key) ? x * a.scale_log2 : PIT_NEG_INF;
+                    /* finite however large the scale: +inf would make the max's exponent NaN */
+                    x = listed && sees(a, query[h], key) ? fminf(x * a.scale_log2, 3.0e38f) : PIT_NEG_INF;
                     mx = fmaxf(mx, x);
                 }
             mx = fmaxf(mx, shfl_xor_f(mx, 1));
