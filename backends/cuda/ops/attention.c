@@ -150,11 +150,11 @@ static int decode_takes(const pit_cuda_attention_call *call, const pit_cuda_view
            pit_cuda_cdiv(k->rows, call->block) <= PIT_ATTN_DECODE_MAX_BLOCKS;
 }
 
-/* The splits of the keys: enough CTAs for two an SM, at most 16, at most
- * one a key block. */
+/* The splits of the keys: as many CTAs as fit two an SM in one wave (no
+ * tail), at most 16 splits, at most one a key block. */
 static int decode_splits(const pit_cuda_ctx *c, int64_t ctas, int64_t key_blocks)
 {
-    int64_t s = pit_cuda_cdiv(2 * (int64_t)c->sm_count, ctas);
+    int64_t s = 2 * (int64_t)c->sm_count / ctas;
     if (s > 16) s = 16;
     if (s > key_blocks) s = key_blocks;
     return s < 1 ? 1 : (int)s;
