@@ -18,6 +18,10 @@ char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size)
         snprintf(buf, size, "-DPIT_DTYPE=%d -DBLOCK=%d -DHD=%d -DHDV=%d -DMASK_DT=%d -DATT_DETECT=%d", dt, p[0],
                  p[1], p[2], p[3], p[4]);
         break;
+    case PIT_CUDA_OP_ATTN_DECODE:
+    case PIT_CUDA_OP_ATTN_COMBINE:
+        snprintf(buf, size, "-DPIT_DTYPE=%d -DKB=%d -DHD=%d", dt, p[0], p[1]);
+        break;
     case PIT_CUDA_OP_SDDMM:
     case PIT_CUDA_OP_SOFTMAX:
     case PIT_CUDA_OP_SOFTMAX_BWD:
@@ -155,6 +159,18 @@ static int emit_tensor_core(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void
             ++n;
         }
     }
+    /* decode: key blocks and head dims of 64 and 128; the combine reads no
+     * key block (64 only) */
+    for (int kb = 64; kb <= 128; kb *= 2)
+        for (int hd = 64; hd <= 128; hd *= 2) {
+            int p[5] = {kb, hd};
+            emit(PIT_CUDA_OP_ATTN_DECODE, dt, p, fn, user);
+            ++n;
+            if (kb == 64) {
+                emit(PIT_CUDA_OP_ATTN_COMBINE, dt, p, fn, user);
+                ++n;
+            }
+        }
     /* the mma.sync tile everywhere (on sm_90: where no TMA map can be made),
      * and on sm_90 the warp-specialised wgmma one */
     for (int acc = 0; acc < 2; ++acc)

@@ -120,6 +120,8 @@ context_get_info = _proto("pit_context_get_info", _vp, ctypes.POINTER(DeviceInfo
 tensor_create = _proto("pit_tensor_create", _vp, ctypes.c_int, ctypes.c_int, _i64p, ctypes.POINTER(_vp))
 tensor_destroy = _proto("pit_tensor_destroy", _vp)
 tensor_from_dlpack = _proto("pit_tensor_from_dlpack", _vp, _vp, ctypes.POINTER(_vp))
+tensor_wrap = _proto("pit_tensor_wrap", _vp, ctypes.c_int, ctypes.c_int, _i64p, _i64p, _vp, ctypes.c_size_t,
+                     ctypes.POINTER(_vp))
 tensor_from_dlpack_versioned = _proto("pit_tensor_from_dlpack_versioned", _vp, _vp, ctypes.POINTER(_vp))
 stream_wrap = _proto("pit_stream_wrap", _vp, _vp, ctypes.POINTER(_vp))
 stream_destroy = _proto("pit_stream_destroy", _vp)

@@ -243,3 +243,23 @@ def test_torch_allocator_can_be_turned_off(cuda_device):
     assert ctx._allocator is None
     torch.cuda.synchronize()
     ctx.close()
+
+
+# ---- torch tensors borrowed by pointer -------------------------------------------------
+def test_cuda_tensors_pass_without_dlpack_capsules(cuda_device, monkeypatch):
+    """On a CUDA context torch tensors reach libpit by pointer
+    (pit_tensor_wrap): no capsule is made, strided views (attention's
+    [B, L, H, D] order) and outputs included, and the results are right."""
+    from pit import _tensors
+
+    def no_capsule(x):
+        raise AssertionError(f"a DLPack capsule was made for a {type(x).__name__}")
+
+    monkeypatch.setattr(_tensors, "_capsule", no_capsule)
+    a, b = values(64, 96).to(cuda_device), values(96, 32).to(cuda_device)
+    a[:, 16:48] = 0
+    assert rel_err(pit.matmul(a, b), a.double() @ b.double()) <= TOL * 4
+    q, k, v = (values(2, 40, 4, 64).to(cuda_device, BF16).transpose(1, 2) for _ in range(3))
+    got = pit.attention(q, k, v, causal=True)
+    want = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    assert rel_err(got, want) <= 4 * torch.finfo(BF16).eps

@@ -176,6 +176,35 @@ PIT_ARGS_SIZE(pit_attention_args, 272);
 #define PIT_ATT_NO_INDEX 2 /* no index: every key block inside the window bounds */
 #define PIT_ATT_REVERSE 4  /* the last query block first (causal: the longest first) */
 
+/* pit_attention_decode.cu: decode with a block mask, a GQA group's query
+ * heads in one CTA (ROWS = group x Lq rows at most), the union of their
+ * key blocks (nkb blocks of the keys at most MAX_BLOCKS) split over
+ * gridDim.y CTAs; splits > 1 write f32 partials [splits][bkv][ROWS]
+ * (part_o: HD values a row, part_ml: max and sum, base 2) that
+ * pit_op_attn_combine merges. Q and O are [B * heads_q, Lq, HD] sets, K and
+ * V [B * hkv, Lk, HD]; lse (0: none) [B, heads_q, Lq] with batch and head
+ * strides; wl, wr the window bounds (-1: none; causal is wr 0). */
+#define PIT_ATTN_DECODE_ROWS 16
+#define PIT_ATTN_DECODE_MAX_BLOCKS 2048
+#define PIT_ATTN_DECODE_MAX_GROUP 16
+typedef struct pit_attn_decode_args {
+    PIT_PTR(const pit_u8) q;
+    PIT_PTR(const pit_u8) k;
+    PIT_PTR(const pit_u8) v;
+    PIT_PTR(pit_u8) o;
+    PIT_PTR(float) lse;
+    PIT_PTR(float) part_o;
+    PIT_PTR(float) part_ml;
+    pit_i64 ldq, ldk, ldv, ldo;
+    pit_i64 sq, sk, sv, so; /* set strides (elements) */
+    pit_i64 lse_sb, lse_sh, wl, wr;
+    pit_ix ix;
+    int Lq, Lk, heads_q, hkv, group, nkb, splits, bkv; /* bkv: B * hkv, the CTAs of a split */
+    float scale_log2;
+    int pad;
+} pit_attn_decode_args;
+PIT_ARGS_SIZE(pit_attn_decode_args, 224);
+
 /* pit_attention_ex.cu: attention with every option (core/backend.h,
  * pit_attention_desc) and its backward. A CTA of THREADS threads owns ROWS
  * query rows (forward, dQ) or keys (dK, dV), 4 a warp, and walks the other

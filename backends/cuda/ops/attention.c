@@ -135,11 +135,79 @@ int pit_cuda_attention_takes(const pit_cuda_ctx *c, const pit_cuda_attention_cal
            q.batch <= 65535;
 }
 
+/* ---- decode: a GQA group's query heads in one CTA, the keys split ---------------- */
+/* Whether pit_attention_decode.cu takes the call: a block mask with one
+ * block of rows (every query), no element mask, equal head dims of 64 or
+ * 128, the group's rows within one m16 tile, the key blocks within its
+ * bitmaps. */
+static int decode_takes(const pit_cuda_attention_call *call, const pit_cuda_view *q, const pit_cuda_view *k,
+                        const pit_cuda_view *v)
+{
+    const pit_index *idx = call->idx;
+    return idx && !call->mask && idx->groups_per_batch == 1 && idx->tile.cols == call->block &&
+           q->rows <= call->block && q->cols == k->cols && q->cols == v->cols && call->group >= 1 &&
+           call->group <= PIT_ATTN_DECODE_MAX_GROUP && call->group * q->rows <= PIT_ATTN_DECODE_ROWS &&
+           pit_cuda_cdiv(k->rows, call->block) <= PIT_ATTN_DECODE_MAX_BLOCKS;
+}
+
+/* The splits of the keys: as many CTAs as fit two an SM in one wave (no
+ * tail), at most 16 splits, at most one a key block. */
+static int decode_splits(const pit_cuda_ctx *c, int64_t ctas, int64_t key_blocks)
+{
+    int64_t s = 2 * (int64_t)c->sm_count / ctas;
+    if (s > 16) s = 16;
+    if (s > key_blocks) s = key_blocks;
+    return s < 1 ? 1 : (int)s;
+}
+
+static pit_status decode_launch(pit_cuda_ctx *c, CUstream s, const pit_cuda_attention_call *call,
+                                const pit_cuda_view *q, const pit_cuda_view *k, const pit_cuda_view *v,
+                                const pit_cuda_view *o)
+{
+    pit_attn_decode_args a;
+    memset(&a, 0, sizeof a);
+    pit_status st = pit_cuda_index_arg(call->idx, q->batch, q->rows, k->rows, "attention", &a.ix);
+    if (st != PIT_SUCCESS) return st;
+    a.q = q->ptr, a.k = k->ptr, a.v = v->ptr, a.o = o->ptr;
+    a.ldq = q->ld, a.ldk = k->ld, a.ldv = v->ld, a.ldo = o->ld;
+    a.sq = q->bs, a.sk = k->bs, a.sv = v->bs, a.so = o->bs;
+    a.wl = call->wl, a.wr = call->wr;
+    a.Lq = (int32_t)q->rows, a.Lk = (int32_t)k->rows;
+    a.heads_q = (int32_t)call->heads_q, a.group = (int32_t)call->group;
+    a.hkv = (int32_t)(call->heads_q / call->group);
+    a.nkb = (int32_t)pit_cuda_cdiv(k->rows, call->block);
+    a.bkv = (int32_t)(q->batch / call->group);
+    a.scale_log2 = call->scale * 1.4426950408889634f;
+    if (call->lse) {
+        a.lse = (uint64_t)(uintptr_t)call->lse->mem + call->lse->offset;
+        a.lse_sb = call->lse->strides[0];
+        a.lse_sh = call->lse->strides[1];
+    }
+    a.splits = decode_splits(c, a.bkv, a.nkb);
+    CUdeviceptr part = 0;
+    const size_t rows = (size_t)a.splits * (size_t)a.bkv * PIT_ATTN_DECODE_ROWS;
+    if (a.splits > 1) {
+        st = pit_cuda_scratch_alloc(c, s, rows * (size_t)(q->cols + 2) * 4, "attention decode partials", &part);
+        if (st != PIT_SUCCESS) return st;
+        a.part_o = part;
+        a.part_ml = part + rows * (size_t)q->cols * 4;
+    }
+    int param[5] = {call->block, (int)q->cols};
+    st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_ATTN_DECODE, q->dt, param, (unsigned)a.bkv, (unsigned)a.splits, 1,
+                              128, &a);
+    if (st == PIT_SUCCESS && a.splits > 1) {
+        int combine[5] = {64, (int)q->cols};
+        st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_ATTN_COMBINE, q->dt, combine, (unsigned)a.bkv, 1, 1, 128, &a);
+    }
+    return pit_cuda_free_scratch(c, s, part, st);
+}
+
 pit_status pit_cuda_attention_fused_call(pit_cuda_ctx *c, CUstream s, const pit_cuda_attention_call *call)
 {
     pit_cuda_view q, k, v, m, o;
     if (!call_views(call, &q, &k, &v, &m, &o)) return not_fusable();
     if (q.rows == 0 || q.batch == 0 || (v.cols == 0 && !call->lse)) return PIT_SUCCESS;
+    if (decode_takes(call, &q, &k, &v)) return decode_launch(c, s, call, &q, &k, &v, &o);
     pit_attention_args a;
     pit_status st = attention_args(call->idx, &q, &k, &v, &m, &o, call->scale, &a);
     if (st != PIT_SUCCESS) return st;
