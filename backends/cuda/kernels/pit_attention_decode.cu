@@ -297,6 +297,8 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attn_decode(const pit_attn_dec
 #endif
 
 #if defined(PIT_KERNEL_OP_ATTN_COMBINE)
+extern "C" __device__ const int pit_smem_bytes = 0;
+
 /* The splits of pit_op_attn_decode merged: a CTA a (batch, KV head), a
  * thread a (row, column) of its rows. */
 PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attn_combine(const pit_attn_decode_args a)
