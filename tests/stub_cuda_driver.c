@@ -16,7 +16,7 @@
     X(cuMemFreeAsync) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoDAsync_v2)            \
     X(cuMemsetD32Async) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)     \
     X(cuEventDestroy_v2) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)                    \
-    X(cuModuleGetGlobal_v2) X(cuMemcpyDtoH_v2) X(cuMemGetAddressRange_v2) X(cuPointerGetAttribute)     \
+    X(cuModuleGetGlobal_v2) X(cuMemcpyDtoH_v2) X(cuMemGetAddressRange_v2) X(cuPointerGetAttributes)    \
     X(cuMemRetainAllocationHandle) X(cuMemRelease) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuGetErrorName)
 
 #define CUDA_ERROR_NOT_SUPPORTED 801

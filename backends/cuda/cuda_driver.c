@@ -77,7 +77,7 @@ pit_status pit_vendor_load(void)
         SYM(ModuleGetGlobal, "cuModuleGetGlobal_v2"),
         SYM(MemcpyDtoH, "cuMemcpyDtoH_v2"),
         SYM(MemGetAddressRange, "cuMemGetAddressRange_v2"),
-        SYM(PointerGetAttribute, "cuPointerGetAttribute"),
+        SYM(PointerGetAttributes, "cuPointerGetAttributes"),
         SYM(MemRetainAllocationHandle, "cuMemRetainAllocationHandle"),
         SYM(MemRelease, "cuMemRelease"),
         SYM(FuncSetAttribute, "cuFuncSetAttribute"),

@@ -86,7 +86,7 @@ static pit_status resolve_runtime(void)
     REQUIRE(MemcpyDtoH, "hipMemcpyDtoH");
     REQUIRE(MemsetD32Async, "hipMemsetD32Async");
     REQUIRE(MemGetAddressRange, "hipMemGetAddressRange");
-    REQUIRE(PointerGetAttribute, "hipPointerGetAttribute");
+    REQUIRE(DrvPointerGetAttributes, "hipDrvPointerGetAttributes");
     REQUIRE(MemRetainAllocationHandle, "hipMemRetainAllocationHandle");
     REQUIRE(MemRelease, "hipMemRelease");
     REQUIRE(EventCreate, "hipEventCreate");

@@ -38,7 +38,7 @@ typedef struct pit_hip_api {
     hipError_t (*MemcpyDtoH)(void *, hipDeviceptr_t, size_t);
     hipError_t (*MemsetD32Async)(hipDeviceptr_t, int, size_t, hipStream_t);
     hipError_t (*MemGetAddressRange)(hipDeviceptr_t *, size_t *, hipDeviceptr_t);
-    hipError_t (*PointerGetAttribute)(void *, hipPointer_attribute, hipDeviceptr_t);
+    hipError_t (*DrvPointerGetAttributes)(unsigned int, hipPointer_attribute *, void **, hipDeviceptr_t);
     hipError_t (*MemRetainAllocationHandle)(hipMemGenericAllocationHandle_t *, void *);
     hipError_t (*MemRelease)(hipMemGenericAllocationHandle_t);
     hipError_t (*EventCreate)(hipEvent_t *);

@@ -97,9 +97,9 @@ static CUresult address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p)
     return r;
 }
 
-static CUresult pointer_attribute(void *data, CUpointer_attribute attr, CUdeviceptr p)
+static CUresult pointer_attributes(unsigned int count, CUpointer_attribute *attrs, void **data, CUdeviceptr p)
 {
-    return pit_hip.PointerGetAttribute(data, attr, ptr(p));
+    return pit_hip.DrvPointerGetAttributes(count, attrs, data, ptr(p));
 }
 
 /* ---- events and modules -------------------------------------------------------- */
@@ -147,7 +147,7 @@ static void bind_driver_table(void)
         .MemsetD32Async = fill32,
         .MemcpyDtoH = copy_to_host_now,
         .MemGetAddressRange = address_range,
-        .PointerGetAttribute = pointer_attribute,
+        .PointerGetAttributes = pointer_attributes,
         .MemRetainAllocationHandle = pit_hip.MemRetainAllocationHandle,
         .MemRelease = pit_hip.MemRelease,
         .EventCreate = event_create,

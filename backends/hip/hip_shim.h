@@ -72,7 +72,7 @@ typedef hipMemGenericAllocationHandle_t CUmemGenericAllocationHandle;
 #define PIT_HIP_CALL_MemsetD32Async "hipMemsetD32Async"
 #define PIT_HIP_CALL_MemcpyDtoH "hipMemcpyDtoH"
 #define PIT_HIP_CALL_MemGetAddressRange "hipMemGetAddressRange"
-#define PIT_HIP_CALL_PointerGetAttribute "hipPointerGetAttribute"
+#define PIT_HIP_CALL_PointerGetAttributes "hipDrvPointerGetAttributes"
 #define PIT_HIP_CALL_MemRetainAllocationHandle "hipMemRetainAllocationHandle"
 #define PIT_HIP_CALL_MemRelease "hipMemRelease"
 #define PIT_HIP_CALL_EventCreate "hipEventCreate"

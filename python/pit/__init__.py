@@ -13,6 +13,7 @@ libpit's pit_last_error() for that call.
 """
 import ctypes
 import logging
+import sys
 import threading
 
 import numpy as np
@@ -102,10 +103,11 @@ class Context:
         return f"{_text(self.info.backend)}:{self.info.device_index} {_text(self.info.name)}"
 
     def _runs_torch_cuda(self, like):
-        """Whether like is a torch tensor on this context's CUDA (or ROCm) device."""
-        dev, info = like.device, self.info
-        return dev.type == "cuda" and info.dlpack_device_type in (_tensors.DL_CUDA, _tensors.DL_ROCM) and \
-            (dev.index or 0) == info.device_index
+        """Whether like is a torch tensor on this context's CUDA (or ROCm)
+        device (a CUDA tensor's get_device() is its device.index)."""
+        info = self.info
+        return like.is_cuda and info.dlpack_device_type in (_tensors.DL_CUDA, _tensors.DL_ROCM) and \
+            like.get_device() == info.device_index
 
     def stream_of(self, like, lib):
         """The stream a call whose first array is like runs on: torch's or
@@ -126,8 +128,7 @@ class Context:
         else None (the context's default stream)."""
         if not self._runs_torch_cuda(like):
             return None
-        import torch
-        return self._wrapped(torch.cuda.current_stream(like.device).cuda_stream)
+        return self._wrapped(_current_raw_stream(like))
 
     def _wrapped(self, native):
         """The pit stream over a framework's native stream; its default
@@ -137,6 +138,9 @@ class Context:
             native = _allocator.CU_STREAM_LEGACY
         if native == 0:
             return None
+        handle = self._streams.get(native)  # the common case, without the lock
+        if handle is not None:
+            return handle
         with self._lock:
             if native not in self._streams:
                 handle = ctypes.c_void_p()
@@ -205,6 +209,17 @@ class Context:
             _lib.context_destroy(self._handle)
 
 
+def _current_raw_stream(like):
+    """The native handle of torch's current stream on like's device (read
+    every call: torch.cuda.stream() changes it): torch's raw getter, which
+    makes no torch.cuda.Stream object, where this torch has it."""
+    torch = sys.modules["torch"]  # like is a torch tensor
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(like.get_device())
+    return torch.cuda.current_stream(like.device).cuda_stream
+
+
 _default = None
 _default_lock = threading.Lock()
 
@@ -212,6 +227,8 @@ _default_lock = threading.Lock()
 def default_context():
     """The process's context, created on first use."""
     global _default
+    if _default is not None:  # created already: no lock to take
+        return _default
     with _default_lock:
         if _default is None:
             _default = Context()

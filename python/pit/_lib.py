@@ -8,6 +8,7 @@ PIT_MAX_RANK = 4
 
 # pit_dtype
 F32, F16, BF16, I32, U8 = 0, 1, 2, 3, 4
+DTYPE_NAMES = {F32: "float32", F16: "float16", BF16: "bfloat16", I32: "int32", U8: "uint8"}
 
 
 class DeviceInfo(ctypes.Structure):

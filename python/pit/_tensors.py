@@ -66,19 +66,59 @@ def as_array(x):
     return np.asarray(x)
 
 
+# dtype object -> pit code, for the dtypes code_of has named once: a dict
+# lookup per call instead of the dtype's name (only pit dtypes are kept).
+_codes_seen = {}
+
+
 def code_of(x, op=""):
     """x's pit dtype, or PIT_ERR_UNSUPPORTED_DTYPE naming it."""
-    name = str(x.dtype).replace("torch.", "")
+    dtype = x.dtype
+    try:
+        return _codes_seen[dtype]
+    except (KeyError, TypeError):  # not seen yet, or a dtype that cannot be a key
+        pass
+    name = str(dtype).replace("torch.", "")
     if name not in _CODES:
         raise PitError("PIT_ERR_UNSUPPORTED_DTYPE", f"{op + ': ' if op else ''}{name} is not a pit dtype "
                        "(float32, float16, bfloat16, int32, uint8, bool)")
+    try:
+        _codes_seen[dtype] = _CODES[name]
+    except TypeError:
+        pass
     return _CODES[name]
 
 
+class _TorchFacts:
+    """What the calls look up in torch, read once per torch module: its
+    dtypes of each pit code and back, the DLPack device type of its GPU
+    tensors (kDLROCM under a ROCm build, as Tensor.__dlpack_device__
+    says), and the tensor classes whose DLPack device torch works out
+    itself (no __torch_function__ of a subclass in between)."""
+
+    def __init__(self, torch):
+        self.module = torch
+        self.dtypes = {_lib.F32: torch.float32, _lib.F16: torch.float16, _lib.BF16: torch.bfloat16,
+                       _lib.I32: torch.int32, _lib.U8: torch.uint8}
+        self.codes = {dtype: code for code, dtype in self.dtypes.items()}
+        self.codes[torch.bool] = _lib.U8
+        self.gpu_kind = DL_ROCM if getattr(torch.version, "hip", None) is not None else DL_CUDA
+        self.plain = (torch.Tensor, torch.nn.Parameter)
+
+
+_facts = None
+
+
+def _torch_facts(torch):
+    global _facts
+    facts = _facts
+    if facts is None or facts.module is not torch:
+        facts = _facts = _TorchFacts(torch)
+    return facts
+
+
 def _torch_dtype(code):
-    t = _torch()
-    return {_lib.F32: t.float32, _lib.F16: t.float16, _lib.BF16: t.bfloat16, _lib.I32: t.int32,
-            _lib.U8: t.uint8}[code]
+    return _torch_facts(_torch()).dtypes[code]
 
 
 def convert(x, code):
@@ -164,21 +204,54 @@ def _span(dl):
     return (lo, lo + (last + 1) * dl.bits // 8)
 
 
+def _torch_span(x):
+    """The device addresses a torch tensor's elements span (lo, hi)."""
+    shape = x.shape
+    if 0 in shape:
+        return (0, 0)
+    last = 0
+    for n, st in zip(shape, x.stride()):
+        last += (n - 1) * st
+    lo = x.data_ptr()
+    return (lo, lo + (last + 1) * x.element_size())
+
+
+# The ctypes array type of each rank's shape and strides, made once.
+_INT64S = tuple(ctypes.c_int64 * max(1, n) for n in range(_lib.PIT_MAX_RANK + 1))
+
+
+def _int64s(rank):
+    """The ctypes type of rank int64s (at least one), past pit's ranks too
+    (libpit then refuses the rank)."""
+    return _INT64S[rank] if rank < len(_INT64S) else ctypes.c_int64 * rank
+
+
 class Tensor:
     """A pit tensor of the call: `source` the array it reads or writes
-    without a copy (None on the copy path), `span` the addresses it covers."""
+    without a copy (None on the copy path), `span` the addresses it covers
+    (None on the copy path, `copied`); a torch tensor borrowed by pointer
+    works its span out when first asked, which only out= aliasing does."""
 
-    def __init__(self, handle, shape, code, source=None, span=None, host=False):
-        self.handle, self.shape, self.code = handle, tuple(int(s) for s in shape), code
-        self.source, self.span, self.host = source, span, host
+    def __init__(self, handle, shape, code, source=None, span=None, host=False, borrowed=False):
+        self.handle, self.shape, self.code = handle, tuple(map(int, shape)), code
+        self.source, self._span, self.host = source, span, host
+        self.copied = span is None and not borrowed  # the copy path: values go in and come back by copies
         self.result = None  # what the caller gets back (an output's)
         self.export = False  # a result pit allocated, handed over through DLPack
 
+    @property
+    def span(self):
+        if self._span is None and not self.copied:
+            self._span = _torch_span(self.source)
+        return self._span
+
     def close(self):
-        if self.handle is not None:
-            status = _lib.tensor_destroy(self.handle)
+        handle = self.handle
+        if handle is not None:
             self.handle = None
-            _lib.check(status)
+            status = _lib.tensor_destroy(handle)
+            if status:
+                _lib.check(status)
 
 
 class Call:
@@ -188,11 +261,20 @@ class Call:
 
     def __init__(self, ctx, like):
         self.ctx, self.tensors, self.like = ctx, [], like
-        self.lib = library_of(like)
+        torch = sys.modules.get("torch")
+        self.lib = "torch" if torch is not None and isinstance(like, torch.Tensor) else library_of(like)
         self.torch_like = like if self.lib == "torch" else None
         if self.lib == "torch":
             ctx.adopt_torch_allocator(like)  # before the call holds the gate: setting it waits for calls
         self.stream = ctx.stream_of(like, self.lib)
+        # torch's facts where this call may borrow torch tensors by pointer
+        # (a CUDA or HIP context whose device kind is torch's GPU tensors'),
+        # else None: then every array takes the general path.
+        self.facts, info = None, ctx.info
+        if torch is not None and info.backend in (b"cuda", b"hip"):
+            facts = _torch_facts(torch)
+            if facts.gpu_kind == info.dlpack_device_type:
+                self.facts, self.device_index = facts, info.device_index
 
     # ---- where an array can go without a copy -----------------------------
     def _direct(self, x):
@@ -205,6 +287,14 @@ class Call:
         if kind == DL_CPU:
             return bool(info.takes_host_memory)
         return kind == info.dlpack_device_type and index == info.device_index
+
+    def _borrows(self, x):
+        """Whether x is a torch tensor pit borrows by pointer as it is:
+        _direct and _wraps_torch, told from torch's own attributes (no
+        DLPack protocol): a plain tensor or Parameter on the context's
+        device, of rank 1 to 4. Only where self.facts is set."""
+        return (type(x) in self.facts.plain and x.is_cuda and x.get_device() == self.device_index and
+                1 <= x.dim() <= 4)
 
     def _wraps_torch(self, x):
         """Whether x is a torch tensor on a CUDA or HIP context's device,
@@ -221,15 +311,19 @@ class Call:
         """x borrowed by pointer: the call holds x (Tensor.source) until its
         end, and runs on torch's current stream, so torch's allocator reuses
         x's memory only after the call's work."""
-        shape, strides = tuple(x.shape), tuple(x.stride())
-        dims, steps = (ctypes.c_int64 * len(shape))(*shape), (ctypes.c_int64 * len(shape))(*strides)
+        have = _torch_facts(_torch()).codes.get(x.dtype)
+        if have != code:  # an out= of another dtype: its bits would be read as code's
+            raise PitError("PIT_ERR_UNSUPPORTED_DTYPE", f"{str(x.dtype).replace('torch.', '')} where the result is "
+                           f"{_lib.DTYPE_NAMES[code]}")
+        shape = x.shape
+        rank = len(shape)
+        int64s = _INT64S[rank]  # rank 1 to 4 (_wraps_torch)
         handle = ctypes.c_void_p()
-        _lib.check(_lib.tensor_wrap(self.ctx.handle, code, len(shape), dims, steps, x.data_ptr(), 0,
-                                    ctypes.byref(handle)))
-        lo = x.data_ptr()
-        last = sum((n - 1) * st for n, st in zip(shape, strides))
-        span = (0, 0) if 0 in shape else (lo, lo + (last + 1) * x.element_size())
-        t = Tensor(handle, shape, code, x, span, False)
+        status = _lib.tensor_wrap(self.ctx.handle, code, rank, int64s(*shape), int64s(*x.stride()), x.data_ptr(), 0,
+                                  ctypes.byref(handle))
+        if status:
+            _lib.check(status)
+        t = Tensor(handle, shape, code, x, borrowed=True)
         self.tensors.append(t)
         return t
 
@@ -253,7 +347,7 @@ class Call:
 
     # ---- the copy path -------------------------------------------------------
     def _created(self, shape, code, host=None):
-        dims = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+        dims = _int64s(len(shape))(*shape)
         handle = ctypes.c_void_p()
         _lib.check(_lib.tensor_create(self.ctx.handle, code, len(shape), dims, ctypes.byref(handle)))
         t = Tensor(handle, shape, code)
@@ -267,6 +361,14 @@ class Call:
     def input(self, x, code=None, any_order=False):
         """x (any array) as a pit tensor; code: the dtype pit must see (ids
         int32, gates float32), converted in x's library."""
+        if self.facts is not None and self._borrows(x):
+            # a torch tensor on the device: borrowed as it is where convert
+            # and laid_out would keep it (its dtype is code's, and pit takes
+            # its strides), else it takes the general path below
+            have = self.facts.codes.get(x.dtype)
+            if have is not None and (code is None or code == have) and (
+                    x.is_contiguous() or _layout_ok(tuple(x.shape), tuple(x.stride()), any_order)):
+                return self._wrap_torch(x, have)
         x = as_array(x)
         code = code_of(x) if code is None else code
         x = laid_out(convert(x, code), any_order)
@@ -281,8 +383,12 @@ class Call:
         """A result of shape and code in the caller's library: out (written in
         place, on the context's device), or a new array; init: its first
         values (an operator that works in place)."""
-        shape = tuple(int(s) for s in shape)
-        if out is not None:
+        shape = tuple(map(int, shape))
+        borrows = self.facts is not None
+        if out is not None and borrows and self._borrows(out):
+            t = self._wrap_torch(out, code)
+            self._check_disjoint(t)
+        elif out is not None:
             if library_of(out) == "jax":
                 raise PitError("PIT_ERR_INVALID_ARGUMENT", "out= cannot be a JAX array: JAX arrays are immutable")
             if not self._direct(out):
@@ -293,7 +399,9 @@ class Call:
             self._check_disjoint(t)
         else:
             array = self._new(shape, code, init)
-            if array is not None and self._direct(array):
+            if borrows and self._borrows(array):
+                t = self._wrap_torch(array, code)
+            elif array is not None and self._direct(array):
                 t = self._import(array, code)
             else:
                 t = self._created(shape, code, host=init)
@@ -331,16 +439,19 @@ class Call:
         synchronised where host memory is involved: numpy has no stream;
         and before a result goes to JAX, which gives pit no stream to queue
         on), or copied back."""
-        if any(t.host or t.export for t in self.tensors):
-            _lib.check(_lib.synchronize(self.ctx.handle, self.stream))
+        for t in self.tensors:
+            if t.host or t.export:
+                _lib.check(_lib.synchronize(self.ctx.handle, self.stream))
+                break
         for t in outputs:
-            if t.span is None and not t.export:  # the copy path
+            if t.copied and not t.export:
                 _download(t, self.stream)
         if self.lib == "jax":
             for t in outputs:
                 t.result = self._to_jax(t)
-        results = tuple(t.result for t in outputs)
-        return results[0] if len(results) == 1 else results
+        if len(outputs) == 1:
+            return outputs[0].result
+        return tuple(t.result for t in outputs)
 
     def _to_jax(self, t):
         """A result as a jax.Array on the first array's device: pit's tensor

@@ -263,3 +263,53 @@ def test_cuda_tensors_pass_without_dlpack_capsules(cuda_device, monkeypatch):
     got = pit.attention(q, k, v, causal=True)
     want = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
     assert rel_err(got, want) <= 4 * torch.finfo(BF16).eps
+
+
+def test_tensors_on_the_device_skip_the_general_path(cuda_device, monkeypatch):
+    """A torch tensor on the context's device whose dtype is the one asked
+    for and whose strides pit takes is borrowed as it is, inputs, results
+    and out= alike, without the DLPack protocol (_direct); the rest keeps
+    the general path's decisions: a dtype converted (uint8 ids), a layout
+    made contiguous (a transposed operand, a [B, L, H, D] view outside
+    attention), and out= overlapping an input refused, its span worked out
+    when asked."""
+    from pit import _tensors
+
+    def no_protocol(self, x):
+        raise AssertionError(f"a {type(x).__name__} took the general path")
+
+    x = values(16, 24, dtype=torch.float32).to(cuda_device)
+    mask = (torch.rand(16, 24, generator=GEN) < 0.5).to(cuda_device)
+    weight = torch.nn.Parameter(values(24, 8, dtype=torch.float32).to(cuda_device))
+    bhld = values(2, 5, 3, 8).to(cuda_device).transpose(1, 2)  # attention's [B, L, H, D] order
+    ctx = pit.default_context()
+    with monkeypatch.context() as m:
+        m.setattr(_tensors.Call, "_direct", no_protocol)
+        with _tensors.Call(ctx, x) as c:
+            t = c.input(x)
+            assert t.source is x and not t.copied and t.span == (x.data_ptr(), x.data_ptr() + x.numel() * 4)
+            assert c.input(mask, _lib.U8).source is mask  # bool is pit's uint8 as it is
+            assert c.input(weight).source is weight
+            assert c.input(bhld, any_order=True).source is bhld
+        got = pit.relu(x)
+        assert got.is_cuda and torch.equal(got, torch.relu(x))
+        out = torch.full_like(x, 3.0)
+        assert pit.relu(x, out=out) is out and torch.equal(out, torch.relu(x))
+        assert rel_err(pit.matmul_dense(x, weight), x.double() @ weight.double()) <= 1e-5
+        with pytest.raises(pit.PitError) as e:
+            pit.relu(x[:, :5], out=x[:, 4:9])
+        assert e.value.status == "PIT_ERR_ALIASING"
+        pit.relu(x[:8], out=x[8:])  # rows apart: the addresses do not overlap
+        assert torch.equal(x[8:], torch.relu(x[:8]))
+        with pytest.raises(pit.PitError) as e:  # its bits are never read as another dtype's
+            pit.relu(x, out=torch.empty_like(x, dtype=torch.float16))
+        assert e.value.status == "PIT_ERR_UNSUPPORTED_DTYPE"
+    with _tensors.Call(ctx, x) as c:
+        ids = torch.arange(16, dtype=torch.uint8, device=cuda_device)  # converted to int32
+        t = c.input(ids, _lib.I32)
+        assert t.source is not ids and t.source.dtype == torch.int32 and t.source.is_cuda
+        t = c.input(x.T)  # column-major: made contiguous for relu
+        assert t.source is not x and t.source.is_contiguous() and torch.equal(t.source, x.T)
+        t = c.input(bhld)  # row-major only outside attention: made contiguous
+        assert t.source is not bhld and t.source.is_contiguous() and torch.equal(t.source, bhld)
+    assert torch.equal(pit.relu(x.T), torch.relu(x.T))

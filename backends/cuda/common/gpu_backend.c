@@ -294,14 +294,17 @@ static CUdeviceptr buffer_end(CUdeviceptr p, CUdeviceptr base, size_t size, size
 }
 
 /* The device whose memory p is, or -1 where that does not bind it: managed
- * memory (it migrates), or a driver that does not say. */
+ * memory (it migrates), or a driver that does not say. One driver call for
+ * both attributes, made only for memory whose address range the driver
+ * found: the plural call does not fail for a pointer it does not know (it
+ * writes defaults, on HIP the ordinal -2), so it tests nothing itself. */
 static int device_of(CUdeviceptr p)
 {
     unsigned int managed = 0; /* a boolean the driver may write as one byte */
     int ordinal = -1;
-    if (pit_cu.PointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) != CUDA_SUCCESS || managed)
-        return -1;
-    if (pit_cu.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) != CUDA_SUCCESS) return -1;
+    CUpointer_attribute asked[2] = {CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    void *into[2] = {&managed, &ordinal};
+    if (pit_cu.PointerGetAttributes(2, asked, into, p) != CUDA_SUCCESS || managed) return -1;
     return ordinal;
 }
 

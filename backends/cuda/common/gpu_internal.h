@@ -57,7 +57,7 @@ typedef struct pit_cu_api {
     /* what a wrapped pointer is: its allocation, device, and whether it was
      * mapped through the virtual memory API (a handle can be retained) */
     CUresult (*MemGetAddressRange)(CUdeviceptr *, size_t *, CUdeviceptr);
-    CUresult (*PointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
+    CUresult (*PointerGetAttributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
     CUresult (*MemRetainAllocationHandle)(CUmemGenericAllocationHandle *, void *);
     CUresult (*MemRelease)(CUmemGenericAllocationHandle);
     CUresult (*EventCreate)(CUevent *, unsigned int);
