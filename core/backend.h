@@ -382,7 +382,8 @@ typedef struct pit_backend {
      * T (and k = capacity / T) is then the row count of the operand that is
      * still per token; gates stay [T,k].
      *
-     * tile: in, the tile-database row core chose (NULL: the backend's own);
+     * tile: in, the tile-database row core chose (NULL, or bm 0 where the
+     * database has no row for the device: the backend's own);
      * out (when not NULL), the tile that ran: a backend whose kernel for
      * this mode or these tensors takes another tile says so here, so the
      * report names what ran. */

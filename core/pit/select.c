@@ -574,9 +574,12 @@ pit_status pit_select_gathered(const pit_tiledb *db, pit_tile_op op, pit_dtype d
         if (!best || us_per_flop(&v[i]) < us_per_flop(best))
             best = &v[i];
     }
-    if (!best)
-        return pit_error(PIT_ERR_UNSUPPORTED, "no %s %s tile in %s", pit_tile_op_name(op),
-                         pit_dtype_name(dtype), pit_tiledb_source(db));
+    if (!best) { /* the backend's own tile */
+        memset(out, 0, sizeof *out);
+        pit_log_debug("select: no %s %s tile in %s: the backend's own", pit_tile_op_name(op),
+                      pit_dtype_name(dtype), pit_tiledb_source(db));
+        return PIT_SUCCESS;
+    }
     *out = best->tile;
     pit_log_debug("select: %s %s tile %dx%dx%d from %s", pit_tile_op_name(op),
                   pit_dtype_name(dtype), out->bm, out->bn, out->bk, pit_tiledb_source(db));

@@ -259,8 +259,9 @@ pit_status pit_select_fixed(const pit_tiledb *db, const pit_problem *problem,
 
 /* The tile of a gathered GEMM whose rows are listed by an index built on the
  * device (op PIT_TILE_MOE or PIT_TILE_ROWS): the entry of op and dtype with
- * the lowest cost per flop, the first listed on a tie. The database always
- * has one (the built-in table backs every op and dtype). */
+ * the lowest cost per flop, the first listed on a tie; a tile of zeros
+ * where no layer has a row of the device (the built-in table has none: the
+ * backend runs its own, core/backend.h). */
 pit_status pit_select_gathered(const pit_tiledb *db, pit_tile_op op, pit_dtype dtype,
                                pit_tile *out);
 

@@ -281,8 +281,10 @@ static read_result read_file(pit_tiledb *db, const char *path, const pit_device_
  * at the best tile, 100 GB/s for fill and detection and half that for accum,
  * 20 us of read-back and launches per sparse call. Only the ratios between entries
  * steer the selection; every micro-tile pit_matmul_candidates proposes finds
- * its tile here (matmul_k bm 16/32/64, matmul_m and matmul_n bk 32/64), and
- * the gathered GEMMs (moe, rows) one tile each. */
+ * its tile here (matmul_k bm 16/32/64, matmul_m and matmul_n bk 32/64). The
+ * gathered GEMMs (moe, rows) have none: their kernels' tiles differ by
+ * backend, and without a row of the device each runs its own
+ * (pit_select_gathered). */
 typedef struct builtin_shape {
     pit_tile_op op;
     int32_t bm, bn, bk, threads;
@@ -297,8 +299,6 @@ static const builtin_shape builtin_shapes[] = {
     {PIT_TILE_MATMUL_N, 64, 64, 64, 256}, {PIT_TILE_FILL, 64, 64, 1, 256},
     {PIT_TILE_ACCUM, 64, 64, 1, 256},      {PIT_TILE_DETECT, 1024, 1024, 1, 256},
     {PIT_TILE_CALL, 1, 1, 1, 1},
-    /* one tile every backend's gathered GEMM takes as given */
-    {PIT_TILE_MOE, 32, 64, 16, 128},       {PIT_TILE_ROWS, 32, 64, 16, 128},
 };
 
 #define BUILTIN_GFLOPS 1000.0

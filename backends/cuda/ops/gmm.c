@@ -12,7 +12,7 @@
 pit_status pit_cuda_gmm_tile_of(const pit_cuda_ctx *c, const char *op, pit_dtype dt, const pit_tile *asked,
                                 pit_tile *t)
 {
-    *t = asked ? *asked : pit_cuda_gmm_default_tile(c->arch, dt);
+    *t = asked && asked->bm > 0 ? *asked : pit_cuda_gmm_default_tile(c->arch, dt); /* bm 0: no database row */
     const char *why = "";
     if (!pit_cuda_gmm_tile_valid(c->arch, dt, t, &why))
         return pit_cuda_host->error(
