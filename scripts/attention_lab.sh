@@ -7,8 +7,9 @@
 # target points and the Python tests. Each build keeps its own kernel cache.
 # Logs go to $OUT/attention-lab.tgz (one file: the device returns few
 # files). conf: every operator's conformance and the sanitizers on
-# attention.
-#   usage: bash scripts/attention_lab.sh [conf] [bench] [layers] [ncu] [torch] [pytest]
+# attention. opencl: every operator's conformance on NVIDIA's OpenCL driver
+# (f16 stored as half on a device without cl_khr_fp16), build-gpu's plug-in.
+#   usage: bash scripts/attention_lab.sh [conf] [bench] [layers] [ncu] [torch] [pytest] [opencl]
 set -u
 cd "$(dirname "$0")/.." || exit 1
 out="${OUT:-$PWD/build-gpu/lab-out}"; logs="$out/attention-lab"; mkdir -p "$logs"
@@ -53,6 +54,13 @@ for step in $steps; do
     torch_att timeout 360 python3 scripts/torch_attention.py --targets --json "$logs/torch_attention.json" \
       > "$logs/torch_attention.log" 2>&1
     tail -n 14 "$logs/torch_attention.log" ;;
+  opencl)
+    icd=$(ldconfig -p | grep -m1 'libnvidia-opencl.so.1' | awk '{print $NF}')
+    if [ -z "$icd" ]; then echo "opencl: no libnvidia-opencl.so.1 on this machine"; continue; fi
+    mkdir -p /tmp/icd && echo "$icd" > /tmp/icd/nvidia.icd
+    with_build gpu env PIT_BACKEND=opencl OCL_ICD_VENDORS=/tmp/icd build-gpu/bin/pit conformance > "$logs/conf_opencl.log" 2>&1
+    echo "opencl: rc=$? $(tail -n1 "$logs/conf_opencl.log")"
+    grep -E "skipped|FAIL" "$logs/conf_opencl.log" | grep -v " 0 skipped" | head -8 ;;
   pytest)
     with_build gpu env OUT="$logs" PIT_PY_LIB="$PWD/build-gpu/lib/libpit.so" PIT_PYTHON_BACKENDS=cuda \
       bash scripts/python_gpu.sh
