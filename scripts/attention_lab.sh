@@ -45,7 +45,7 @@ for step in $steps; do
     done ;;
   ncu)
     # the kind's target point comes first: its third launch of an attention kernel
-    for k in blocks causal decode; do
+    for k in window blocks causal decode; do
       with_build gpu timeout 200 ncu --set full -k regex:pit_op_attn --launch-skip 2 --launch-count 1 \
         build-gpu/bin/pit bench --suite attention --only "$k" > "$logs/ncu_$k.log" 2>&1
       echo "ncu $k: rc=$?"
