@@ -44,11 +44,15 @@ for step in $steps; do
       echo "== layers $b"; grep -E "^attention|^moe|^[a-z]+ .*\| " "$logs/layers_$b.log" | head -12
     done ;;
   ncu)
-    # the kind's target point comes first: its third launch of an attention kernel
+    # the kind's target point comes first: the third launch of its attention
+    # kernel (the fused one, or decode's), then the figures that say what bounds it
     for k in window blocks causal decode; do
-      with_build gpu timeout 200 ncu --set full -k regex:pit_op_attn --launch-skip 2 --launch-count 1 \
-        build-gpu/bin/pit bench --suite attention --only "$k" > "$logs/ncu_$k.log" 2>&1
+      with_build gpu timeout 200 ncu --set full -k 'regex:pit_op_attention$|pit_op_attn_decode$' --launch-skip 2 \
+        --launch-count 1 build-gpu/bin/pit bench --suite attention --only "$k" > "$logs/ncu_$k.log" 2>&1
       echo "ncu $k: rc=$?"
+      grep -E "^  pit_op|Duration|Registers Per Thread|Achieved Occupancy|Eligible Warps Per Scheduler|Warp Cycles Per Issued|Issue Slots Busy|Compute \(SM\) Throughput|Memory Throughput|L2 Hit Rate|DRAM Throughput" \
+        "$logs/ncu_$k.log" | head -14
+      grep -oE "(On average, each warp|This kernel|The kernel)[^.]*stall[^.]*\." "$logs/ncu_$k.log" | head -3
     done ;;
   torch)
     torch_att timeout 360 python3 scripts/torch_attention.py --targets --json "$logs/torch_attention.json" \
