@@ -289,35 +289,27 @@ class Call:
         return kind == info.dlpack_device_type and index == info.device_index
 
     def _borrows(self, x):
-        """Whether x is a torch tensor pit borrows by pointer as it is:
-        _direct and _wraps_torch, told from torch's own attributes (no
-        DLPack protocol): a plain tensor or Parameter on the context's
-        device, of rank 1 to 4. Only where self.facts is set."""
-        return (type(x) in self.facts.plain and x.is_cuda and x.get_device() == self.device_index and
-                1 <= x.dim() <= 4)
-
-    def _wraps_torch(self, x):
-        """Whether x is a torch tensor on a CUDA or HIP context's device,
-        which pit borrows by its data pointer (pit_tensor_wrap) instead of
-        through a DLPack capsule. The capsules were most of the Python
-        layer's own host time: about 170 us a pit.attention call of four
-        tensors on a 2-core host, libpit's work left out; through the
-        package pit.attention took 0.1-0.2 ms longer than the same call from
-        C on an H200."""
-        return (is_torch(x) and x.is_cuda and 1 <= x.dim() <= 4 and
-                self.ctx.info.backend in (b"cuda", b"hip"))
+        """Whether pit borrows x by its data pointer (pit_tensor_wrap)
+        instead of through a DLPack capsule: a plain torch tensor or
+        Parameter of rank 1 to 4 on a CUDA or HIP context's device, told
+        from torch's own attributes (no DLPack protocol). The capsules were
+        most of the Python layer's own host time: about 170 us a
+        pit.attention call of four tensors on a 2-core host, libpit's work
+        left out."""
+        return (self.facts is not None and type(x) in self.facts.plain and x.is_cuda and
+                x.get_device() == self.device_index and 1 <= x.dim() <= 4)
 
     def _wrap_torch(self, x, code):
         """x borrowed by pointer: the call holds x (Tensor.source) until its
         end, and runs on torch's current stream, so torch's allocator reuses
         x's memory only after the call's work."""
-        have = _torch_facts(_torch()).codes.get(x.dtype)
+        have = self.facts.codes.get(x.dtype)
         if have != code:  # an out= of another dtype: its bits would be read as code's
             raise PitError("PIT_ERR_UNSUPPORTED_DTYPE", f"{str(x.dtype).replace('torch.', '')} where the result is "
                            f"{_lib.DTYPE_NAMES[code]}")
         shape = x.shape
         rank = len(shape)
-        int64s = _INT64S[rank]  # rank 1 to 4 (_wraps_torch)
+        int64s = _INT64S[rank]  # rank 1 to 4 (_borrows)
         handle = ctypes.c_void_p()
         status = _lib.tensor_wrap(self.ctx.handle, code, rank, int64s(*shape), int64s(*x.stride()), x.data_ptr(), 0,
                                   ctypes.byref(handle))
@@ -328,7 +320,7 @@ class Call:
         return t
 
     def _import(self, x, code):
-        if self._wraps_torch(x):
+        if self._borrows(x):
             return self._wrap_torch(x, code)
         if getattr(x, "requires_grad", False):
             x = x.detach()  # torch exports no tensor that requires grad
@@ -361,7 +353,7 @@ class Call:
     def input(self, x, code=None, any_order=False):
         """x (any array) as a pit tensor; code: the dtype pit must see (ids
         int32, gates float32), converted in x's library."""
-        if self.facts is not None and self._borrows(x):
+        if self._borrows(x):
             # a torch tensor on the device: borrowed as it is where convert
             # and laid_out would keep it (its dtype is code's, and pit takes
             # its strides), else it takes the general path below
@@ -384,8 +376,7 @@ class Call:
         place, on the context's device), or a new array; init: its first
         values (an operator that works in place)."""
         shape = tuple(map(int, shape))
-        borrows = self.facts is not None
-        if out is not None and borrows and self._borrows(out):
+        if out is not None and self._borrows(out):
             t = self._wrap_torch(out, code)
             self._check_disjoint(t)
         elif out is not None:
@@ -399,7 +390,7 @@ class Call:
             self._check_disjoint(t)
         else:
             array = self._new(shape, code, init)
-            if borrows and self._borrows(array):
+            if self._borrows(array):
                 t = self._wrap_torch(array, code)
             elif array is not None and self._direct(array):
                 t = self._import(array, code)
