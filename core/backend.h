@@ -288,6 +288,14 @@ typedef struct pit_backend {
                                 int worst_case_grid, const pit_tdesc *A,
                                 const pit_tdesc *B, const pit_tdesc *C);
 
+    /* Optional: 1 when matmul_sparse with this index and operands does not
+     * read the index at all (its kernel finds A's non-zero micro-tiles
+     * itself: CUDA's decode kernel). Core then skips detection on a settled
+     * call that reads nothing back; idx still says which micro-tile the
+     * plan chose. NULL: every call detects. */
+    int (*matmul_detects_inside)(void *bctx, const pit_index *idx, const pit_tdesc *A, const pit_tdesc *B,
+                                 const pit_tdesc *C);
+
     /* Dense C = A.B: the vendor GEMM if present, else pit's own dense tile. */
     pit_status (*matmul_dense)(void *bctx, void *stream, const pit_tdesc *A,
                                const pit_tdesc *B, const pit_tdesc *C);

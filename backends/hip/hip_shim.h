@@ -103,6 +103,7 @@ typedef struct pit_vendor_ctx {
 #define pit_cuda_push pit_hip_push
 #define pit_cuda_pop pit_hip_pop
 #define pit_cuda_matmul_sparse pit_hip_matmul_sparse
+#define pit_cuda_matmul_detects_inside pit_hip_matmul_detects_inside
 /* ops/matmul.c's cuBLAS GEMM is rocBLAS's here; the table's dense GEMM is
  * hip_dense.c's, which falls back to pit's own tile without rocBLAS */
 #define pit_cuda_matmul_dense pit_hip_matmul_blas

@@ -296,8 +296,12 @@ static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_ten
      * to back with no stall. Its density is looked at again on the periodic
      * full look, PIT_REDETECT_EVERY calls apart. */
     int no_readback = settled && p->idx[first].tile.axis == PIT_AXIS_K;
+    /* and where the kernel finds the non-zeros itself, nothing is detected */
+    int detect = !(no_readback || o->fixed_plan) || o->sparse != PIT_SPARSE_A || !ctx->be->matmul_detects_inside ||
+                 !ctx->be->matmul_detects_inside(ctx->bctx, &p->idx[first], &A->d, &B->d, &C->d);
     timer_mark(tm, 0);
-    PIT_TRY(ctx->be->detect(ctx->bctx, bs, &X->d, &p->idx[first], n));
+    if (detect)
+        PIT_TRY(ctx->be->detect(ctx->bctx, bs, &X->d, &p->idx[first], n));
     timer_mark(tm, 1);
 
     pit_selection sel;

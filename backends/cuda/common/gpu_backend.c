@@ -410,6 +410,7 @@ static pit_backend gpu_backend = {
     .event_destroy = gpu_event_destroy,
     .detect = pit_cuda_detect,
     .matmul_sparse = pit_cuda_matmul_sparse,
+    .matmul_detects_inside = pit_cuda_matmul_detects_inside,
     .mem_copy = gpu_mem_copy,
     .vendor_sparse_matmul = pit_cuda_vendor_sparse_matmul,
     .vendor_convert = pit_cuda_vendor_convert,

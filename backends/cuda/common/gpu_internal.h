@@ -211,6 +211,10 @@ pit_status pit_cuda_zero_index(CUstream s, const pit_index *idx, int n);
 pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile, const pit_index *idx,
                                   int32_t max_entries, int worst_case_grid, const pit_tdesc *A,
                                   const pit_tdesc *B, const pit_tdesc *C);
+/* 1 when pit_cuda_matmul_sparse does not read idx (the decode kernel finds
+ * A's non-zero columns itself) */
+int pit_cuda_matmul_detects_inside(void *bctx, const pit_index *idx, const pit_tdesc *A, const pit_tdesc *B,
+                                   const pit_tdesc *C);
 /* cuBLAS's strided-batched GEMM (rocBLAS's under hip_shim.h) */
 pit_status pit_cuda_matmul_dense(void *bctx, void *stream, const pit_tdesc *A, const pit_tdesc *B,
                                  const pit_tdesc *C);

@@ -8,33 +8,44 @@
  * cores: at M <= 4 they would idle; from 16 rows the FMAs bound it and the
  * tile kernel wins).
  *
- * CTA = (n-tile of 32 x VEC columns, share of the gathered rows, batch):
- * grid x = n-tiles, y unused (1), z = batch x splits. Each lane owns VEC
- * consecutive columns; the WK warps of a CTA take interleaved groups of U
- * gathered rows of the CTA's share, then sum their partials in shared
- * memory. SWrite: C itself (one share) or the share's f32 slab (several,
- * summed in order by the convert pass, as for the tile kernel's split K).
+ * The kernel finds A's non-zero columns itself (no index, no detection
+ * launch before it): each CTA lists the non-zero columns of its share of
+ * K, ascending, with A's values down the rows, in shared memory, then
+ * streams those rows of B. A column is non-zero when any row of the call
+ * has a non-zero there: the index of column micro-tiles (Tm >= M rows, 1
+ * wide) it replaces names the same columns.
+ *
+ * CTA = (n-tile of 32 x VEC columns, share of K, batch): grid x = n-tiles,
+ * y unused (1), z = batch x splits. A share takes K in blocks of SPREAD
+ * columns, every splits-th block, so a run of zeros spreads over all
+ * shares. Each lane owns VEC consecutive columns; the WK warps of a CTA
+ * take interleaved groups of U listed rows, then sum their partials in
+ * shared memory. SWrite: C itself (one share) or the share's f32 slab;
+ * the share that arrives last at its n-tile sums the slabs into C
+ * (common/shares.cuh): one launch.
  *
  * Defines: PIT_DTYPE MROWS (1 or 4: rows of A the registers hold; the
  *          call's M is at most MROWS) B_VEC (1: B's rows 16-byte aligned and
  *          N a multiple of the vector) THREADS MIN_CTAS (launch bounds: the
  *          host plans one wave of MIN_CTAS an SM, cuda_kernels.c).
- * The index is the row-block's: entries name columns k of A (micro-tile
- * 1 column wide, Tm >= M rows, group 0 of each batch).
  */
 #include "common/port.cuh"
 #include "args.h"
-#include "common/index.cuh"
 #include "common/elem.cuh"
+#include "common/shares.cuh"
 
 constexpr int EL = (int)sizeof(T);
 constexpr int VEC = 16 / EL;
 constexpr int WK = THREADS / PIT_WARP; /* warps splitting the rows of a share */
 constexpr int COLS = PIT_WARP * VEC;    /* columns of a CTA */
 constexpr int U = 4;                    /* rows of B in flight per lane */
+constexpr int LIST = 4 * THREADS;       /* positions of the share listed at a time */
+constexpr int SPREAD = 8;               /* columns of a block of the share */
+constexpr int LIST_BYTES = LIST * 4 * (1 + MROWS), RED_BYTES = WK * MROWS * COLS * 4;
 
-/* read by the host (cuModuleGetGlobal) to size dynamic shared memory */
-extern "C" __device__ const int pit_smem_bytes = WK * MROWS * COLS * 4;
+/* read by the host (cuModuleGetGlobal) to size dynamic shared memory: the
+ * list, and later the warps' partials in the same bytes */
+extern "C" __device__ const int pit_smem_bytes = LIST_BYTES > RED_BYTES ? LIST_BYTES : RED_BYTES;
 
 struct brow { T v[VEC]; };
 
@@ -50,12 +61,82 @@ PIT_DEV void load_row(brow &r, const T *b, pit_i64 ldb, int k, int n, int N)
         r.v[j] = k >= 0 && n + j < N ? b[(pit_i64)k * ldb + n + j] : pit_from_float<T>(0.f);
 }
 
-/* The k behind gathered position q of the share, -1 past its end or K. */
-PIT_DEV int gathered_k(const int *ent, int q, int q1, int K)
+/* Whether element (m, k) of A is non-zero as detection reads it: its bits
+ * but the sign (a NaN is non-zero, -0 is zero). */
+PIT_DEV bool a_nonzero(const T *a, pit_i64 lda, int m, int k)
 {
-    if (q >= q1) return -1;
-    int k = pit_entry_index(__ldg(ent + q));
-    return k < K ? k : -1;
+#if PIT_DTYPE == PIT_DT_F32
+    return pit_bits_nonzero32(__float_as_uint(__ldg(a + (pit_i64)m * lda + k)));
+#else
+    return pit_bits_nonzero16(__ldg((const pit_u16 *)a + (pit_i64)m * lda + k));
+#endif
+}
+
+/* The CTA's share of K: blocks of SPREAD columns, share s taking blocks
+ * s, s + splits, s + 2 splits, ... so that a run of zeros (or non-zeros)
+ * spreads over every share. Position j of the share (ascending in k). */
+PIT_DEV int share_column(int j, int split, int splits)
+{
+    return ((j / SPREAD) * splits + split) * SPREAD + j % SPREAD;
+}
+
+/* Lists the non-zero columns among positions [j0, j0 + LIST) of the share,
+ * ascending: their k in ks and A's values down the rows in xs. A column is
+ * non-zero when any of the call's rows has a non-zero there (the column
+ * micro-tile of the index this replaces). Returns how many. */
+PIT_DEV int list_nonzero_columns(const T *a, pit_i64 lda, int rows, int K, int j0, int split, int splits, int *ks,
+                                 float (*xs)[MROWS], int *warp_counts)
+{
+    const int lane = pit_lane(), warp = threadIdx.x / PIT_WARP;
+    const pit_u32 below = (1u << lane) - 1u;
+    int base = 0;
+    for (int r = 0; r < LIST; r += THREADS) {
+        const int k = share_column(j0 + r + (int)threadIdx.x, split, splits);
+        bool on = false;
+        if (k < K)
+            for (int m = 0; m < rows; ++m) on = on || a_nonzero(a, lda, m, k);
+        const pit_u32 ballot = pit_ballot(on);
+        if (lane == 0) warp_counts[warp] = pit_popc(ballot);
+        __syncthreads();
+        int pos = base + pit_popc(ballot & below), all = base;
+        for (int w = 0; w < WK; ++w) {
+            pos += w < warp ? warp_counts[w] : 0;
+            all += warp_counts[w];
+        }
+        if (on) {
+            ks[pos] = k;
+#pragma unroll
+            for (int m = 0; m < MROWS; ++m) xs[pos][m] = m < rows ? pit_to_float(a[(pit_i64)m * lda + k]) : 0.f;
+        }
+        __syncthreads(); /* warp_counts is rewritten by the next round */
+        base = all;
+    }
+    return base;
+}
+
+/* This lane's VEC columns times the listed rows of B: warps take
+ * interleaved groups of U listed rows. */
+PIT_DEV void multiply_listed(const T *b, pit_i64 ldb, int n, int N, const int *ks, const float (*xs)[MROWS], int len,
+                             int warp, float (&acc)[MROWS][VEC])
+{
+    for (int q = warp * U; q < len; q += WK * U) {
+        int k[U];
+        brow r[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) k[u] = q + u < len ? ks[q + u] : -1;
+#pragma unroll
+        for (int u = 0; u < U; ++u) load_row(r[u], b, ldb, k[u], n, N);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            if (k[u] < 0) continue;
+#pragma unroll
+            for (int m = 0; m < MROWS; ++m) {
+                const float x = xs[q + u][m];
+#pragma unroll
+                for (int j = 0; j < VEC; ++j) acc[m][j] = fmaf(x, pit_to_float(r[u].v[j]), acc[m][j]);
+            }
+        }
+    }
 }
 
 /* AMD's bounds take the work-group size alone */
@@ -68,17 +149,20 @@ PIT_DEV int gathered_k(const int *ent, int q, int q1, int K)
 PIT_KERNEL void DECODE_BOUNDS pit_decode(const pit_mm_args p)
 {
     extern __shared__ __align__(16) pit_u8 smem[];
-    const int lane = pit_lane(), warp = threadIdx.x / PIT_WARP;
+    __shared__ int warp_counts[WK];
+    int *ks = (int *)smem;                                  /* [LIST] */
+    float(*xs)[MROWS] = (float(*)[MROWS])(smem + LIST * 4); /* [LIST][MROWS] */
+    float *red = (float *)smem;                             /* [WK][MROWS][COLS], after the list */
+    const int warp = threadIdx.x / PIT_WARP, lane = pit_lane();
     const int splits = p.splits > 1 ? p.splits : 1;
     const int batch = blockIdx.z / splits, split = blockIdx.z % splits;
-    const int grp = batch * p.groups_per_batch;
-    const int len = min(__ldg(p.counts + grp), p.capacity); /* gathered columns */
-    const int q0 = (int)((pit_i64)split * len / splits), q1 = (int)((pit_i64)(split + 1) * len / splits);
-    const int *ent = p.entries + (pit_i64)grp * p.capacity;
     const T *a = (const T *)p.a + (pit_i64)batch * p.sa;
     const T *b = (const T *)p.b + (pit_i64)batch * p.sb;
     const int n = blockIdx.x * COLS + lane * VEC;
     const int rows = min(p.M, MROWS);
+    /* positions of the share: every SPREAD-block b with b % splits == split */
+    const int blocks = (p.K + SPREAD - 1) / SPREAD;
+    const int span = (blocks - split + splits - 1) / splits * SPREAD;
 
     float acc[MROWS][VEC];
 #pragma unroll
@@ -86,40 +170,29 @@ PIT_KERNEL void DECODE_BOUNDS pit_decode(const pit_mm_args p)
 #pragma unroll
         for (int j = 0; j < VEC; ++j) acc[m][j] = 0.f;
 
-    for (int q = q0 + warp * U; q < q1; q += WK * U) {
-        int k[U];
-        brow r[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) k[u] = gathered_k(ent, q + u, q1, p.K);
-#pragma unroll
-        for (int u = 0; u < U; ++u) load_row(r[u], b, p.ldb, k[u], n, p.N);
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            if (k[u] < 0) continue;
-#pragma unroll
-            for (int m = 0; m < MROWS; ++m) {
-                if (m >= rows) break;
-                const float x = pit_to_float(a[(pit_i64)m * p.lda + k[u]]);
-#pragma unroll
-                for (int j = 0; j < VEC; ++j) acc[m][j] = fmaf(x, pit_to_float(r[u].v[j]), acc[m][j]);
-            }
-        }
+    for (int j0 = 0; j0 < span; j0 += LIST) {
+        const int len = list_nonzero_columns(a, p.lda, rows, p.K, j0, split, splits, ks, xs, warp_counts);
+        multiply_listed(b, p.ldb, n, p.N, ks, xs, len, warp, acc);
+        __syncthreads(); /* the list is rewritten next, or becomes red */
     }
 
     /* the warps' partials summed in shared memory, then one store a column */
-    float *red = (float *)smem; /* [WK][MROWS][COLS] */
 #pragma unroll
     for (int m = 0; m < MROWS; ++m)
 #pragma unroll
         for (int j = 0; j < VEC; ++j) red[(warp * MROWS + m) * COLS + lane * VEC + j] = acc[m][j];
     __syncthreads();
+    float *slab = splits > 1 ? pit_share_slab(p, batch, split, splits) : nullptr;
     for (int i = threadIdx.x; i < rows * COLS; i += THREADS) {
         const int m = i / COLS, c = i % COLS, col = blockIdx.x * COLS + c;
         if (col >= p.N) continue;
         float s = 0.f;
 #pragma unroll
         for (int w = 0; w < WK; ++w) s += red[(w * MROWS + m) * COLS + c];
-        if (splits > 1) p.acc[(pit_i64)blockIdx.z * p.sacc + (pit_i64)m * p.ldacc + col] = s;
+        if (slab) slab[(pit_i64)m * p.ldacc + col] = s;
         else ((T *)p.c)[(pit_i64)batch * p.sc + (pit_i64)m * p.ldc + col] = pit_from_float<T>(s);
     }
+    if (slab)
+        pit_sum_shares_last<THREADS>(p, batch * gridDim.x + blockIdx.x, batch, splits, 0, rows, blockIdx.x * COLS,
+                                     COLS);
 }

@@ -37,6 +37,7 @@
 #include "common/index.cuh"
 #include "common/elem.cuh"
 #include "common/mma.cuh"
+#include "common/shares.cuh"
 
 #define BN PIT_DECODE_MMA_BN
 #define THREADS PIT_DECODE_MMA_THREADS
@@ -189,7 +190,8 @@ PIT_DEV void store_partial(const pit_mm_args &p, const operands &o, int row0, co
                 if (col >= o.N) continue;
                 const float v0 = acc[mb][nb][2 * h], v1 = acc[mb][nb][2 * h + 1];
                 if (splits > 1) {
-                    float *dst = p.acc + (pit_i64)blockIdx.z * p.sacc + (pit_i64)(row0 + m) * p.ldacc + col;
+                    float *dst = pit_share_slab(p, batch, (int)blockIdx.z % splits, splits) +
+                                 (pit_i64)(row0 + m) * p.ldacc + col;
                     dst[0] = v0;
                     dst[1] = v1;
                 } else {
@@ -199,29 +201,6 @@ PIT_DEV void store_partial(const pit_mm_args &p, const operands &o, int row0, co
                 }
             }
         }
-}
-
-/* After every thread stored its slab: the share that arrives last at this
- * tile of C sums all the shares' slabs, in share order, into C. */
-PIT_DEV void sum_shares(const pit_mm_args &p, const operands &o, int row0, int splits, int batch)
-{
-    __shared__ int last;
-    pit_fence_device();
-    __syncthreads();
-    const int tile = (batch * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-    if (threadIdx.x == 0) last = pit_atomic_add(p.arrivals + tile, 1) == splits - 1;
-    __syncthreads();
-    if (!last) return;
-    pit_fence_device();
-    const float *slab0 = p.acc + (pit_i64)batch * splits * p.sacc;
-    for (int i = threadIdx.x; i < o.rows * BN; i += THREADS) {
-        const int m = i / BN, col = o.n0 + i % BN;
-        if (col >= o.N) continue;
-        const pit_i64 at = (pit_i64)(row0 + m) * p.ldacc + col;
-        float v = 0.f;
-        for (int j = 0; j < splits; ++j) v += pit_ldcg_f32(slab0 + (pit_i64)j * p.sacc + at);
-        ((T *)p.c)[(pit_i64)batch * p.sc + (pit_i64)(row0 + m) * p.ldc + col] = pit_from_float<T>(v);
-    }
 }
 
 /* AMD's bounds take the work-group size alone */
@@ -286,5 +265,7 @@ PIT_KERNEL void DECODE_MMA_BOUNDS pit_decode_mma(const pit_mm_args p)
     }
     pit_copy_wait<0>();
     store_partial(p, o, row0, acc, splits, batch, warp, lane);
-    if (splits > 1) sum_shares(p, o, row0, splits, batch);
+    if (splits > 1)
+        pit_sum_shares_last<THREADS>(p, (batch * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x, batch, splits, row0,
+                                     o.rows, o.n0, BN);
 }

@@ -282,8 +282,9 @@ static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
 }
 
 /* The decode regime: a few rows of A (one row-block), column micro-tiles
- * one wide: the weight rows the non-zero columns name are streamed by
- * pit_decode.cu, whose share of rows per CTA fills the device. */
+ * one wide: pit_decode.cu finds the non-zero columns of its share of K
+ * itself and streams the weight rows they name; the shares fill the device
+ * and the last to arrive at an n-tile sums them. The index is not read. */
 static int decode_fits(const mm_problem *p, const pit_index *idx)
 {
     return idx->tile.axis == PIT_AXIS_K && idx->tile.cols == 1 && p->M <= idx->tile.rows &&
@@ -304,11 +305,11 @@ static pit_status matmul_decode(pit_cuda_ctx *c, CUstream s, const mm_problem *p
     const int64_t ntiles = pit_cuda_cdiv(p->N, 32 * (int64_t)(16 / pit_cuda_el_bytes(p->dt)));
     int64_t per_sm = resident_per_sm(c, k, PIT_CUDA_DECODE_THREADS);
     if (per_sm > pit_cuda_decode_min_ctas(v.mt_rows)) per_sm = pit_cuda_decode_min_ctas(v.mt_rows);
-    /* each share at least DECODE_MIN_SHARE rows of a full index */
-    const int splits = k_shares(c, per_sm, ntiles * p->batch, idx->capacity / DECODE_MIN_SHARE, p);
+    /* each share at least DECODE_MIN_SHARE columns of K */
+    const int splits = k_shares(c, per_sm, ntiles * p->batch, p->K / DECODE_MIN_SHARE, p);
     pit_mm_args a;
     fill_pit_mm_args(p, idx, &a);
-    return launch_shares(c, s, p, k, splits, (unsigned)ntiles, 1, PIT_CUDA_DECODE_THREADS, 0, &a,
+    return launch_shares(c, s, p, k, splits, (unsigned)ntiles, 1, PIT_CUDA_DECODE_THREADS, ntiles * p->batch, &a,
                          PIT_CALL(LaunchKernel) "(pit_decode)");
 }
 
@@ -394,6 +395,15 @@ static pit_status matmul_axis_m(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
         }
     }
     return pit_cuda_free_scratch(c, s, scratch, st);
+}
+
+int pit_cuda_matmul_detects_inside(void *bctx, const pit_index *idx, const pit_tdesc *A, const pit_tdesc *B,
+                                   const pit_tdesc *C)
+{
+    (void)bctx;
+    mm_problem p;
+    if (matmul_views(A, B, C, &p) != PIT_SUCCESS) return 0;
+    return decode_fits(&p, idx);
 }
 
 pit_status pit_cuda_matmul_sparse(void *bctx, void *stream, const pit_tile *tile, const pit_index *idx,
