@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define PIT_BACKEND_ABI_VERSION 8 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
+#define PIT_BACKEND_ABI_VERSION 9 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
                                     4: switches to context_create;
                                     5: mem_query; pit_host.cache_load / cache_store /
                                        cache_drop; set_scratch_allocator;
@@ -41,7 +41,8 @@ extern "C" {
                                     7: pit_device_info.has_f16_storage (a longer
                                        struct for device_info to fill);
                                     8: mem_wrap_host, mem_unwrap_host;
-                                       pit_device_info.takes_host_memory */
+                                       pit_device_info.takes_host_memory;
+                                    9: matmul_detects_inside */
 #define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
 
 /* ---- services core offers to plug-ins --------------------------------- */
@@ -288,7 +289,7 @@ typedef struct pit_backend {
                                 int worst_case_grid, const pit_tdesc *A,
                                 const pit_tdesc *B, const pit_tdesc *C);
 
-    /* Optional: 1 when matmul_sparse with this index and operands does not
+    /* Optional (ABI 9): 1 when matmul_sparse with this index and operands does not
      * read the index at all (its kernel finds A's non-zero micro-tiles
      * itself: CUDA's decode kernel). Core then skips detection on a settled
      * call that reads nothing back; idx still says which micro-tile the

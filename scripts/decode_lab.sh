@@ -3,8 +3,8 @@
 # decode kernels of the build under test (build-gpu/, or PIT_NEW) forced on
 # the decode suite's shapes (test_cuda_direct --bench-decode, every result
 # checked), their sanitizers, and the decode suite end to end with the
-# shipped database, with "read" rows and with the reference build in
-# .carry/base (scripts/gpu_ab.sh decode). Logs under $OUT.
+# shipped database and with the reference build in .carry/base
+# (scripts/gpu_ab.sh decode). Logs under $OUT.
 #   DECODE_CHECK=1      first the plug-in's direct tests, graph capture and
 #                       the matmul conformance cases on CUDA
 #   DECODE_PLUGINS="name=path ..."  other plug-in builds timed point by point

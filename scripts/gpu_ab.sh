@@ -24,9 +24,8 @@
 # bench also runs test_cuda_ops --bench (attention and MoE points) of both.
 # sanitize: compute-sanitizer memcheck and racecheck on the quick suite of the
 #   operators whose kernels moved.
-# decode: `pit bench --suite decode` with the shipped database and again with
-#   "read" rows made from the copy bandwidth it measured (and the reference
-#   build's suite with its database, when there is one).
+# decode: `pit bench --suite decode` with the shipped database (and the
+#   reference build's suite with its database, when there is one).
 # decode-kernel: the decode kernels forced, beside cuBLAS and the floor
 #   (test_cuda_direct --bench-decode), and both sanitizers on the direct
 #   test's quick cases.
@@ -82,22 +81,14 @@ for what in "$@"; do
     step tune_opencl run_in "$NEW" "$root/tiledb" env PIT_BACKEND=opencl "$NEW/bin/pit" tune --output "$out/tuned-opencl.tiledb"
     grep -E "^[^#].* f16 " "$out/tuned-opencl.tiledb" | tee -a "$summary" ;;
   decode)
-    # the decode suite with the shipped database, then with "read" rows made
-    # from the copy bandwidth it measured (what pit tune writes for them)
+    # the decode suite with the shipped database, beside the reference build's
     step decode_shipped run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda "$NEW/bin/pit" bench --suite decode --json "$out/decode_shipped.json"
     if [ -x "$BASE/bin/pit" ]; then
       step decode_base run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=cuda "$BASE/bin/pit" bench --suite decode --json "$out/decode_base.json"
       grep -hE "^ *(bf16|f16|f32) " "$out/decode_base.log" | sed 's/^/base: /' | head -40
       grep -hE "^ *(bf16|f16|f32) " "$out/decode_shipped.log" | sed 's/^/new:  /' | head -40
     fi
-    gbps=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["decode_copy_gbps"])' "$out/decode_shipped.json")
-    mkdir -p /tmp/tdb-read && cp "$root"/tiledb/*.tiledb /tmp/tdb-read/
-    for d in "f32 4" "f16 2" "bf16 2"; do set -- $d
-      printf 'sm_*  cuda  read  %s  64 64 1 256 1 0 %s 0 0\n' "$1" "$(python3 -c "print(f'{64*64*$2/($gbps*1e3):.6g}')")" >> /tmp/tdb-read/nvidia-sm90.tiledb
-    done
-    note "read rows from $gbps GB/s: $(grep ' read ' /tmp/tdb-read/nvidia-sm90.tiledb | awk '{print $4, $11}' | tr '\n' ' ')"
-    step decode_read run_in "$NEW" /tmp/tdb-read env PIT_BACKEND=cuda "$NEW/bin/pit" bench --suite decode --json "$out/decode_read.json"
-    grep -hE "^ *(bf16|f16|f32) " "$out/decode_read.log" | head -40 ;;
+    ;;
   decode-kernel)
     # the decode kernels forced (no selection) beside cuBLAS and the floor,
     # each result checked first; then both sanitizers on the direct test's

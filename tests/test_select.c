@@ -9,6 +9,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* setenv */
 #endif
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,33 +349,46 @@ static pit_tiledb *open_written(const pit_tiledb_entry *v, int n, const char *wh
     snprintf(comment, sizeof comment, "test_select: %s", what);
     CHECK(pit_tiledb_write(path, v, n, comment) == PIT_SUCCESS);
     setenv("PIT_TILEDB", path, 1);
-    pit_tiledb *db = open_case(&db_cases[2]);
+    /* an H100 without its family's file: the rows written and the built-in table only */
+    static const db_case alone = {"cuda", "NVIDIA H100 80GB HBM3", "sm_90", ""};
+    pit_tiledb *db = open_case(&alone);
     unsetenv("PIT_TILEDB");
     remove(path);
     return db;
+}
+
+/* A row of a hand-written sm_90 database. */
+typedef struct test_row { pit_tile_op op; int bm, bn, bk; double us, out; } test_row;
+
+static void fill_rows(pit_tiledb_entry *v, const test_row *rows, int n, pit_dtype dt)
+{
+    memset(v, 0, sizeof *v * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        snprintf(v[i].device, sizeof v[i].device, "sm_90");
+        snprintf(v[i].backend, sizeof v[i].backend, "cuda");
+        v[i].op = rows[i].op;
+        v[i].dtype = dt;
+        v[i].tile = (pit_tile){rows[i].bm, rows[i].bn, rows[i].bk, 256, 2, 1};
+        v[i].us_per_tile = rows[i].us;
+        v[i].us_per_out = rows[i].out;
+    }
 }
 
 /* A database of one dense tile, one fitted matmul_k tile, and the costs
  * around a sparse kernel (detect, call), written for PIT_TILEDB. */
 static pit_tiledb *around_db(double call_us, double detect_us)
 {
-    static const struct { pit_tile_op op; int bm, bn, bk; double us, out; } rows[] = {
+    static const test_row rows[] = {
         {PIT_TILE_DENSE, 128, 128, 32, 0.004, 0},   {PIT_TILE_MATMUL_K, 64, 128, 32, 0.005, 0.002},
         {PIT_TILE_FILL, 64, 64, 1, 0.003, 0},       {PIT_TILE_ACCUM, 64, 64, 1, 0.006, 0},
         {PIT_TILE_DETECT, 1024, 1024, 1, 0, 0},     {PIT_TILE_CALL, 1, 1, 1, 0, 0},
     };
     pit_tiledb_entry v[6];
-    memset(v, 0, sizeof v);
-    for (int i = 0; i < 6; i++) {
-        snprintf(v[i].device, sizeof v[i].device, "sm_90");
-        snprintf(v[i].backend, sizeof v[i].backend, "cuda");
-        v[i].op = rows[i].op;
-        v[i].dtype = PIT_F16;
-        v[i].tile = (pit_tile){rows[i].bm, rows[i].bn, rows[i].bk, 256, 2, 1};
-        v[i].us_per_tile = rows[i].op == PIT_TILE_CALL ? call_us
-                           : rows[i].op == PIT_TILE_DETECT ? detect_us : rows[i].us;
-        v[i].us_per_out = rows[i].out;
-    }
+    fill_rows(v, rows, 6, PIT_F16);
+    for (int i = 0; i < 6; i++)
+        v[i].us_per_tile = rows[i].op == PIT_TILE_CALL     ? call_us
+                           : rows[i].op == PIT_TILE_DETECT ? detect_us
+                                                           : v[i].us_per_tile;
     return open_written(v, 6, "around");
 }
 
@@ -413,26 +427,22 @@ static void test_around_costs(void)
  * bound by memory. With a measured "read" row the K plan (16x1 or 32x1)
  * wins by the weight rows it skips, each plan's cost is at least its bytes
  * at that rate, and dense pays the whole of W. */
+/* A bf16 decode database: a read row, then two stream rows (at 1 and 16 rows of A). */
+static const test_row decode_rows[] = {
+    {PIT_TILE_DENSE, 128, 128, 32, 0.0014, 0},  {PIT_TILE_MATMUL_K, 16, 64, 32, 0.00115, 0},
+    {PIT_TILE_MATMUL_K, 32, 64, 32, 0.0016, 0}, {PIT_TILE_FILL, 64, 64, 1, 0.0027, 0},
+    {PIT_TILE_ACCUM, 64, 64, 1, 0.006, 0},      {PIT_TILE_DETECT, 1024, 1024, 1, 1.0, 0},
+    {PIT_TILE_CALL, 1, 1, 1, 20.0, 0},          {PIT_TILE_READ, 64, 64, 1, 0.00273, 0},
+    {PIT_TILE_STREAM, 1, 64, 64, 0.0017, 6.0},  {PIT_TILE_STREAM, 16, 64, 64, 0.006, 10.0},
+};
+#define DECODE_ROWS ((int)(sizeof decode_rows / sizeof decode_rows[0]))
+#define DECODE_STREAM_ROWS 2
+
 static void test_memory_bound(void)
 {
-    static const struct { pit_tile_op op; int bm, bn, bk; double us; } rows[] = {
-        {PIT_TILE_DENSE, 128, 128, 32, 0.0014},   {PIT_TILE_MATMUL_K, 16, 64, 32, 0.00115},
-        {PIT_TILE_MATMUL_K, 32, 64, 32, 0.0016},  {PIT_TILE_FILL, 64, 64, 1, 0.0027},
-        {PIT_TILE_ACCUM, 64, 64, 1, 0.006},       {PIT_TILE_DETECT, 1024, 1024, 1, 1.0},
-        {PIT_TILE_CALL, 1, 1, 1, 20.0},           {PIT_TILE_READ, 64, 64, 1, 0.00273},
-    };
-    enum { N_ROWS = (int)(sizeof rows / sizeof rows[0]) };
-    pit_tiledb_entry v[N_ROWS];
-    memset(v, 0, sizeof v);
-    for (int i = 0; i < N_ROWS; i++) {
-        snprintf(v[i].device, sizeof v[i].device, "sm_90");
-        snprintf(v[i].backend, sizeof v[i].backend, "cuda");
-        v[i].op = rows[i].op;
-        v[i].dtype = PIT_BF16;
-        v[i].tile = (pit_tile){rows[i].bm, rows[i].bn, rows[i].bk, 128, 4, 1};
-        v[i].us_per_tile = rows[i].us;
-    }
-    pit_tiledb *db = open_written(v, N_ROWS, "memory");
+    pit_tiledb_entry v[DECODE_ROWS];
+    fill_rows(v, decode_rows, DECODE_ROWS, PIT_BF16);
+    pit_tiledb *db = open_written(v, DECODE_ROWS - DECODE_STREAM_ROWS, "memory");
     if (!db)
         return;
     scenario decode = scenario_make(1, 14336, 4096, 1, 1, 0.5, NULL, 0);
@@ -450,6 +460,45 @@ static void test_memory_bound(void)
     CHECK(d.predicted_us >= w_bytes * us_per_byte); /* dense reads all of W */
     free_stats(decode.st, decode.ncand);
     pit_tiledb_close(db);
+}
+
+/* "stream" rows price the decode regime as pit tune measured it: x[1,4096]
+ * at half zeros streams fast enough to beat dense; 4 rows, priced by the
+ * row measured at 16 (the next one up), stream so slowly that dense wins,
+ * where the read bound alone took the K plan; above every measured row the
+ * other terms apply. */
+static void test_stream_rows(void)
+{
+    pit_tiledb_entry v[DECODE_ROWS];
+    fill_rows(v, decode_rows, DECODE_ROWS, PIT_BF16);
+    pit_tiledb *with = open_written(v, DECODE_ROWS, "stream"),
+               *without = open_written(v, DECODE_ROWS - DECODE_STREAM_ROWS, "no-stream");
+    if (!with || !without) {
+        pit_tiledb_close(with);
+        pit_tiledb_close(without);
+        return;
+    }
+    scenario one = scenario_make(1, 14336, 4096, 1, 1, 0.5, NULL, 0);
+    pit_selection s = select_on(with, &one, PIT_BF16);
+    report("stream, 1 row", &db_cases[2], PIT_BF16, &s);
+    CHECK(!s.dense && one.st[s.candidate].tile.cols == 1);
+    const double streamed = (double)total(&one.st[s.candidate]) * 14336.0;
+    CHECK(fabs(s.predicted_us - (streamed * 0.0017 / 4096.0 + 6.0 + 20.0 / PIT_REDETECT_EVERY)) < 1e-6);
+    scenario four = scenario_make(4, 14336, 4096, 4, 1, 0.5, NULL, 0);
+    s = select_on(without, &four, PIT_BF16);
+    report("read bound, 4 rows", &db_cases[2], PIT_BF16, &s);
+    CHECK(!s.dense); /* the bytes alone say the K plan */
+    s = select_on(with, &four, PIT_BF16);
+    report("stream, 4 rows", &db_cases[2], PIT_BF16, &s);
+    CHECK(s.dense); /* at 0.006 us a 64 x 64 block: slower than reading all of W */
+    scenario many = scenario_make(64, 14336, 4096, 64, 1, 0.5, NULL, 0);
+    pit_selection a = select_on(with, &many, PIT_BF16), b = select_on(without, &many, PIT_BF16);
+    CHECK(a.dense == b.dense && fabs(a.predicted_us - b.predicted_us) < 1e-9); /* no row at 64 */
+    free_stats(one.st, one.ncand);
+    free_stats(four.st, four.ncand);
+    free_stats(many.st, many.ncand);
+    pit_tiledb_close(with);
+    pit_tiledb_close(without);
 }
 
 /* The gathered GEMMs (moe, rows) take the one tile of their dtype: the
@@ -541,6 +590,7 @@ int main(void)
     test_tile_fits();
     test_around_costs();
     test_memory_bound();
+    test_stream_rows();
     test_gathered_cheapest();
     free_scenarios();
     if (failures)

@@ -89,7 +89,7 @@ static int complete(const pit_tiledb *db)
         for (int dt = PIT_F32; dt <= PIT_BF16; dt++) {
             /* read: present once measured; the gathered GEMMs (moe, rows):
              * the backend's own tile without a row of the device */
-            if (op == PIT_TILE_READ || op == PIT_TILE_MOE || op == PIT_TILE_ROWS)
+            if (op == PIT_TILE_READ || op == PIT_TILE_STREAM || op == PIT_TILE_MOE || op == PIT_TILE_ROWS)
                 continue;
             int found = 0;
             for (int i = 0; i < n; i++)

@@ -44,6 +44,13 @@
  * of B's rows it skips. "read" rows exist only where measured (`pit tune`
  * adds them; the built-in table has none): without one the bound is left out.
  *
+ * A candidate of the decode regime (along K, one column wide, at most a
+ * "stream" entry's bm rows of A) is priced by that entry instead, which
+ * `pit tune` measures through the real call: its gathered rows of B at the
+ * measured rate plus a fixed part a call. Such kernels stream at rates that
+ * differ by M (CUDA: CUDA cores to 4 rows, tensor cores from 5), which
+ * neither the tile model nor the read bound knows.
+ *
  * The sums over groups are the only per-group work: one pass per distinct
  * divisor per candidate (a handful), shifts for powers of two, no allocation.
  */
@@ -361,6 +368,37 @@ void pit_selection_name_dense(pit_selection *sel, const char *dense_name)
 
 /* ---- the selection -------------------------------------------------------- */
 
+/* The "stream" entry of a decode-regime candidate (along K, one column
+ * wide): the one of the dtype measured at the fewest rows of A that are no
+ * fewer than the problem's; NULL when there is none (M above every row
+ * measured, or a database without them). */
+static const pit_tiledb_entry *stream_entry(const cost_ctx *cx, const pit_microtile *t, const pit_tiledb_entry *v,
+                                            int n)
+{
+    const pit_problem *p = cx->p;
+    if (t->axis != PIT_AXIS_K || t->cols != 1 || p->sparse != PIT_SPARSE_A)
+        return NULL;
+    const pit_tiledb_entry *best = NULL;
+    for (int i = 0; i < n; i++)
+        if (v[i].op == PIT_TILE_STREAM && v[i].dtype == p->dtype && v[i].tile.bm >= p->m &&
+            (!best || v[i].tile.bm < best->tile.bm))
+            best = &v[i];
+    return best;
+}
+
+/* A decode-regime call as its stream entry measured it: the gathered rows
+ * of B (each group reads its own) at the entry's rate, its fixed part, and
+ * the periodic full look at the pattern. Detection is inside the measured
+ * time (a settled call's: the chosen candidate alone, or none where the
+ * kernel finds the non-zeros itself). */
+static double stream_cost(const cost_ctx *cx, const pit_tiledb_entry *e, int64_t nonzero)
+{
+    const pit_problem *p = cx->p;
+    double elements = (double)nonzero * (double)p->n * (double)batch_of(p);
+    double per_element = e->us_per_tile / ((double)e->tile.bn * (double)e->tile.bk);
+    return elements * per_element + e->us_per_out + cx->call_us / redetect_every(p);
+}
+
 static option best_for_candidate(const cost_ctx *cx, cand_summary *cs, const pit_tiledb_entry *v,
                                  int n)
 {
@@ -381,6 +419,14 @@ static option best_for_candidate(const cost_ctx *cx, cand_summary *cs, const pit
                           pit_microtile_slow(t, cx->p->dtype) ? " (strided gather)" : "");
         if (!best.valid || us < best.us)
             best = (option){1, &v[i], tiles, us};
+    }
+    /* the tile stays the tile model's choice (the kernel behind it where
+     * the backend has no decode kernel); the time is the measured one */
+    const pit_tiledb_entry *stream = best.valid ? stream_entry(cx, t, v, n) : NULL;
+    if (stream) {
+        best.us = stream_cost(cx, stream, cs->nonzero);
+        pit_log_debug("select: %c%dx%d priced by its stream row (%d rows): %.2f us", pit_axis_letter(t->axis),
+                      t->rows, t->cols, stream->tile.bm, best.us);
     }
     return best;
 }

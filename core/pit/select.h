@@ -137,6 +137,11 @@ typedef enum pit_tile_op {
     PIT_TILE_READ,         /* "read":     streaming bm x bn elements from device
                             *             memory once: what bounds a call that
                             *             moves more bytes than it computes  */
+    PIT_TILE_STREAM,       /* "stream":   a settled sparse matmul along K with
+                            *             one-wide column micro-tiles and at
+                            *             most bm rows of A (decode): bn x bk
+                            *             gathered elements of B's rows, plus
+                            *             us_per_out once a call            */
     PIT_TILE_OP_COUNT
 } pit_tile_op;
 

@@ -29,7 +29,7 @@ static const char *const op_names[PIT_TILE_OP_COUNT] = {
     [PIT_TILE_FILL] = "fill",         [PIT_TILE_ACCUM] = "accum",
     [PIT_TILE_DETECT] = "detect",     [PIT_TILE_CALL] = "call",
     [PIT_TILE_MOE] = "moe",           [PIT_TILE_ROWS] = "rows",
-    [PIT_TILE_READ] = "read",
+    [PIT_TILE_READ] = "read",         [PIT_TILE_STREAM] = "stream",
 };
 
 const char *pit_tile_op_name(pit_tile_op op)

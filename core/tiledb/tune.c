@@ -150,7 +150,7 @@ static int tunable(const pit_tiledb_entry *e)
 {
     return e->op == PIT_TILE_DENSE || e->op == PIT_TILE_MATMUL_K || e->op == PIT_TILE_MATMUL_M ||
            e->op == PIT_TILE_DETECT || e->op == PIT_TILE_CALL || e->op == PIT_TILE_MOE ||
-           e->op == PIT_TILE_ROWS || e->op == PIT_TILE_READ;
+           e->op == PIT_TILE_ROWS || e->op == PIT_TILE_READ || e->op == PIT_TILE_STREAM;
 }
 
 /* A dense entry: the tile-steps of the whole product. */
@@ -270,6 +270,8 @@ static pit_status tune_entry(pit_context *ctx, pit_tiledb_entry *e, int64_t size
         return time_call(ctx, e, repeats, rng);
     if (e->op == PIT_TILE_READ)
         return time_read(ctx, e, size, repeats);
+    if (e->op == PIT_TILE_STREAM)
+        return tune_stream(ctx, e, size, repeats, rng);
     pit_status s;
     if (e->op == PIT_TILE_MOE || e->op == PIT_TILE_ROWS) {
         s = tune_gathered(ctx, e, size, repeats, rng);
@@ -294,26 +296,43 @@ static pit_status tune_entry(pit_context *ctx, pit_tiledb_entry *e, int64_t size
     return s;
 }
 
-/* A "read" row for each dtype of the device that has none yet (they are
- * optional: the built-in table has none). Returns how many were added. */
-static int add_read_rows(const pit_context *ctx, pit_tiledb_entry *mine, int *n)
+#define TUNE_DTYPES 3
+#define TUNE_STREAM_ROWS 4
+static const pit_dtype tune_dtypes[TUNE_DTYPES] = {PIT_F32, PIT_F16, PIT_BF16};
+/* the rows of x the "stream" entries are measured at */
+static const int32_t stream_rows[TUNE_STREAM_ROWS] = {1, 4, 16, 64};
+
+/* A row of op, dtype and tile for the device unless it has one of op and
+ * dtype with the tile's bm already; returns 1 when added. */
+static int add_row(const pit_context *ctx, pit_tiledb_entry *mine, int *n, pit_tile_op op, pit_dtype dt,
+                   pit_tile tile)
 {
-    static const pit_dtype dtypes[] = {PIT_F32, PIT_F16, PIT_BF16};
+    if (!pit_device_stores(&ctx->info, dt))
+        return 0;
+    for (int i = 0; i < *n; i++)
+        if (mine[i].op == op && mine[i].dtype == dt && mine[i].tile.bm == tile.bm)
+            return 0;
+    pit_tiledb_entry *e = &mine[(*n)++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->device, sizeof e->device, "%s", ctx->info.arch);
+    snprintf(e->backend, sizeof e->backend, "%s", ctx->info.backend);
+    e->op = op;
+    e->dtype = dt;
+    e->tile = tile;
+    return 1;
+}
+
+/* The rows the built-in table has none of (they are optional): "read" for
+ * each dtype of the device and "stream" at each of stream_rows. Returns how
+ * many were added; mine has room for TUNE_DTYPES x (1 + TUNE_STREAM_ROWS). */
+static int add_measured_rows(const pit_context *ctx, pit_tiledb_entry *mine, int *n)
+{
     int added = 0;
-    for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
-        int have = !pit_device_stores(&ctx->info, dtypes[d]);
-        for (int i = 0; i < *n && !have; i++)
-            have = mine[i].op == PIT_TILE_READ && mine[i].dtype == dtypes[d];
-        if (have)
-            continue;
-        pit_tiledb_entry *e = &mine[(*n)++];
-        memset(e, 0, sizeof *e);
-        snprintf(e->device, sizeof e->device, "%s", ctx->info.arch);
-        snprintf(e->backend, sizeof e->backend, "%s", ctx->info.backend);
-        e->op = PIT_TILE_READ;
-        e->dtype = dtypes[d];
-        e->tile = (pit_tile){64, 64, 1, 256, 1, 0};
-        added++;
+    for (int d = 0; d < TUNE_DTYPES; d++) {
+        added += add_row(ctx, mine, n, PIT_TILE_READ, tune_dtypes[d], (pit_tile){64, 64, 1, 256, 1, 0});
+        for (int r = 0; r < TUNE_STREAM_ROWS; r++)
+            added += add_row(ctx, mine, n, PIT_TILE_STREAM, tune_dtypes[d],
+                             (pit_tile){stream_rows[r], 64, 64, 256, 1, 0});
     }
     return added;
 }
@@ -332,7 +351,7 @@ PIT_API pit_status pit_tune(pit_context *ctx, const pit_tune_options *options, c
     int repeats = o.repeats > 0 ? o.repeats : o.quick ? 3 : 10;
     int count = 0;
     const pit_tiledb_entry *all = pit_tiledb_entries(ctx->db, &count);
-    pit_tiledb_entry *mine = calloc((size_t)count + 3, sizeof *mine); /* + "read" rows */
+    pit_tiledb_entry *mine = calloc((size_t)count + TUNE_DTYPES * (1 + TUNE_STREAM_ROWS), sizeof *mine);
     if (!mine)
         return pit_error(PIT_ERR_OUT_OF_MEMORY, "pit_tune: host memory");
     int n = 0, todo = 0;
@@ -345,7 +364,7 @@ PIT_API pit_status pit_tune(pit_context *ctx, const pit_tune_options *options, c
             todo += tunable(&mine[n]);
             n++;
         }
-    todo += add_read_rows(ctx, mine, &n);
+    todo += add_measured_rows(ctx, mine, &n);
     pit_rng rng;
     pit_rng_seed(&rng, 2024);
     pit_status s = PIT_SUCCESS;

@@ -29,4 +29,8 @@ void tune_free_buffers(pit_context *ctx, void *bs, void *const *bufs, size_t n);
 pit_status tune_gathered(pit_context *ctx, pit_tiledb_entry *e, int64_t size, int repeats,
                          pit_rng *rng);
 
+/* Measures a "stream" entry in place (tune_stream.c): the decode regime at
+ * e->tile.bm rows of x, on a problem of side `side`. */
+pit_status tune_stream(pit_context *ctx, pit_tiledb_entry *e, int64_t side, int repeats, pit_rng *rng);
+
 #endif /* PIT_CORE_TUNE_H */
