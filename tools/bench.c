@@ -107,6 +107,24 @@ pit_status bench_time(pit_context *ctx, const bench_opts *o, bench_fn fn, void *
     return s;
 }
 
+void bench_best_forced(pit_context *ctx, const bench_opts *o, const bench_forced *alts, int n,
+                       pit_matmul_options *opt, bench_fn fn, void *arg, double *best_ms, const char **best_name)
+{
+    *best_ms = INFINITY;
+    *best_name = "?";
+    for (int a = 0; a < n; a++) {
+        *opt = pit_matmul_options_default();
+        opt->microtile = alts[a].t;
+        opt->force_dense = alts[a].dense;
+        double ms = 0, spread = 0;
+        if (bench_time(ctx, o, fn, arg, &ms, &spread) == PIT_SUCCESS && ms < *best_ms) {
+            *best_ms = ms;
+            *best_name = alts[a].name;
+        }
+    }
+    *opt = pit_matmul_options_default();
+}
+
 pit_status bench_upload(pit_tensor *t, pit_dtype dt, const double *x, size_t n)
 {
     void *buf = malloc(n * pit_dtype_size(dt));

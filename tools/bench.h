@@ -41,6 +41,18 @@ typedef pit_status (*bench_fn)(void *arg, int i);
 pit_status bench_time(pit_context *ctx, const bench_opts *o, bench_fn fn, void *arg, double *median_ms,
                       double *spread);
 
+/* A forced alternative of pit_matmul: a micro-tile, or the dense GEMM. */
+typedef struct bench_forced {
+    const char *name;
+    pit_microtile t;
+    int dense;
+} bench_forced;
+/* Times fn with *opt set to each of alts[0..n) in turn (an alternative that
+ * fails is left out) and restores the defaults. best_ms: the fastest
+ * (INFINITY when none ran), best_name its name ("?" then). */
+void bench_best_forced(pit_context *ctx, const bench_opts *o, const bench_forced *alts, int n,
+                       pit_matmul_options *opt, bench_fn fn, void *arg, double *best_ms, const char **best_name);
+
 /* Host <-> device copies of data kept as doubles on the host, stored as dt. */
 pit_status bench_upload(pit_tensor *t, pit_dtype dt, const double *x, size_t n);
 pit_status bench_download(const pit_tensor *t, pit_dtype dt, double *x, size_t n);

@@ -3,7 +3,8 @@
  * with activation sparsity (zeros element-wise for one token; for more, the
  * same columns of x zero in every row, as contextual sparsity is). pit (the
  * automatic choice) against the dense GEMM, the memory floor
- * (1 - s) bytes(W) / read bandwidth and the L2 floor of the plan that ran,
+ * (1 - s) bytes(W) / read bandwidth, the L2 floor of the plan that ran and
+ * the best forced choice (the decode micro-tiles 16x1 and 32x1, and dense),
  * all measured in the same run.
  */
 #include <math.h>
@@ -33,6 +34,8 @@ typedef struct dec_result {
     int64_t m, k, n;
     double sparsity;
     double pit_ms, pit_spread, dense_ms, floor_ms, l2_bytes, l2_floor_ms, err;
+    double best_ms;        /* the fastest forced choice, or pit's when faster */
+    const char *best_name; /* its name ("auto" for pit's) */
     int checked_ok;
     char choice[96];
     char error[256]; /* the failure's message, kept before the clean-up calls clear it */
@@ -141,6 +144,19 @@ static pit_status check_against_dense(dec_inputs *in, pit_dtype dt, int64_t m, i
     return s;
 }
 
+/* The forced choices the automatic one is held against. */
+static const bench_forced decode_alternatives[] = {
+    {"k16x1", {16, 1, PIT_AXIS_K}, 0},
+    {"k32x1", {32, 1, PIT_AXIS_K}, 0},
+    {"dense", {0, 0, PIT_AXIS_AUTO}, 1},
+};
+
+/* Whether pit's automatic choice is within 10% of the best forced one. */
+static int within_10pct(const dec_result *r)
+{
+    return r->pit_ms <= 1.10 * r->best_ms;
+}
+
 static void free_inputs(dec_inputs *in)
 {
     for (int i = 0; i < MAX_SETS; i++)
@@ -179,12 +195,22 @@ static pit_status measure_point(pit_context *ctx, const bench_opts *o, pit_tenso
     on_stream.stream = in.stream;
     if (s == PIT_SUCCESS && r->checked_ok)
         s = bench_time(ctx, &on_stream, run_pit, &in, &r->pit_ms, &r->pit_spread);
+    snprintf(r->choice, sizeof r->choice, "%s", in.last.choice);
+    r->l2_bytes = bench_l2_bytes(&in.last, m, n, k, dt);
     if (s == PIT_SUCCESS && r->checked_ok)
         s = bench_time(ctx, &on_stream, run_dense, &in, &r->dense_ms, &spread);
-    snprintf(r->choice, sizeof r->choice, "%s", in.last.choice);
+    r->best_ms = INFINITY;
+    r->best_name = "?";
+    if (s == PIT_SUCCESS && r->checked_ok)
+        bench_best_forced(ctx, &on_stream, decode_alternatives,
+                          (int)(sizeof decode_alternatives / sizeof decode_alternatives[0]), &in.opt, run_pit, &in,
+                          &r->best_ms, &r->best_name);
+    if (r->pit_ms < r->best_ms) {
+        r->best_ms = r->pit_ms;
+        r->best_name = "auto";
+    }
     double bytes_w = (double)(k * n) * (double)pit_dtype_size(dt);
     r->floor_ms = read_gbps > 0 ? (1.0 - real_sp) * bytes_w / (read_gbps * 1e9) * 1e3 : -1;
-    r->l2_bytes = bench_l2_bytes(&in.last, m, n, k, dt);
     r->l2_floor_ms = bench_l2_floor_ms(o, r->l2_bytes);
     if (s != PIT_SUCCESS)
         snprintf(r->error, sizeof r->error, "%s", pit_last_error());
@@ -208,9 +234,10 @@ static void print_row(const void *result)
                r->choice);
         return;
     }
-    printf("%-4s %3lld %6lld %6lld %4.2f | %8.4f %8.4f %8s %8s | %6.2fx %7s | %s\n", pit_dtype_name(r->dt),
-           (long long)r->m, (long long)r->k, (long long)r->n, r->sparsity, r->pit_ms, r->dense_ms, floor, l2,
-           r->dense_ms / r->pit_ms, ratio, r->choice);
+    printf("%-4s %3lld %6lld %6lld %4.2f | %8.4f %8.4f %8s %8s | %6.2fx %7s | %-5s %8.4f %-3s | %s\n",
+           pit_dtype_name(r->dt), (long long)r->m, (long long)r->k, (long long)r->n, r->sparsity, r->pit_ms,
+           r->dense_ms, floor, l2, r->dense_ms / r->pit_ms, ratio, r->best_name, r->best_ms,
+           within_10pct(r) ? "yes" : "NO", r->choice);
 }
 
 static void json_row(FILE *f, const void *result, int first)
@@ -220,11 +247,13 @@ static void json_row(FILE *f, const void *result, int first)
             "%s    {\"dtype\": \"%s\", \"m\": %lld, \"k\": %lld, \"n\": %lld, \"sparsity\": %.4f, "
             "\"pit_ms\": %.6f, \"pit_spread\": %.4f, \"dense_ms\": %.6f, \"floor_ms\": %.6f, "
             "\"l2_bytes\": %.0f, \"l2_floor_ms\": %.6f, \"dense_over_pit\": %.4f, \"pit_over_floor\": %.4f, "
-            "\"rel_error\": %.3g, \"correct\": %s, \"choice\": \"%s\"}",
+            "\"rel_error\": %.3g, \"correct\": %s, \"best\": \"%s\", \"best_ms\": %.6f, "
+            "\"within_10pct\": %s, \"choice\": \"%s\"}",
             first ? "" : ",\n", pit_dtype_name(r->dt), (long long)r->m, (long long)r->k, (long long)r->n,
             r->sparsity, r->pit_ms, r->pit_spread, r->dense_ms, r->floor_ms, r->l2_bytes, r->l2_floor_ms,
             r->pit_ms > 0 ? r->dense_ms / r->pit_ms : 0.0, r->floor_ms > 0 ? r->pit_ms / r->floor_ms : 0.0,
-            r->err, r->checked_ok ? "true" : "false", r->choice);
+            r->err, r->checked_ok ? "true" : "false", r->best_name, isfinite(r->best_ms) ? r->best_ms : -1.0,
+            r->checked_ok && within_10pct(r) ? "true" : "false", r->choice);
 }
 
 int bench_decode_suite(pit_context *ctx, const bench_opts *o, FILE *json)
@@ -244,11 +273,11 @@ int bench_decode_suite(pit_context *ctx, const bench_opts *o, FILE *json)
     const int defaults =
         (1 << PIT_BF16) | (1 << PIT_F16) | (!d.has_f16_storage || !d.has_bf16 ? 1 << PIT_F32 : 0);
     int ndt = bench_suite_dtypes(o, &d, "decode", defaults, dts, json);
-    printf("%-4s %3s %6s %6s %4s | %8s %8s %8s %8s | %7s %7s | %s\n", "dt", "M", "K", "N", "s", "pit ms",
-           "dense ms", "floor", "L2 floor", "dns/pit", "pit/flr", "choice");
+    printf("%-4s %3s %6s %6s %4s | %8s %8s %8s %8s | %7s %7s | %-5s %8s %-3s | %s\n", "dt", "M", "K", "N", "s",
+           "pit ms", "dense ms", "floor", "L2 floor", "dns/pit", "pit/flr", "best", "best ms", "10%", "choice");
     if (json)
         fprintf(json, "  \"decode_copy_gbps\": %.3f,\n  \"decode\": [\n", gbps);
-    int total = ndt * 2 * NTOKENS * NSPARS, done = 0;
+    int total = ndt * 2 * NTOKENS * NSPARS, done = 0, good = 0, points = 0;
     bench_table tab = {"decode", json, print_row, json_row, 0, 0};
     pit_rng rng;
     pit_rng_seed(&rng, 4242);
@@ -274,11 +303,15 @@ int bench_decode_suite(pit_context *ctx, const bench_opts *o, FILE *json)
                     dec_result r;
                     pit_status s = measure_point(ctx, o, W, token_counts[mi], sparsities[si], gbps, &rng, &r);
                     bench_table_add(&tab, what, s, r.error, r.checked_ok, &r);
+                    points += s == PIT_SUCCESS && r.checked_ok;
+                    good += s == PIT_SUCCESS && r.checked_ok && within_10pct(&r);
                 }
             pit_tensor_destroy(W);
         }
     bench_progress("done", total, total);
+    printf("automatic choice within 10%% of the best forced one (k16x1, k32x1, dense) at %d of %d points (%.0f%%)\n",
+           good, points, points ? 100.0 * good / points : 0.0);
     if (json)
-        fprintf(json, "\n  ],\n");
+        fprintf(json, "\n  ],\n  \"decode_within_10pct\": {\"good\": %d, \"points\": %d},\n", good, points);
     return tab.failed;
 }

@@ -132,13 +132,11 @@ int bench_convert_suite(pit_context *ctx, const bench_opts *o, FILE *json)
     return failed;
 }
 
-typedef struct forced_choice { const char *name; pit_microtile t; int dense; } forced_choice;
-
 /* For each grid point: the automatic choice's measured time against every
  * forced alternative; the choice is good when within 10% of the best. */
 int bench_select_suite(pit_context *ctx, const bench_opts *o, FILE *json)
 {
-    const forced_choice alts[] = {
+    const bench_forced alts[] = {
         {"k32x1", {32, 1, PIT_AXIS_K}, 0}, {"m1x64", {1, 64, PIT_AXIS_M}, 0},
         {"k32x64", {32, 64, PIT_AXIS_K}, 0}, {"dense", {0, 0, PIT_AXIS_AUTO}, 1},
     };
@@ -181,17 +179,9 @@ int bench_select_suite(pit_context *ctx, const bench_opts *o, FILE *json)
             pit_report auto_rep = in.rep;
             if (s == PIT_SUCCESS)
                 s = bench_time(ctx, &quiet, run_one, &in, &auto_ms, &spread);
-            for (size_t a = 0; a < sizeof alts / sizeof alts[0] && s == PIT_SUCCESS; a++) {
-                in.opt = pit_matmul_options_default();
-                in.opt.microtile = alts[a].t;
-                in.opt.force_dense = alts[a].dense;
-                double ms = 0;
-                if (bench_time(ctx, &quiet, run_one, &in, &ms, &spread) == PIT_SUCCESS && ms < best) {
-                    best = ms;
-                    best_name = alts[a].name;
-                }
-            }
-            in.opt = pit_matmul_options_default();
+            if (s == PIT_SUCCESS)
+                bench_best_forced(ctx, &quiet, alts, (int)(sizeof alts / sizeof alts[0]), &in.opt, run_one, &in,
+                                  &best, &best_name);
             if (s != PIT_SUCCESS) {
                 fprintf(stderr, "pit bench select: %s: %s\n", pit_status_string(s), pit_last_error());
                 failed = 1;
