@@ -39,7 +39,8 @@ constexpr int VEC = 16 / EL;
 constexpr int WK = THREADS / PIT_WARP; /* warps splitting the rows of a share */
 constexpr int COLS = PIT_WARP * VEC;    /* columns of a CTA */
 constexpr int U = 4;                    /* rows of B in flight per lane */
-constexpr int LIST = 4 * THREADS;       /* positions of the share listed at a time */
+constexpr int ROUNDS = 4;               /* ballots of the whole CTA a list takes */
+constexpr int LIST = ROUNDS * THREADS;  /* positions of the share listed at a time */
 constexpr int SPREAD = 8;               /* columns of a block of the share */
 constexpr int LIST_BYTES = LIST * 4 * (1 + MROWS), RED_BYTES = WK * MROWS * COLS * 4;
 
@@ -61,17 +62,6 @@ PIT_DEV void load_row(brow &r, const T *b, pit_i64 ldb, int k, int n, int N)
         r.v[j] = k >= 0 && n + j < N ? b[(pit_i64)k * ldb + n + j] : pit_from_float<T>(0.f);
 }
 
-/* Whether element (m, k) of A is non-zero as detection reads it: its bits
- * but the sign (a NaN is non-zero, -0 is zero). */
-PIT_DEV bool a_nonzero(const T *a, pit_i64 lda, int m, int k)
-{
-#if PIT_DTYPE == PIT_DT_F32
-    return pit_bits_nonzero32(__float_as_uint(__ldg(a + (pit_i64)m * lda + k)));
-#else
-    return pit_bits_nonzero16(__ldg((const pit_u16 *)a + (pit_i64)m * lda + k));
-#endif
-}
-
 /* The CTA's share of K: blocks of SPREAD columns, share s taking blocks
  * s, s + splits, s + 2 splits, ... so that a run of zeros (or non-zeros)
  * spreads over every share. Position j of the share (ascending in k). */
@@ -80,33 +70,76 @@ PIT_DEV int share_column(int j, int split, int splits)
     return ((j / SPREAD) * splits + split) * SPREAD + j % SPREAD;
 }
 
-/* Lists the non-zero columns among positions [j0, j0 + LIST) of the share,
- * ascending: their k in ks and A's values down the rows in xs. A column is
- * non-zero when any of the call's rows has a non-zero there (the column
- * micro-tile of the index this replaces). Returns how many. */
-PIT_DEV int list_nonzero_columns(const T *a, pit_i64 lda, int rows, int K, int j0, int split, int splits, int *ks,
-                                 float (*xs)[MROWS], int *warp_counts)
+/* Element (m, k) of A as raw bits, 0 past the call's rows or K. */
+PIT_DEV pit_u32 a_bits(const T *a, pit_i64 lda, int rows, int K, int m, int k)
+{
+    if (m >= rows || k >= K) return 0u;
+#if PIT_DTYPE == PIT_DT_F32
+    return __float_as_uint(__ldg(a + (pit_i64)m * lda + k));
+#else
+    return __ldg((const pit_u16 *)a + (pit_i64)m * lda + k);
+#endif
+}
+
+PIT_DEV bool bits_nonzero(pit_u32 w)
+{
+#if PIT_DTYPE == PIT_DT_F32
+    return pit_bits_nonzero32(w);
+#else
+    return pit_bits_nonzero16(w);
+#endif
+}
+
+PIT_DEV float bits_value(pit_u32 w)
+{
+#if PIT_DTYPE == PIT_DT_F32
+    return __uint_as_float(w);
+#else
+    T v;
+    *(pit_u16 *)&v = (pit_u16)w;
+    return pit_to_float(v);
+#endif
+}
+
+/* Lists the non-zero columns among positions [j0, j0 + LIST) of the share
+ * (of `span` positions), ascending: their k in ks and A's values down the
+ * rows in xs. A column is non-zero when any of the call's rows has a
+ * non-zero there (the column micro-tile of the index this replaces): its
+ * bits but the sign, as detection reads them. Every round's elements are
+ * loaded first, so the list waits on memory once. Returns how many. */
+PIT_DEV int list_nonzero_columns(const T *a, pit_i64 lda, int rows, int K, int j0, int span, int split, int splits,
+                                 int *ks, float (*xs)[MROWS], int *warp_counts)
 {
     const int lane = pit_lane(), warp = threadIdx.x / PIT_WARP;
     const pit_u32 below = (1u << lane) - 1u;
+    const int rounds = min(ROUNDS, (span - j0 + THREADS - 1) / THREADS);
+    int k[ROUNDS];
+    pit_u32 w[ROUNDS][MROWS];
+#pragma unroll
+    for (int r = 0; r < ROUNDS; ++r) {
+        k[r] = r < rounds ? share_column(j0 + r * THREADS + (int)threadIdx.x, split, splits) : K;
+#pragma unroll
+        for (int m = 0; m < MROWS; ++m) w[r][m] = a_bits(a, lda, rows, K, m, k[r]);
+    }
     int base = 0;
-    for (int r = 0; r < LIST; r += THREADS) {
-        const int k = share_column(j0 + r + (int)threadIdx.x, split, splits);
+#pragma unroll
+    for (int r = 0; r < ROUNDS; ++r) {
+        if (r >= rounds) break;
         bool on = false;
-        if (k < K)
-            for (int m = 0; m < rows; ++m) on = on || a_nonzero(a, lda, m, k);
+#pragma unroll
+        for (int m = 0; m < MROWS; ++m) on = on || bits_nonzero(w[r][m]);
         const pit_u32 ballot = pit_ballot(on);
         if (lane == 0) warp_counts[warp] = pit_popc(ballot);
         __syncthreads();
         int pos = base + pit_popc(ballot & below), all = base;
-        for (int w = 0; w < WK; ++w) {
-            pos += w < warp ? warp_counts[w] : 0;
-            all += warp_counts[w];
+        for (int v = 0; v < WK; ++v) {
+            pos += v < warp ? warp_counts[v] : 0;
+            all += warp_counts[v];
         }
         if (on) {
-            ks[pos] = k;
+            ks[pos] = k[r];
 #pragma unroll
-            for (int m = 0; m < MROWS; ++m) xs[pos][m] = m < rows ? pit_to_float(a[(pit_i64)m * lda + k]) : 0.f;
+            for (int m = 0; m < MROWS; ++m) xs[pos][m] = bits_value(w[r][m]);
         }
         __syncthreads(); /* warp_counts is rewritten by the next round */
         base = all;
@@ -171,7 +204,7 @@ PIT_KERNEL void DECODE_BOUNDS pit_decode(const pit_mm_args p)
         for (int j = 0; j < VEC; ++j) acc[m][j] = 0.f;
 
     for (int j0 = 0; j0 < span; j0 += LIST) {
-        const int len = list_nonzero_columns(a, p.lda, rows, p.K, j0, split, splits, ks, xs, warp_counts);
+        const int len = list_nonzero_columns(a, p.lda, rows, p.K, j0, span, split, splits, ks, xs, warp_counts);
         multiply_listed(b, p.ldb, n, p.N, ks, xs, len, warp, acc);
         __syncthreads(); /* the list is rewritten next, or becomes red */
     }
