@@ -770,11 +770,11 @@ typedef struct pit_tune_options {
 /* Measures every candidate dense tile of the context's tile database for this
  * device (each operator and dtype the device supports: warm-up, median of
  * repeats, random non-zero data), its read bandwidth (the "read" rows that
- * bound memory-bound calls) and the decode regime's sparse matmul at 1, 4, 16
- * and 64 rows of A (the "stream" rows that price it), and writes the device's
- * tile database, which later contexts on this device load before the shipped
- * defaults. The path written goes to written_path (may be NULL). Errors:
- * PIT_ERR_IO (cannot write), backend errors. */
+ * bound memory-bound calls) and, on a GPU, the decode regime's sparse matmul
+ * at 1, 4, 16 and 64 rows of A (the "stream" rows that price it), and writes
+ * the device's tile database, which later contexts on this device load
+ * before the shipped defaults. The path written goes to written_path (may be
+ * NULL). Errors: PIT_ERR_IO (cannot write), backend errors. */
 PIT_API pit_status pit_tune(pit_context *ctx, const pit_tune_options *options,
                             char *written_path, size_t written_path_size);
 

@@ -323,14 +323,18 @@ static int add_row(const pit_context *ctx, pit_tiledb_entry *mine, int *n, pit_t
 }
 
 /* The rows the built-in table has none of (they are optional): "read" for
- * each dtype of the device and "stream" at each of stream_rows. Returns how
- * many were added; mine has room for TUNE_DTYPES x (1 + TUNE_STREAM_ROWS). */
-static int add_measured_rows(const pit_context *ctx, pit_tiledb_entry *mine, int *n)
+ * each dtype of the device and, on a GPU, "stream" at each of stream_rows.
+ * On a CPU (PoCL) a decode call's time is mostly its fixed part at the
+ * tuning side, and the two-point fit priced one row at 1.7x its time: the
+ * decode suite found the automatic choice within 10% at 7 of 32 points with
+ * them, 16 without (docs/design/decode-stream-rows.md). Returns how many
+ * were added; mine has room for TUNE_DTYPES x (1 + TUNE_STREAM_ROWS). */
+static int add_measured_rows(const pit_context *ctx, int cpu, pit_tiledb_entry *mine, int *n)
 {
     int added = 0;
     for (int d = 0; d < TUNE_DTYPES; d++) {
         added += add_row(ctx, mine, n, PIT_TILE_READ, tune_dtypes[d], (pit_tile){64, 64, 1, 256, 1, 0});
-        for (int r = 0; r < TUNE_STREAM_ROWS; r++)
+        for (int r = 0; r < TUNE_STREAM_ROWS && !cpu; r++)
             added += add_row(ctx, mine, n, PIT_TILE_STREAM, tune_dtypes[d],
                              (pit_tile){stream_rows[r], 64, 64, 256, 1, 0});
     }
@@ -364,7 +368,7 @@ PIT_API pit_status pit_tune(pit_context *ctx, const pit_tune_options *options, c
             todo += tunable(&mine[n]);
             n++;
         }
-    todo += add_measured_rows(ctx, mine, &n);
+    todo += add_measured_rows(ctx, cpu, mine, &n);
     pit_rng rng;
     pit_rng_seed(&rng, 2024);
     pit_status s = PIT_SUCCESS;
