@@ -106,7 +106,7 @@ void conf_call_failed(conf_tally *t, const char *what, pit_status s)
 
 const char *const conf_pattern_names[PAT_COUNT] = {
     "dense", "empty", "32x32@0.7", "8x8@0.6+unaligned", "1x1@0.5", "masked-rows",
-    "window+global"};
+    "window+global", "longformer"};
 
 static void fill_ones(double *x, size_t n)
 {
@@ -114,14 +114,33 @@ static void fill_ones(double *x, size_t n)
         x[i] = 1.0;
 }
 
-static void window_global(double *x, int64_t batch, int64_t m, int64_t n)
+/* A sliding window of `window` each side, and global tokens: a token is
+ * global when glob[t] is set (t < m for a row, t < n for a column). */
+static void window_global(double *x, int64_t batch, int64_t m, int64_t n, int64_t window, const char *glob)
 {
     for (int64_t b = 0; b < batch; b++)
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {
                 int64_t d = i > j ? i - j : j - i;
-                x[(b * m + i) * n + j] = (d <= 4 || i < 2 || j < 2) ? 1.0 : 0.0;
+                x[(b * m + i) * n + j] = (d <= window || glob[i] || glob[j]) ? 1.0 : 0.0;
             }
+}
+
+/* The window-and-global-tokens mask with `count` global tokens: the first
+ * ones, or at random positions (the same for rows and columns). */
+static void global_tokens(pit_rng *rng, double *x, int64_t batch, int64_t m, int64_t n, int64_t window, int count,
+                          int random)
+{
+    const int64_t len = m > n ? m : n;
+    char *glob = calloc((size_t)len + 1, 1);
+    if (!glob)
+        return; /* x stays all ones: still a valid pattern */
+    for (int g = 0; g < count && g < len; g++) {
+        int64_t t = random ? (int64_t)(pit_rng_next(rng) % (uint64_t)len) : g;
+        glob[t] = 1;
+    }
+    window_global(x, batch, m, n, window, glob);
+    free(glob);
 }
 
 void conf_make_pattern(pit_rng *rng, pattern_kind k, int64_t batch, int64_t m, int64_t n,
@@ -142,7 +161,8 @@ void conf_make_pattern(pit_rng *rng, pattern_kind k, int64_t batch, int64_t m, i
                 if (i == 0 || i == 3)
                     memset(x + (b * m + i) * n, 0, (size_t)n * sizeof(double));
         break;
-    case PAT_WINDOW_GLOBAL: window_global(x, batch, m, n); break;
+    case PAT_WINDOW_GLOBAL: global_tokens(rng, x, batch, m, n, 4, 2, 0); break;
+    case PAT_LONGFORMER: global_tokens(rng, x, batch, m, n, 32, 6, 1); break;
     case PAT_COUNT: break;
     }
 }

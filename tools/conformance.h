@@ -92,6 +92,8 @@ typedef enum pattern_kind {
     PAT_FINE,             /* 1x1 at 0.5 */
     PAT_MASKED_ROWS,      /* 4x8 blocks at 0.5, and rows 0 and 3 fully masked */
     PAT_WINDOW_GLOBAL,    /* attention: sliding window 4 + 2 global tokens */
+    PAT_LONGFORMER,       /* attention: sliding window 32 + 6 global tokens at random
+                           * positions (their rows and their columns) */
     PAT_COUNT
 } pattern_kind;
 extern const char *const conf_pattern_names[PAT_COUNT];
