@@ -267,6 +267,15 @@ static int forced_tile(const pit_matmul_options *o)
     return o->microtile.rows != 0 || o->tile_bm > 0 || o->tile_bn > 0 || o->tile_bk > 0;
 }
 
+/* Whether the backend's kernel for sparse A on candidate x finds the
+ * non-zeros itself (its index is not read), so detection can be skipped. */
+static int kernel_finds_nonzeros(pit_context *ctx, const pit_index *x, const pit_tensor *A,
+                                 const pit_tensor *B, const pit_tensor *C, pit_sparse_operand sparse)
+{
+    return sparse == PIT_SPARSE_A && ctx->be->matmul_detects_inside &&
+           ctx->be->matmul_detects_inside(ctx->bctx, x, &A->d, &B->d, &C->d);
+}
+
 /* The PIT path proper, with the plan held busy. */
 static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_tensor *A,
                           const pit_tensor *B, const pit_tensor *C, const pit_matmul_options *o,
@@ -296,9 +305,9 @@ static pit_status run_pit(pit_context *ctx, void *bs, pit_plan *p, const pit_ten
      * to back with no stall. Its density is looked at again on the periodic
      * full look, PIT_REDETECT_EVERY calls apart. */
     int no_readback = settled && p->idx[first].tile.axis == PIT_AXIS_K;
-    /* and where the kernel finds the non-zeros itself, nothing is detected */
-    int detect = !(no_readback || o->fixed_plan) || o->sparse != PIT_SPARSE_A || !ctx->be->matmul_detects_inside ||
-                 !ctx->be->matmul_detects_inside(ctx->bctx, &p->idx[first], &A->d, &B->d, &C->d);
+    /* and where, besides, the kernel finds the non-zeros itself (as in a
+     * fixed plan), nothing is detected */
+    int detect = !(no_readback || o->fixed_plan) || !kernel_finds_nonzeros(ctx, &p->idx[first], A, B, C, o->sparse);
     timer_mark(tm, 0);
     if (detect)
         PIT_TRY(ctx->be->detect(ctx->bctx, bs, &X->d, &p->idx[first], n));

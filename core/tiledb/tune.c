@@ -303,14 +303,15 @@ static const pit_dtype tune_dtypes[TUNE_DTYPES] = {PIT_F32, PIT_F16, PIT_BF16};
 static const int32_t stream_rows[TUNE_STREAM_ROWS] = {1, 4, 16, 64};
 
 /* A row of op, dtype and tile for the device unless it has one of op and
- * dtype with the tile's bm already; returns 1 when added. */
+ * dtype already (stream rows: of the tile's bm, one a row count); returns 1
+ * when added. */
 static int add_row(const pit_context *ctx, pit_tiledb_entry *mine, int *n, pit_tile_op op, pit_dtype dt,
                    pit_tile tile)
 {
     if (!pit_device_stores(&ctx->info, dt))
         return 0;
     for (int i = 0; i < *n; i++)
-        if (mine[i].op == op && mine[i].dtype == dt && mine[i].tile.bm == tile.bm)
+        if (mine[i].op == op && mine[i].dtype == dt && (op != PIT_TILE_STREAM || mine[i].tile.bm == tile.bm))
             return 0;
     pit_tiledb_entry *e = &mine[(*n)++];
     memset(e, 0, sizeof *e);

@@ -87,7 +87,7 @@ typedef struct pit_mm_args {
     PIT_PTR(const int) counts;
     PIT_PTR(const int) entries;
     int capacity, groups_per_batch;
-    /* pit_decode_mma with several shares: a counter a tile of C, zeroed
+    /* the decode kernels with several shares: a counter a tile of C, zeroed
      * before the launch; the share that arrives last sums the slabs into C */
     PIT_PTR(int) arrivals;
 } pit_mm_args;

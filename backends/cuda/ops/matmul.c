@@ -162,8 +162,8 @@ static pit_status sum_splits(pit_cuda_ctx *c, CUstream s, const mm_problem *p, C
 
 /* Launches kernel k over gx x gy x (batch x splits) CTAs: with several
  * shares of K, each stores an f32 partial slab. tiles 0: sum_splits adds
- * the slabs into C afterwards; else the kernel does (pit_decode_mma: the
- * last share to arrive at a tile of C sums them), counting arrivals in
+ * the slabs into C afterwards; else the kernel does (the decode kernels:
+ * the last share to arrive at a tile of C sums them), counting arrivals in
  * `tiles` counters after the slabs, zeroed here. */
 static pit_status launch_shares(pit_cuda_ctx *c, CUstream s, const mm_problem *p, const pit_cuda_kernel *k,
                                 int splits, unsigned gx, unsigned gy, unsigned threads, int64_t tiles, pit_mm_args *a,
