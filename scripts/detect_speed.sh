@@ -21,8 +21,9 @@
 #   kernels; needs build-gpu/bin/pit and build-gpu/lib/libpit.so).
 # bench: the table for the build under test, then for the reference build.
 # sanitize: compute-sanitizer memcheck and racecheck on test_cuda_detect --quick.
-# profile: ncu of the first pit_detect_strip launch of the bench (speed of
-#   light, memory workload, warp states, occupancy).
+# profile: ncu of the first pit_detect_strip launch of the bench, the plan's
+#   4 candidates (speed of light, memory workload, warp states and stall
+#   reasons, scheduler, instructions, source hot spots, occupancy).
 # Logs go to $OUT (or ./gpu-out); a summary is printed last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -68,8 +69,10 @@ for what in "${steps[@]}"; do
     done ;;
   profile)
     step profile with_plugin "$NEW/lib/libpit-cuda.so" ncu --kernel-name pit_detect_strip --launch-count 1 \
-      --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
-      "$NEW/bin/test_cuda_detect" --bench detect "$size" ;;
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+      --section WarpStateStats --section SchedulerStats --section InstructionStats --section SourceCounters \
+      --section Occupancy --print-details all \
+      "$NEW/bin/test_cuda_detect" --bench detect "$size" 4 ;;
   *) note "unknown step: $what (check, bench, sanitize, profile, size N)" ;;
   esac
 done
