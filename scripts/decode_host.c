@@ -8,10 +8,13 @@
  *   host   the host's clock around the call alone (the queue empty);
  *   queued 200 calls back to back, one synchronisation: time a call when
  *          the host runs ahead of the device (a model's decode loop).
- * Medians of 50.
+ * Medians of 50. With CALLS, instead: CALLS pit calls (a synchronisation
+ * every 50, outside the clock) and the host's time a call, a loop long
+ * enough for a sampling profiler (perf) to split that time by function,
+ * also on a machine without a GPU through scripts/fake_cuda.c.
  *
  *   cc -O2 -Iinclude scripts/decode_host.c -Lbuild-gpu/lib -lpit -o decode_host
- *   ./decode_host [M K N s]      (default 1 4096 14336 0.75)
+ *   ./decode_host [M K N s [CALLS]]      (default 1 4096 14336 0.75)
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -77,6 +80,36 @@ static int measure(pit_context *ctx, call_fn fn, pit_tensor *X, pit_tensor *W, p
     return 1;
 }
 
+static int table(pit_context *ctx, pit_tensor *X, pit_tensor *W, pit_tensor *C, int64_t M, int64_t K, int64_t N,
+                 double s)
+{
+    pit_report rep = {0};
+    double p[3], d[3];
+    if (!measure(ctx, call_pit, X, W, C, p, &rep) || !measure(ctx, call_dense, X, W, C, d, NULL)) return 0;
+    printf("x[%lld,%lld] . W[%lld,%lld] bf16, %.0f%% of x zero; pit: %s\n", (long long)M, (long long)K, (long long)K,
+           (long long)N, s * 100, rep.choice);
+    printf("%-6s %9s %9s %9s   (us)\n", "", "event", "host", "queued");
+    printf("%-6s %9.1f %9.1f %9.1f\n%-6s %9.1f %9.1f %9.1f\n", "pit", p[0], p[1], p[2], "dense", d[0], d[1], d[2]);
+    return 1;
+}
+
+static int profile_loop(pit_context *ctx, pit_tensor *X, pit_tensor *W, pit_tensor *C, long calls)
+{
+    pit_report rep = {0};
+    for (int i = 0; i < 20; i++)
+        if (!ok(call_pit(ctx, X, W, C, &rep), "warm-up")) return 0;
+    double host = 0;
+    for (long i = 0; i < calls; i += 50) {
+        double t0 = now_ms();
+        for (int j = 0; j < 50; ++j)
+            if (!ok(call_pit(ctx, X, W, C, NULL), "profiled call")) return 0;
+        host += now_ms() - t0;
+        if (!ok(pit_synchronize(ctx, NULL), "sync")) return 0;
+    }
+    printf("pit: %s; %ld calls: %.2f us of host time a call\n", rep.choice, calls, host * 1e3 / calls);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     const int64_t M = argc > 1 ? atoll(argv[1]) : 1, K = argc > 2 ? atoll(argv[2]) : 4096,
@@ -96,15 +129,11 @@ int main(int argc, char **argv)
                ok(pit_tensor_create(ctx, PIT_BF16, 2, cs, &C), "C") &&
                ok(pit_tensor_upload(X, NULL, x, (size_t)(M * K) * 2), "upload x") &&
                ok(pit_tensor_upload(W, NULL, w, (size_t)(K * N) * 2), "upload W");
-    pit_report rep = {0};
-    double p[3], d[3];
-    good = good && measure(ctx, call_pit, X, W, C, p, &rep) && measure(ctx, call_dense, X, W, C, d, NULL);
-    if (good) {
-        printf("x[%lld,%lld] . W[%lld,%lld] bf16, %.0f%% of x zero; pit: %s\n", (long long)M, (long long)K,
-               (long long)K, (long long)N, s * 100, rep.choice);
-        printf("%-6s %9s %9s %9s   (us)\n", "", "event", "host", "queued");
-        printf("%-6s %9.1f %9.1f %9.1f\n%-6s %9.1f %9.1f %9.1f\n", "pit", p[0], p[1], p[2], "dense", d[0], d[1], d[2]);
-    }
+    const long calls = argc > 5 ? atol(argv[5]) : 0;
+    if (calls > 0)
+        good = good && profile_loop(ctx, X, W, C, calls);
+    else
+        good = good && table(ctx, X, W, C, M, K, N, s);
     pit_tensor_destroy(X);
     pit_tensor_destroy(W);
     pit_tensor_destroy(C);
