@@ -11,7 +11,7 @@
  * Medians of 50. With CALLS, instead: CALLS pit calls (a synchronisation
  * every 50, outside the clock) and the host's time a call, a loop long
  * enough for a sampling profiler (perf) to split that time by function,
- * also on a machine without a GPU through scripts/fake_cuda.c.
+ * also on a machine without a GPU through tests/fake_cuda_driver.c.
  *
  *   cc -O2 -Iinclude scripts/decode_host.c -Lbuild-gpu/lib -lpit -o decode_host
  *   ./decode_host [M K N s [CALLS]]      (default 1 4096 14336 0.75)

@@ -1,0 +1,213 @@
+/*
+ * test_cuda_host.c - the CUDA plug-in's host path, run without a GPU: libpit
+ * on the CUDA backend over tests/fake_cuda_driver.c (libcuda.so.1 and
+ * libcublas.so.13; ctest puts them first on the library paths). Kernels do
+ * not run there, so no result is checked: what is checked is what the host
+ * asks of the driver, counted by the fake, and how a failing driver call
+ * comes back.
+ *   - A settled call along K (x[1,4096] . W[4096,14336], the decode shape)
+ *     never synchronises, never reads device memory back, frees every
+ *     scratch allocation it makes, and launches at most 3 kernels or GEMMs.
+ *   - force_dense is one cuBLAS GEMM and nothing else launched.
+ *   - A failing launch or allocation returns PIT_ERR_BACKEND naming the
+ *     driver call and its error, frees what the call allocated, and the next
+ *     call succeeds.
+ *   - 4 threads on 4 streams of one context: every call succeeds, every
+ *     allocation is freed.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pit.h>
+
+#include "test_check.h"
+
+typedef long (*calls_fn)(const char *);
+typedef void (*fail_fn)(const char *);
+static calls_fn driver_calls, blas_calls;
+static fail_fn driver_fail;
+
+/* How often the driver (or cuBLAS) entry was called so far. */
+static long calls(const char *entry)
+{
+    return !strncmp(entry, "cublas", 6) ? blas_calls(entry) : driver_calls(entry);
+}
+
+#define WATCHED 7
+static const char *const watched[WATCHED] = {
+    "cuStreamSynchronize", "cuMemcpyDtoH_v2", "cuMemcpyDtoHAsync_v2", "cuMemAllocAsync",
+    "cuMemFreeAsync",      "cuLaunchKernel",  "cublasGemmStridedBatchedEx"};
+enum { SYNC, DTOH, DTOH_ASYNC, ALLOC, FREE, LAUNCH, GEMM };
+
+typedef struct counts {
+    long n[WATCHED];
+} counts;
+
+static counts snapshot(void)
+{
+    counts c;
+    for (int i = 0; i < WATCHED; ++i) c.n[i] = calls(watched[i]);
+    return c;
+}
+
+static long since(const counts *before, int what) { return calls(watched[what]) - before->n[what]; }
+
+static uint16_t bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return (uint16_t)(u >> 16);
+}
+
+typedef struct problem {
+    pit_context *ctx;
+    pit_tensor *X, *W, *C;
+} problem;
+
+/* x[1,4096] with 3 of 4 entries zero, W[4096,14336], C[1,14336], bf16 */
+static int make_problem(pit_context *ctx, problem *p)
+{
+    enum { K = 4096, N = 14336 };
+    const int64_t xs[2] = {1, K}, ws[2] = {K, N}, cs[2] = {1, N};
+    static uint16_t x[K];
+    for (int k = 0; k < K; ++k) x[k] = k % 4 ? 0 : bf16(0.5f + (float)(k % 7) / 8.f);
+    p->ctx = ctx;
+    return pit_tensor_create(ctx, PIT_BF16, 2, xs, &p->X) == PIT_SUCCESS &&
+           pit_tensor_create(ctx, PIT_BF16, 2, ws, &p->W) == PIT_SUCCESS &&
+           pit_tensor_create(ctx, PIT_BF16, 2, cs, &p->C) == PIT_SUCCESS &&
+           pit_tensor_upload(p->X, NULL, x, sizeof x) == PIT_SUCCESS;
+}
+
+static void free_problem(problem *p)
+{
+    pit_tensor_destroy(p->X);
+    pit_tensor_destroy(p->W);
+    pit_tensor_destroy(p->C);
+}
+
+static pit_status matmul(problem *p, pit_stream *s, int dense, pit_report *r)
+{
+    pit_matmul_options o = pit_matmul_options_default();
+    o.force_dense = dense;
+    return pit_matmul(p->ctx, s, p->X, p->W, p->C, &o, r);
+}
+
+static void settled_calls(problem *p)
+{
+    pit_report r;
+    CHECK(matmul(p, NULL, 0, &r) == PIT_SUCCESS, "first call: %s", pit_last_error());
+    const counts before = snapshot();
+    enum { CALLS = 10 };
+    for (int i = 0; i < CALLS; ++i) CHECK(matmul(p, NULL, 0, NULL) == PIT_SUCCESS, "call %d: %s", i, pit_last_error());
+    const long work = since(&before, LAUNCH) + since(&before, GEMM);
+    printf("settled call (%s): %.1f launches, %.1f GEMMs, %.1f allocations a call\n", r.choice,
+           (double)since(&before, LAUNCH) / CALLS, (double)since(&before, GEMM) / CALLS,
+           (double)since(&before, ALLOC) / CALLS);
+    CHECK(since(&before, SYNC) == 0, "%ld synchronisations in %d settled calls", since(&before, SYNC), CALLS);
+    CHECK(since(&before, DTOH) + since(&before, DTOH_ASYNC) == 0, "%ld read-backs in %d settled calls",
+          since(&before, DTOH) + since(&before, DTOH_ASYNC), CALLS);
+    CHECK(since(&before, ALLOC) == since(&before, FREE), "%ld scratch allocations, %ld frees", since(&before, ALLOC),
+          since(&before, FREE));
+    CHECK(work >= CALLS && work <= 3 * CALLS, "%ld launches and GEMMs in %d calls", work, CALLS);
+}
+
+static void dense_calls(problem *p)
+{
+    const counts before = snapshot();
+    for (int i = 0; i < 4; ++i) CHECK(matmul(p, NULL, 1, NULL) == PIT_SUCCESS, "dense call: %s", pit_last_error());
+    CHECK(since(&before, GEMM) == 4, "%ld GEMMs for 4 dense calls", since(&before, GEMM));
+    CHECK(since(&before, LAUNCH) == 0 && since(&before, SYNC) == 0, "dense calls launched %ld kernels, synchronised %ld",
+          since(&before, LAUNCH), since(&before, SYNC));
+}
+
+/* One driver entry failing: the call says so, leaks nothing, and the next
+ * call works again. */
+static void failing_call(problem *p, const char *entry)
+{
+    const counts before = snapshot();
+    driver_fail(entry);
+    pit_status s = matmul(p, NULL, 0, NULL);
+    driver_fail(NULL);
+    const char *e = pit_last_error();
+    CHECK(s == PIT_ERR_BACKEND, "%s failing: status %d (%s)", entry, (int)s, e);
+    CHECK(strstr(e, entry) && strstr(e, "CUDA_ERROR_LAUNCH_FAILED"), "%s failing: message '%s'", entry, e);
+    /* a failed allocation is counted as a call but holds nothing */
+    const long held = since(&before, ALLOC) - (!strcmp(entry, "cuMemAllocAsync") && since(&before, ALLOC) > 0);
+    CHECK(held == since(&before, FREE), "%s failing: %ld allocations held, %ld frees", entry, held,
+          since(&before, FREE));
+    CHECK(matmul(p, NULL, 0, NULL) == PIT_SUCCESS, "after %s failed: %s", entry, pit_last_error());
+}
+
+typedef struct worker {
+    problem *p;
+    int failed;
+} worker;
+
+static void *worker_calls(void *u)
+{
+    worker *w = u;
+    pit_stream *s = NULL;
+    if (pit_stream_create(w->p->ctx, &s) != PIT_SUCCESS) {
+        w->failed = 1;
+        return NULL;
+    }
+    for (int i = 0; i < 50; ++i) w->failed += matmul(w->p, s, 0, NULL) != PIT_SUCCESS;
+    w->failed += pit_synchronize(w->p->ctx, s) != PIT_SUCCESS;
+    pit_stream_destroy(s);
+    return NULL;
+}
+
+static void threads(problem *p)
+{
+    const counts before = snapshot();
+    pthread_t t[4];
+    worker w[4];
+    for (int i = 0; i < 4; ++i) {
+        w[i] = (worker){p, 0};
+        CHECK(pthread_create(&t[i], NULL, worker_calls, &w[i]) == 0, "thread %d", i);
+    }
+    for (int i = 0; i < 4; ++i) {
+        pthread_join(t[i], NULL);
+        CHECK(w[i].failed == 0, "thread %d: %d calls failed", i, w[i].failed);
+    }
+    CHECK(since(&before, ALLOC) == since(&before, FREE), "threads: %ld allocations, %ld frees", since(&before, ALLOC),
+          since(&before, FREE));
+}
+
+int main(void)
+{
+    pit_context *ctx = NULL;
+    if (pit_context_create("cuda", 0, &ctx) != PIT_SUCCESS) {
+        printf("FAIL: no context on the fake driver: %s\n", pit_last_error());
+        return 1;
+    }
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), *blas = dlopen("libcublas.so.13", RTLD_NOW | RTLD_NOLOAD);
+    driver_calls = driver ? (calls_fn)(uintptr_t)dlsym(driver, "pit_fake_cuda_calls") : NULL;
+    driver_fail = driver ? (fail_fn)(uintptr_t)dlsym(driver, "pit_fake_cuda_fail") : NULL;
+    blas_calls = blas ? (calls_fn)(uintptr_t)dlsym(blas, "pit_fake_cuda_calls") : NULL;
+    if (!driver_calls || !driver_fail || !blas_calls) {
+        printf("FAIL: the CUDA backend did not load tests/fake_cuda_driver.c as libcuda.so.1 and libcublas.so.13\n");
+        return 1;
+    }
+    problem p = {0};
+    CHECK(pit_context_set_redetect_interval(ctx, 1000) == PIT_SUCCESS, "%s", pit_last_error());
+    if (make_problem(ctx, &p)) {
+        settled_calls(&p);
+        dense_calls(&p);
+        failing_call(&p, "cuLaunchKernel");
+        failing_call(&p, "cuMemAllocAsync");
+        threads(&p);
+    } else {
+        CHECK(0, "tensors: %s", pit_last_error());
+    }
+    free_problem(&p);
+    pit_context_destroy(ctx);
+    if (driver) dlclose(driver);
+    if (blas) dlclose(blas);
+    printf("%s: %d checks, %d failures\n", failures ? "FAILED" : "PASSED", checks, failures);
+    return failures ? 1 : 0;
+}
