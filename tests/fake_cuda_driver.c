@@ -9,6 +9,7 @@
  *
  * It exports the entries the plug-in resolves, under the exact (versioned)
  * names cuda_driver.c and cuda_libs.c ask dlsym for (keep them in step),
+ * and cuGetExportTable, which NVRTC looks up in a loaded driver,
  * and, for tests: pit_fake_cuda_calls(entry), how often an entry was
  * called; pit_fake_cuda_fail(entry), which makes that entry fail with
  * CUDA_ERROR_LAUNCH_FAILED (NULL: none) from then on.
@@ -481,6 +482,15 @@ ENTRY(CUresult, cuTensorMapEncodeTiled,
     CALLED();
     memset(map, 0, sizeof *map);
     return CUDA_SUCCESS;
+}
+/* NVRTC asks a loaded driver for its private tables: it has none, so NVRTC
+ * compiles as where no driver is installed. */
+ENTRY(CUresult, cuGetExportTable, (const void **table, const CUuuid *id))
+{
+    (void)id;
+    CALLED();
+    *table = NULL;
+    return CUDA_ERROR_NOT_SUPPORTED;
 }
 ENTRY(CUresult, cuGetErrorName, (CUresult r, const char **name))
 {

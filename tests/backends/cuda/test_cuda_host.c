@@ -14,6 +14,9 @@
  *     call succeeds.
  *   - 4 threads on 4 streams of one context: every call succeeds, every
  *     allocation is freed.
+ *   - Without a report, pit_attention (GQA, causal; and with an element
+ *     mask) and pit_moe_ffn (SwiGLU, top-2) read nothing back and never
+ *     synchronise (pit.h), and free their scratch.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -178,6 +181,111 @@ static void threads(problem *p)
           since(&before, FREE));
 }
 
+/* A tensor of the dtype filled with `fill` (16-bit words, 32-bit words or
+ * bytes, by the dtype's size) */
+static pit_tensor *filled(pit_context *ctx, pit_dtype dt, int rank, const int64_t *shape, uint32_t fill)
+{
+    pit_tensor *t = NULL;
+    size_t n = 1, el = pit_dtype_size(dt);
+    for (int i = 0; i < rank; ++i) n *= (size_t)shape[i];
+    unsigned char *host = malloc(n * el);
+    if (!host || pit_tensor_create(ctx, dt, rank, shape, &t) != PIT_SUCCESS) {
+        free(host);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; ++i) memcpy(host + i * el, &fill, el); /* little-endian: the low bytes */
+    if (pit_tensor_upload(t, NULL, host, n * el) != PIT_SUCCESS) {
+        pit_tensor_destroy(t);
+        t = NULL;
+    }
+    free(host);
+    return t;
+}
+
+/* Calls 2..5 of fn (the first may set up workspaces): no synchronisation,
+ * no read-back, every scratch allocation freed. */
+static void reads_nothing_back(const char *what, pit_status (*fn)(void *), void *user)
+{
+    CHECK(fn(user) == PIT_SUCCESS, "%s: %s", what, pit_last_error());
+    const counts before = snapshot();
+    for (int i = 0; i < 4; ++i) CHECK(fn(user) == PIT_SUCCESS, "%s: %s", what, pit_last_error());
+    CHECK(since(&before, SYNC) == 0 && since(&before, DTOH) + since(&before, DTOH_ASYNC) == 0,
+          "%s: %ld synchronisations, %ld read-backs in 4 calls without a report", what, since(&before, SYNC),
+          since(&before, DTOH) + since(&before, DTOH_ASYNC));
+    CHECK(since(&before, ALLOC) == since(&before, FREE), "%s: %ld allocations, %ld frees", what,
+          since(&before, ALLOC), since(&before, FREE));
+    CHECK(since(&before, LAUNCH) + since(&before, GEMM) >= 4, "%s: nothing launched", what);
+}
+
+typedef struct attention_call {
+    pit_context *ctx;
+    pit_tensor *Q, *K, *V, *O;
+    pit_attention_options opt;
+} attention_call;
+
+static pit_status attention(void *u)
+{
+    attention_call *a = u;
+    return pit_attention(a->ctx, NULL, a->Q, a->K, a->V, a->O, &a->opt, NULL, NULL);
+}
+
+static void attention_calls(pit_context *ctx)
+{
+    const int64_t qs[4] = {1, 8, 256, 64}, ks[4] = {1, 2, 256, 64}, ms[2] = {256, 256};
+    attention_call a = {ctx, filled(ctx, PIT_BF16, 4, qs, 0x3f00), filled(ctx, PIT_BF16, 4, ks, 0x3f00),
+                        filled(ctx, PIT_BF16, 4, ks, 0x3f80), filled(ctx, PIT_BF16, 4, qs, 0),
+                        pit_attention_options_default()};
+    pit_tensor *mask = filled(ctx, PIT_U8, 2, ms, 1);
+    if (a.Q && a.K && a.V && a.O && mask) {
+        a.opt.causal = 1;
+        reads_nothing_back("pit_attention, GQA 4, causal", attention, &a);
+        a.opt.mask = mask;
+        reads_nothing_back("pit_attention, GQA 4, causal, u8 mask", attention, &a);
+    } else {
+        CHECK(0, "attention tensors: %s", pit_last_error());
+    }
+    pit_tensor_destroy(a.Q);
+    pit_tensor_destroy(a.K);
+    pit_tensor_destroy(a.V);
+    pit_tensor_destroy(a.O);
+    pit_tensor_destroy(mask);
+}
+
+typedef struct moe_call {
+    pit_context *ctx;
+    pit_tensor *X, *ids, *gates, *W1, *W2, *Y;
+} moe_call;
+
+static pit_status moe_ffn(void *u)
+{
+    moe_call *m = u;
+    return pit_moe_ffn(m->ctx, NULL, m->X, m->ids, m->gates, m->W1, m->W2, m->Y, NULL, NULL);
+}
+
+/* 64 tokens, H 128, F 64, 8 experts, top-2 (every token to experts 3 and 3:
+ * the ids' words all 3), SwiGLU */
+static void moe_calls(pit_context *ctx)
+{
+    const int64_t xs[2] = {64, 128}, is[2] = {64, 2}, w1[3] = {8, 128, 128}, w2[3] = {8, 64, 128};
+    moe_call m = {ctx,
+                  filled(ctx, PIT_BF16, 2, xs, 0x3f00),
+                  filled(ctx, PIT_I32, 2, is, 3),
+                  filled(ctx, PIT_F32, 2, is, 0x3f000000),
+                  filled(ctx, PIT_BF16, 3, w1, 0x3c00),
+                  filled(ctx, PIT_BF16, 3, w2, 0x3c00),
+                  filled(ctx, PIT_BF16, 2, xs, 0)};
+    if (m.X && m.ids && m.gates && m.W1 && m.W2 && m.Y)
+        reads_nothing_back("pit_moe_ffn, top-2, SwiGLU", moe_ffn, &m);
+    else
+        CHECK(0, "MoE tensors: %s", pit_last_error());
+    pit_tensor_destroy(m.X);
+    pit_tensor_destroy(m.ids);
+    pit_tensor_destroy(m.gates);
+    pit_tensor_destroy(m.W1);
+    pit_tensor_destroy(m.W2);
+    pit_tensor_destroy(m.Y);
+}
+
 int main(void)
 {
     pit_context *ctx = NULL;
@@ -201,6 +309,8 @@ int main(void)
         failing_call(&p, "cuLaunchKernel");
         failing_call(&p, "cuMemAllocAsync");
         threads(&p);
+        attention_calls(ctx);
+        moe_calls(ctx);
     } else {
         CHECK(0, "tensors: %s", pit_last_error());
     }
