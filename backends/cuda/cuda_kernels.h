@@ -140,6 +140,7 @@ int pit_cuda_split_options(char *defines, const char **opts, int max);
  * with a pit_kernel_link. */
 typedef struct pit_kernel_link {
     char *key;
+    pit_cuda_variant variant; /* the variant it was built for, compared as bytes first */
     struct pit_kernel_link *next;
 } pit_kernel_link;
 
