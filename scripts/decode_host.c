@@ -49,14 +49,20 @@ static double median(double *v, int n)
     return v[n / 2];
 }
 
+/* 20 calls of fn, so that its plan has settled */
+static int warm_up(pit_context *ctx, call_fn fn, pit_tensor *X, pit_tensor *W, pit_tensor *C, pit_report *rep)
+{
+    for (int i = 0; i < 20; i++)
+        if (!ok(fn(ctx, X, W, C, rep), "warm-up")) return 0;
+    return 1;
+}
+
 /* event / host / queued microseconds of fn, after 20 warm-up calls */
 static int measure(pit_context *ctx, call_fn fn, pit_tensor *X, pit_tensor *W, pit_tensor *C, double us[3],
                    pit_report *rep)
 {
     double ev[REPS], host[REPS];
-    for (int i = 0; i < 20; i++)
-        if (!ok(fn(ctx, X, W, C, rep), "warm-up")) return 0;
-    if (!ok(pit_synchronize(ctx, NULL), "sync")) return 0;
+    if (!warm_up(ctx, fn, X, W, C, rep) || !ok(pit_synchronize(ctx, NULL), "sync")) return 0;
     for (int i = 0; i < REPS; i++) {
         pit_event *e0 = NULL, *e1 = NULL;
         double t0;
@@ -96,8 +102,7 @@ static int table(pit_context *ctx, pit_tensor *X, pit_tensor *W, pit_tensor *C, 
 static int profile_loop(pit_context *ctx, pit_tensor *X, pit_tensor *W, pit_tensor *C, long calls)
 {
     pit_report rep = {0};
-    for (int i = 0; i < 20; i++)
-        if (!ok(call_pit(ctx, X, W, C, &rep), "warm-up")) return 0;
+    if (!warm_up(ctx, call_pit, X, W, C, &rep)) return 0;
     double host = 0;
     for (long i = 0; i < calls; i += 50) {
         double t0 = now_ms();

@@ -104,7 +104,8 @@ int main(void)
     if (!check(cuInit(0), "init") || !check(cuDeviceGet(&dev, 0), "device") ||
         !check(cuDevicePrimaryCtxRetain(&ctx, dev), "context") || !check(cuCtxSetCurrent(ctx), "current") ||
         !check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "stream") ||
-        !check(cuModuleLoadData(&mod, ptx), "module") || !check(cuModuleGetFunction(&empty, mod, "empty"), "function") ||
+        !check(cuModuleLoadData(&mod, ptx), "module") ||
+        !check(cuModuleGetFunction(&empty, mod, "empty"), "function") ||
         !check(cuMemAlloc(&buf, 1024), "buffer") || !check(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "event"))
         return 1;
     const struct {

@@ -140,6 +140,15 @@ ENTRY(cublasStatus_t, cublasGemmStridedBatchedEx,
 static int objects[8]; /* what the handles point at */
 #define CALLED() \
     if (COUNTED(__func__)) return CUDA_ERROR_LAUNCH_FAILED
+/* An entry that counts its call, does `...` (its outputs; (void) of the
+ * rest) and succeeds. */
+#define SUCCEEDS(name, params, ...) \
+    ENTRY(CUresult, name, params)   \
+    {                               \
+        CALLED();                   \
+        __VA_ARGS__;                \
+        return CUDA_SUCCESS;        \
+    }
 
 /* Device memory is host memory; cuMemAlloc's blocks (tensors) are kept for
  * cuMemGetAddressRange, stream-ordered scratch is not looked up. */
@@ -178,24 +187,9 @@ static void fake_free(CUdeviceptr p, int kept)
     free((void *)p);
 }
 
-ENTRY(CUresult, cuInit, (unsigned f))
-{
-    (void)f;
-    CALLED();
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuDriverGetVersion, (int *v))
-{
-    CALLED();
-    *v = 13000;
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuDeviceGetCount, (int *n))
-{
-    CALLED();
-    *n = 1;
-    return CUDA_SUCCESS;
-}
+SUCCEEDS(cuInit, (unsigned f), (void)f)
+SUCCEEDS(cuDriverGetVersion, (int *v), *v = 13000)
+SUCCEEDS(cuDeviceGetCount, (int *n), *n = 1)
 ENTRY(CUresult, cuDeviceGet, (CUdevice * d, int ordinal))
 {
     CALLED();
@@ -237,115 +231,40 @@ ENTRY(CUresult, cuDeviceGetAttribute, (int *v, CUdevice_attribute a, CUdevice d)
     }
     return CUDA_SUCCESS;
 }
-ENTRY(CUresult, cuDeviceTotalMem_v2, (size_t * bytes, CUdevice d))
-{
-    (void)d;
-    CALLED();
-    *bytes = (size_t)80 << 30;
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuDevicePrimaryCtxRetain, (CUcontext * c, CUdevice d))
-{
-    (void)d;
-    CALLED();
-    *c = (CUcontext)&objects[0];
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuDevicePrimaryCtxRelease_v2, (CUdevice d))
-{
-    (void)d;
-    CALLED();
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuCtxPushCurrent_v2, (CUcontext c))
-{
-    (void)c;
-    CALLED();
-    return CUDA_SUCCESS;
-}
+SUCCEEDS(cuDeviceTotalMem_v2, (size_t * bytes, CUdevice d), (void)d; *bytes = (size_t)80 << 30)
+SUCCEEDS(cuDevicePrimaryCtxRetain, (CUcontext * c, CUdevice d), (void)d; *c = (CUcontext)&objects[0])
+SUCCEEDS(cuDevicePrimaryCtxRelease_v2, (CUdevice d), (void)d)
+SUCCEEDS(cuCtxPushCurrent_v2, (CUcontext c), (void)c)
 ENTRY(CUresult, cuCtxPopCurrent_v2, (CUcontext * c))
 {
     CALLED();
     if (c) *c = (CUcontext)&objects[0];
     return CUDA_SUCCESS;
 }
-ENTRY(CUresult, cuStreamCreate, (CUstream * s, unsigned f))
-{
-    (void)f;
-    CALLED();
-    *s = (CUstream)&objects[1];
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuStreamDestroy_v2, (CUstream s))
-{
-    (void)s;
-    CALLED();
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuStreamSynchronize, (CUstream s))
-{
-    (void)s;
-    CALLED();
-    return CUDA_SUCCESS;
-}
+SUCCEEDS(cuStreamCreate, (CUstream * s, unsigned f), (void)f; *s = (CUstream)&objects[1])
+SUCCEEDS(cuStreamDestroy_v2, (CUstream s), (void)s)
+SUCCEEDS(cuStreamSynchronize, (CUstream s), (void)s)
 ENTRY(CUresult, cuMemAlloc_v2, (CUdeviceptr * p, size_t bytes))
 {
     CALLED();
     return fake_alloc(p, bytes, 1);
 }
-ENTRY(CUresult, cuMemFree_v2, (CUdeviceptr p))
-{
-    CALLED();
-    fake_free(p, 1);
-    return CUDA_SUCCESS;
-}
+SUCCEEDS(cuMemFree_v2, (CUdeviceptr p), fake_free(p, 1))
 ENTRY(CUresult, cuMemAllocAsync, (CUdeviceptr * p, size_t bytes, CUstream s))
 {
     (void)s;
     CALLED();
     return fake_alloc(p, bytes, 0);
 }
-ENTRY(CUresult, cuMemFreeAsync, (CUdeviceptr p, CUstream s))
-{
-    (void)s;
-    CALLED();
-    fake_free(p, 0);
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuDeviceGetDefaultMemPool, (CUmemoryPool * pool, CUdevice d))
-{
-    (void)d;
-    CALLED();
-    *pool = (CUmemoryPool)&objects[2];
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute a, void *v))
-{
-    (void)pool, (void)a, (void)v;
-    CALLED();
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuMemcpyHtoDAsync_v2, (CUdeviceptr dst, const void *src, size_t n, CUstream s))
-{
-    (void)s;
-    CALLED();
-    memcpy((void *)dst, src, n);
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuMemcpyDtoHAsync_v2, (void *dst, CUdeviceptr src, size_t n, CUstream s))
-{
-    (void)s;
-    CALLED();
-    memcpy(dst, (const void *)src, n);
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuMemcpyDtoDAsync_v2, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))
-{
-    (void)s;
-    CALLED();
-    memmove((void *)dst, (const void *)src, n);
-    return CUDA_SUCCESS;
-}
+SUCCEEDS(cuMemFreeAsync, (CUdeviceptr p, CUstream s), (void)s; fake_free(p, 0))
+SUCCEEDS(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool, CUdevice d), (void)d; *pool = (CUmemoryPool)&objects[2])
+SUCCEEDS(cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute a, void *v), (void)pool, (void)a, (void)v)
+SUCCEEDS(cuMemcpyHtoDAsync_v2, (CUdeviceptr dst, const void *src, size_t n, CUstream s),
+         (void)s; memcpy((void *)dst, src, n))
+SUCCEEDS(cuMemcpyDtoHAsync_v2, (void *dst, CUdeviceptr src, size_t n, CUstream s),
+         (void)s; memcpy(dst, (const void *)src, n))
+SUCCEEDS(cuMemcpyDtoDAsync_v2, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s),
+         (void)s; memmove((void *)dst, (const void *)src, n))
 ENTRY(CUresult, cuMemsetD32Async, (CUdeviceptr dst, unsigned v, size_t n, CUstream s))
 {
     (void)s;
@@ -354,58 +273,15 @@ ENTRY(CUresult, cuMemsetD32Async, (CUdeviceptr dst, unsigned v, size_t n, CUstre
     for (size_t i = 0; i < n; ++i) p[i] = v;
     return CUDA_SUCCESS;
 }
-ENTRY(CUresult, cuEventCreate, (CUevent * e, unsigned f))
-{
-    (void)f;
-    CALLED();
-    *e = (CUevent)&objects[3];
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuEventRecord, (CUevent e, CUstream s))
-{
-    (void)e, (void)s;
-    CALLED();
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuEventSynchronize, (CUevent e))
-{
-    (void)e;
-    CALLED();
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuEventElapsedTime, (float *ms, CUevent a, CUevent b))
-{
-    (void)a, (void)b;
-    CALLED();
-    *ms = 0.01f;
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuEventDestroy_v2, (CUevent e))
-{
-    (void)e;
-    CALLED();
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuModuleLoadData, (CUmodule * m, const void *image))
-{
-    (void)image;
-    CALLED();
-    *m = (CUmodule)&objects[4];
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuModuleUnload, (CUmodule m))
-{
-    (void)m;
-    CALLED();
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuModuleGetFunction, (CUfunction * f, CUmodule m, const char *name))
-{
-    (void)m, (void)name;
-    CALLED();
-    *f = (CUfunction)&objects[5];
-    return CUDA_SUCCESS;
-}
+SUCCEEDS(cuEventCreate, (CUevent * e, unsigned f), (void)f; *e = (CUevent)&objects[3])
+SUCCEEDS(cuEventRecord, (CUevent e, CUstream s), (void)e, (void)s)
+SUCCEEDS(cuEventSynchronize, (CUevent e), (void)e)
+SUCCEEDS(cuEventElapsedTime, (float *ms, CUevent a, CUevent b), (void)a, (void)b; *ms = 0.01f)
+SUCCEEDS(cuEventDestroy_v2, (CUevent e), (void)e)
+SUCCEEDS(cuModuleLoadData, (CUmodule * m, const void *image), (void)image; *m = (CUmodule)&objects[4])
+SUCCEEDS(cuModuleUnload, (CUmodule m), (void)m)
+SUCCEEDS(cuModuleGetFunction, (CUfunction * f, CUmodule m, const char *name),
+         (void)m, (void)name; *f = (CUfunction)&objects[5])
 /* No globals: every kernel reads as needing no dynamic shared memory. */
 ENTRY(CUresult, cuModuleGetGlobal_v2, (CUdeviceptr * p, size_t *bytes, CUmodule m, const char *name))
 {
@@ -413,12 +289,7 @@ ENTRY(CUresult, cuModuleGetGlobal_v2, (CUdeviceptr * p, size_t *bytes, CUmodule 
     CALLED();
     return CUDA_ERROR_NOT_FOUND;
 }
-ENTRY(CUresult, cuMemcpyDtoH_v2, (void *dst, CUdeviceptr src, size_t n))
-{
-    CALLED();
-    memcpy(dst, (const void *)src, n);
-    return CUDA_SUCCESS;
-}
+SUCCEEDS(cuMemcpyDtoH_v2, (void *dst, CUdeviceptr src, size_t n), memcpy(dst, (const void *)src, n))
 ENTRY(CUresult, cuMemGetAddressRange_v2, (CUdeviceptr * base, size_t *bytes, CUdeviceptr p))
 {
     CALLED();
@@ -451,27 +322,13 @@ ENTRY(CUresult, cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle * h, 
     CALLED();
     return CUDA_ERROR_NOT_SUPPORTED;
 }
-ENTRY(CUresult, cuMemRelease, (CUmemGenericAllocationHandle h))
-{
-    (void)h;
-    CALLED();
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuFuncSetAttribute, (CUfunction f, CUfunction_attribute a, int v))
-{
-    (void)f, (void)a, (void)v;
-    CALLED();
-    return CUDA_SUCCESS;
-}
-ENTRY(CUresult, cuLaunchKernel,
-      (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem,
-       CUstream s, void **params, void **extra))
-{
-    (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)params;
-    (void)extra;
-    CALLED();
-    return CUDA_SUCCESS;
-}
+SUCCEEDS(cuMemRelease, (CUmemGenericAllocationHandle h), (void)h)
+SUCCEEDS(cuFuncSetAttribute, (CUfunction f, CUfunction_attribute a, int v), (void)f, (void)a, (void)v)
+SUCCEEDS(cuLaunchKernel,
+         (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem,
+          CUstream s, void **params, void **extra),
+         (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)params,
+         (void)extra)
 ENTRY(CUresult, cuTensorMapEncodeTiled,
       (CUtensorMap * map, CUtensorMapDataType t, cuuint32_t rank, void *base, const cuuint64_t *dims,
        const cuuint64_t *strides, const cuuint32_t *box, const cuuint32_t *step, CUtensorMapInterleave il,

@@ -1,7 +1,8 @@
 /*
  * tests/rtest.h - small helpers shared by the reliability tests
  * (test_threads.c, test_faults.c, test_numerics.c; test_device_dtypes.c
- * uses its checks): checks that count and
+ * and backends/cuda/test_cuda_host.c use its checks and uploads): checks
+ * that count and
  * print, an OpenCL context or a skip (exit 77), host <-> device copies of
  * double arrays in any dtype.
  */

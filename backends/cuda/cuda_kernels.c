@@ -588,9 +588,9 @@ pit_status pit_kernel_cache_get(const pit_host *host, pthread_mutex_t *lock,
                                 pit_kernel_link **out)
 {
     /* A call asks for the variant it asked for before: found by its bytes,
-     * without formatting its label (a fifth of a settled call's own host
-     * time). A variant that differs only in fields its label ignores is
-     * found by the label. */
+     * without formatting its label (which was more than half of a settled
+     * call's own host work). A variant that differs only in bytes its label
+     * ignores is found by the label. */
     pthread_mutex_lock(lock);
     for (pit_kernel_link *k = *head; k; k = k->next) {
         if (!memcmp(&k->variant, v, sizeof *v)) {

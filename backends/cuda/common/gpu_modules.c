@@ -3,9 +3,10 @@
  * alike: the vendor's code image of a variant (NVRTC and the disk cache in
  * cuda_jit.c; built-in code objects or hiprtc in hip_kernels.c) loaded into
  * a module, cached per context (pit_kernel_cache_get: found by the
- * variant's bytes, else its key, kernel name + defines), and launched. A binary that does not load (a built-in one the
- * driver cannot take, another kernel's under this key in the disk cache)
- * gives way to the next source, down to a fresh compile.
+ * variant's bytes, else by its key, kernel name + defines), and launched.
+ * A binary that does not load (a built-in one the driver cannot take,
+ * another kernel's under this key in the disk cache) gives way to the next
+ * source, down to a fresh compile.
  */
 #include <stdlib.h>
 

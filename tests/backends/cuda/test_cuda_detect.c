@@ -470,7 +470,8 @@ static int bench_detect(int64_t n, int cands)
                 double bytes = (double)(n * n) * (double)el_bytes(dts[d]);
                 double rate = bytes / (det * 1e-3), copy_rate = 2 * bytes / (copy * 1e-3);
                 double warm_rate = bytes / (det_warm * 1e-3), copy_warm_rate = 2 * bytes / (copy_warm * 1e-3);
-                printf("%-5s %2dx%-3d %5.2f | %8.1f %7.0f %5.0f%% | %8.1f %7.0f%% | %8.1f | %8.1f %7.0f%% | %8.1f %8.0f\n",
+                printf("%-5s %2dx%-3d %5.2f | %8.1f %7.0f %5.0f%% | %8.1f %7.0f%% | %8.1f | %8.1f %7.0f%% | %8.1f "
+                       "%8.0f\n",
                        dt_name(dts[d]), pat.bh, pat.bw, pat.s, det * 1e3, rate / 1e9, 100 * rate / copy_rate,
                        det4 * 1e3, 100 * (bytes / (det4 * 1e-3)) / copy_rate, det1 * 1e3, det_warm * 1e3,
                        100 * warm_rate / copy_warm_rate, copy * 1e3, copy_rate / 1e9);
@@ -500,7 +501,8 @@ int main(int argc, char **argv)
     CHECK(be->stream_create(bctx, &stream));
     int rc;
     if (argc > 2 && !strcmp(argv[1], "--bench") && !strcmp(argv[2], "detect"))
-        rc = emulated ? printf("no bench on the emulation\n") > 0 : bench_detect(argc > 3 ? atoll(argv[3]) : 4096, argc > 4 ? atoi(argv[4]) : 0);
+        rc = emulated ? printf("no bench on the emulation\n") > 0
+                      : bench_detect(argc > 3 ? atoll(argv[3]) : 4096, argc > 4 ? atoi(argv[4]) : 0);
     else
         rc = correctness(argc > 1 && !strcmp(argv[1], "--quick"));
     be->stream_destroy(bctx, stream);
