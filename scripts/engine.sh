@@ -1,12 +1,15 @@
 #!/bin/bash
 # scripts/engine.sh - a lab script for the GPU machine (not shipped): the sm_90
 # tile engine of the sparse matmul along K (kernels/pit_matmul_wg.cu).
-#   usage: bash scripts/engine.sh [check] [bench] [profile S] [sanitize] [suite] [tune] [conformance]
+#   usage: bash scripts/engine.sh [check] [engine] [bench] [profile S] [sanitize] [suite] [tune] [conformance]
 # check:    test_cuda_direct (every tile, the engine's included, against the
 #           double reference)
-# bench:    test_cuda_direct --bench 4096 for bf16 and f16 on 32x64 at a full
+# engine:   test_cuda_direct --engine-all: the engine's cases and tiles alone
+#           (about a minute on an H200, a third of check)
+# bench:    test_cuda_direct --bench N for bf16 and f16 on 32x64 at a full
 #           index and s = 0.5 .. 0.99: the best of the forced tiles (the last
-#           two are the engine) beside cuBLAS in the same process
+#           two are the engine) beside cuBLAS in the same process; N from
+#           ENGINE_N (sizes, default 4096), each row prefixed with its N
 # profile S: ncu of the two engine tiles at bf16 32x64 sparsity S
 # sanitize: compute-sanitizer memcheck and racecheck of the engine's case
 # tune:     pit tune of the engine's rows (a database of them, dense, detect
@@ -27,10 +30,13 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 while [ $# -gt 0 ]; do
   case "$1" in
   check) direct > "$out/check.log" 2>&1; echo "check rc=$? failures: $(grep -c FAIL "$out/check.log")"; tail -1 "$out/check.log" ;;
+  engine) direct --engine-all > "$out/engine.log" 2>&1; echo "engine rc=$? failures: $(grep -c FAIL "$out/engine.log")" ;;
   bench)
-    for dt in bf16 f16; do
-      for s in 0 0.5 0.9 0.95 0.99; do direct --bench 4096 $dt 32x64 $s | grep -E "^(device|$dt)"; done
-    done | tee "$out/bench.log" ;;
+    for n in ${ENGINE_N:-4096}; do
+      for dt in bf16 f16; do
+        for s in 0 0.5 0.9 0.95 0.99; do direct --bench $n $dt 32x64 $s | grep -E "^(device|$dt)" | sed "s/^/$n /"; done
+      done
+    done | tee -a "$out/bench.log" ;;
   profile)
     s="$2"; shift
     # the engine's tiles are the 5th and 6th timed (3 warm-ups + 20 runs each)

@@ -7,6 +7,7 @@
  *   test_cuda_direct            correctness
  *   test_cuda_direct --quick    a few small cases (for compute-sanitizer)
  *   test_cuda_direct --engine   the sm_90 engine's small case alone (its racecheck)
+ *   test_cuda_direct --engine-all   every engine case and tile alone
  *   test_cuda_direct --decode   the tensor-core decode cases alone (their racecheck)
  *   test_cuda_direct --bench    the paper's 4096^3 point, timed with events
  *   test_cuda_direct --bench-decode [DTYPE]   x[M,K] . W[K,N] for a few rows (f16, bf16)
@@ -507,7 +508,7 @@ static int correctness(int quick)
     /* the sm_90 engine (elsewhere, and on 32x1: the mma.sync tile) */
     const pit_tile engine_tiles[] = {{32, 256, 64, 384, 4, 2}, {32, 128, 64, 384, 3, 2}, {16, 256, 64, 384, 4, 2},
                                      {16, 128, 64, 384, 3, 2}, {64, 256, 64, 384, 4, 2}, {64, 128, 64, 384, 3, 2}};
-    if (quick) {
+    if (quick && quick != 4) {
         const tcase small = {2, 200, 600, 300, 0, P_32X64, 0.7};
         run_case(&small, PIT_BF16, engine_tiles, quick == 2 ? 6 : 2);
         return failures;
@@ -520,17 +521,23 @@ static int correctness(int quick)
                                  {128, 128, 64, 256, 4, 1}, {1, 128, 32, 128, 2, 1}, {16, 64, 32, 128, 2, 1},
                                  {64, 64, 32, 128, 4, 1}, {32, 256, 32, 128, 4, 1}, {32, 256, 32, 256, 4, 1}};
     const tcase sweep = {2, 200, 600, 300, 0, P_32X1, 0.6};
-    run_case(&sweep, PIT_F32, cc_tiles, 7);
-    run_case(&sweep, PIT_F16, tc_tiles, 9);
-    run_case(&sweep, PIT_BF16, tc_tiles, 9);
+    if (!quick) {
+        run_case(&sweep, PIT_F32, cc_tiles, 7);
+        run_case(&sweep, PIT_F16, tc_tiles, 9);
+        run_case(&sweep, PIT_BF16, tc_tiles, 9);
+    }
     run_case(&sweep, PIT_F16, engine_tiles, 6);
     run_case(&sweep, PIT_BF16, engine_tiles, 6);
     /* the engine on sparse micro-tiles: row-blocks with different columns,
-     * edges in every dimension, padded rows of A, an empty pattern */
+     * edges in every dimension, padded rows of A, an empty pattern, and
+     * grids of more CTAs than an H100 has SMs across a batch, with C's rows
+     * not 16-byte aligned (element stores) and aligned (16-byte stores) */
     const tcase engine[] = {{2, 300, 1000, 520, 0, P_32X64, 0.7},
                             {1, 517, 4100, 263, 8, P_32X64, 0.9},
-                            {1, 256, 512, 256, 0, P_ZERO, 0}};
-    for (int i = 0; i < 3; ++i) {
+                            {1, 256, 512, 256, 0, P_ZERO, 0},
+                            {2, 4100, 200, 1100, 0, P_32X64, 0.8},
+                            {2, 2100, 300, 2056, 0, P_32X64, 0.6}};
+    for (int i = 0; i < 5; ++i) {
         run_case(&engine[i], PIT_F16, engine_tiles, 6);
         run_case(&engine[i], PIT_BF16, engine_tiles, 6);
     }
@@ -784,7 +791,8 @@ int main(int argc, char **argv)
                           : !strcmp(argv[1], "--quick")  ? 1
                           : !strcmp(argv[1], "--engine") ? 2
                           : !strcmp(argv[1], "--decode") ? 3
-                                                         : 0);
+                          : !strcmp(argv[1], "--engine-all") ? 4
+                                                             : 0);
     be->stream_destroy(bctx, stream);
     be->context_destroy(bctx);
     be->shutdown();
