@@ -16,7 +16,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: pit bench [--suite matmul|convert|select|layers|decode|moe|attention|all] [--quick]\n"
             "                 [--size N] [--dtype f32,f16,bf16] [--repeats R] [--json FILE]\n"
-            "                 [--plot FILE.png] [--explain] [--only KIND]\n"
+            "                 [--plot FILE.png] [--explain] [--only KIND|MODEL]\n"
             "  matmul   M=N=K sparse matmul, micro-tiles 32x1, 1x64, 32x64 at sparsity\n"
             "           0.5/0.9/0.95/0.99, against dense, the vendor sparse library, the\n"
             "           memory floor and the L2 floor of the plan that ran\n"
@@ -32,7 +32,8 @@ static void usage(FILE *f)
             "           128 experts top-8, Qwen-MoE, DeepSeek; 8192 and 512 tokens), skewed\n"
             "           top-k routing, bf16 (--dtype for others), against dense GEMMs of the\n"
             "           same FLOPs, the per-expert loop of dense GEMMs and the memory floor;\n"
-            "           its shapes are the models' (--size does not change them)\n"
+            "           its shapes are the models' (--size does not change them);\n"
+            "           --only MODEL (mixtral-8x7b, qwen3-30b-a3b, ...) runs that model's points\n"
             "  attention pit_attention on masks new every call: a 256-key window with 16\n"
             "           global tokens (element mask), 128x128 blocks kept at 10%%, causal\n"
             "           prefill with grouped-query heads, decode over a long KV cache with\n"
@@ -273,9 +274,12 @@ static int on_option(const tool_command *c, void *user, int id, const char *valu
         o->plot_path = value;
         return 0;
     case 'o':
-        if (tool_find_name(value, bench_attention_kinds, BENCH_ATTENTION_KINDS) < 0)
-            return tool_usage_error(c, "--only: '%s' is not an attention kind (window, blocks, causal, decode)",
-                                    value);
+        if (tool_find_name(value, bench_attention_kinds, BENCH_ATTENTION_KINDS) < 0 && !bench_moe_has_model(value)) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "'%s' is neither an attention kind (window, blocks, causal, decode) nor a "
+                     "MoE model (%s)", value, bench_moe_model_list());
+            return tool_usage_error(c, "--only: %s", msg);
+        }
         o->only = value;
         return 0;
     default: /* 'd' */
@@ -326,12 +330,28 @@ static void measure_l2(pit_context *ctx, bench_opts *o)
         fprintf(stderr, "pit bench: no L2 floor: %s: %s\n", pit_status_string(s), pit_last_error());
 }
 
+/* --only names points of the attention suite (a kind) or of the moe suite
+ * (a model): 2 where the suite asked has none of that name. */
+static int check_only(const bench_opts *o)
+{
+    if (!o->only || !strcmp(o->suite, "all"))
+        return 0;
+    const int kind = tool_find_name(o->only, bench_attention_kinds, BENCH_ATTENTION_KINDS) >= 0;
+    if (!strcmp(o->suite, kind ? "attention" : "moe"))
+        return 0;
+    fprintf(stderr, "pit bench: --only %s is %s, not one of the %s suite's\n", o->only,
+            kind ? "an attention kind (--suite attention or all)" : "a MoE model (--suite moe or all)", o->suite);
+    return 2;
+}
+
 int pit_cmd_bench(int argc, char **argv)
 {
     bench_opts o = {.suite = "matmul", .dtype_mask = 0};
     int pr = parse_args(argc, argv, &o);
     if (pr >= 0)
         return pr;
+    if (check_only(&o))
+        return 2;
     pit_context *ctx = NULL;
     pit_status s = pit_context_create(NULL, -1, &ctx);
     if (s != PIT_SUCCESS)

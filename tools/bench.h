@@ -19,7 +19,7 @@ typedef struct bench_opts {
     const char *json_path;
     const char *plot_path;
     const char *suite;
-    const char *only;   /* the attention suite's one kind (window, blocks, causal, decode); NULL: all */
+    const char *only;   /* --only: an attention kind (window, blocks, causal, decode) or a MoE model; NULL: all */
     pit_stream *stream; /* where bench_time records its events; NULL: default */
     double l2_gbps;     /* L2 bandwidth of the run (0: not measured) */
     size_t l2_bytes;    /* the buffer it was measured with */
@@ -127,6 +127,10 @@ int bench_moe_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 /* the attention suite's kinds of points (--only takes one) */
 #define BENCH_ATTENTION_KINDS 4
 extern const char *const bench_attention_kinds[BENCH_ATTENTION_KINDS];
+/* 1 when name is a model of the moe suite (--only takes one) */
+int bench_moe_has_model(const char *name);
+/* the moe suite's models, comma-separated, for messages */
+const char *bench_moe_model_list(void);
 int bench_attention_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 
 #endif

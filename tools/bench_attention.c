@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "tool.h"
 
 #define MAX_SETS 4
 #define CHECK_ROWS 8
@@ -433,10 +434,11 @@ static void json_row(FILE *json, const void *result, int first)
             r->ok, p->target, r->choice);
 }
 
-/* Whether --only (or its absence) runs point p. */
+/* Whether --only (a kind, or nothing of this suite's) runs point p. */
 static int selected(const bench_opts *o, const att_point *p)
 {
-    return !o->only || !strcmp(o->only, bench_attention_kinds[p->kind]);
+    return !o->only || tool_find_name(o->only, bench_attention_kinds, BENCH_ATTENTION_KINDS) < 0 ||
+           !strcmp(o->only, bench_attention_kinds[p->kind]);
 }
 
 int bench_attention_suite(pit_context *ctx, const bench_opts *o, FILE *json)

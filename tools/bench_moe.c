@@ -58,6 +58,31 @@ static const moe_shape moe_shapes[] = {
 };
 #define NSHAPES ((int)(sizeof moe_shapes / sizeof moe_shapes[0]))
 
+int bench_moe_has_model(const char *name)
+{
+    for (int i = 0; i < NSHAPES; i++)
+        if (!strcmp(name, moe_shapes[i].model))
+            return 1;
+    return 0;
+}
+
+const char *bench_moe_model_list(void)
+{
+    static char list[256];
+    if (!list[0]) /* a model's points follow each other: a name differs from the one before */
+        for (int i = 0; i < NSHAPES; i++)
+            if (!i || strcmp(moe_shapes[i].model, moe_shapes[i - 1].model))
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                         moe_shapes[i].model);
+    return list;
+}
+
+/* Whether --only (a model, or nothing of this suite's) runs shape i. */
+static int selected(const bench_opts *o, int i)
+{
+    return !o->only || !bench_moe_has_model(o->only) || !strcmp(o->only, moe_shapes[i].model);
+}
+
 static moe_shape scaled_shape(const bench_opts *o, const moe_shape *s)
 {
     moe_shape q = *s;
@@ -563,13 +588,17 @@ int bench_moe_suite(pit_context *ctx, const bench_opts *o, FILE *json)
     int ndt = bench_suite_dtypes(o, &d, "moe", 1 << (d.has_bf16 ? PIT_BF16 : PIT_F32), dts, json);
     if (json)
         fprintf(json, "  \"moe_copy_gbps\": %.3f,\n  \"moe\": [\n", gbps);
-    int total = ndt * NSHAPES, done = 0;
+    int total = 0, done = 0;
+    for (int i = 0; i < NSHAPES; i++)
+        total += ndt * selected(o, i);
     bench_table tab = {"moe", json, print_row, json_row, 0, 0};
     moe_weights w = {0};
     pit_rng rng;
     pit_rng_seed(&rng, 2025);
     for (int t = 0; t < ndt; t++)
         for (int i = 0; i < NSHAPES; i++) {
+            if (!selected(o, i))
+                continue;
             moe_result r = {.shape = scaled_shape(o, &moe_shapes[i]), .dt = dts[t]};
             char what[64];
             snprintf(what, sizeof what, "%s %s T=%lld", pit_dtype_name(dts[t]), r.shape.model,
