@@ -4,7 +4,7 @@
 #   usage: bash scripts/gpu_ab.sh [conformance|conformance-cuda|conformance-opencl] [direct]
 #                                 [hardening] [bench|bench-base] [sanitize] [tune] [tune-opencl]
 #                                 [base-conformance]
-#                                 [decode] [decode-kernel] [sanitize-decode] [moe]
+#                                 [decode] [decode-kernel] [sanitize-decode] [moe] [moe-split]
 # Expects, carried along with the tree:
 #   build-gpu/           the build under test (bin/, lib/), built on a CPU machine
 #   .carry/base/         the reference build: bin/, lib/, tiledb/
@@ -30,6 +30,9 @@
 #   (test_cuda_direct --bench-decode), and both sanitizers on the direct
 #   test's quick cases.
 # moe: `pit bench --suite moe` and scripts/torch_moe.py beside PyTorch.
+# moe-split: where one pit_moe_ffn call goes, per kernel (ncu of the moe
+#   suite's first call, each kernel alone), at the first point of the model
+#   MOE_MODEL names (default mixtral-8x7b).
 # PIT_NEW names another build under test than build-gpu/.
 # Logs and JSON go to $OUT (or ./gpu-out); a summary table is printed last.
 set -uo pipefail
@@ -109,6 +112,12 @@ for what in "$@"; do
     step moe_suite run_in "$NEW" "${PIT_TDB:-$root/tiledb}" env PIT_BACKEND=cuda "$NEW/bin/pit" bench --suite moe --json "$out/moe_bf16.json"
     step torch_moe run_in "$NEW" "${PIT_TDB:-$root/tiledb}" python3 "$root/scripts/torch_moe.py" --lib "$NEW/lib/libpit.so" --json "$out/torch_moe.json"
     tail -25 "$out/moe_suite.log"; tail -20 "$out/torch_moe.log" ;;
+  moe-split)
+    # the first call's kernels: routing, marks, zeroing, plans, the two
+    # products, the activation, the sums
+    step moe_split run_in "$NEW" "${PIT_TDB:-$root/tiledb}" env PIT_BACKEND=cuda timeout 120 ncu --clock-control none \
+      --launch-count 10 --kill on --section SpeedOfLight "$NEW/bin/pit" bench --suite moe --only "${MOE_MODEL:-mixtral-8x7b}"
+    grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput" "$out/moe_split.log" | sed 's/  */ /g' | cut -c1-60 | paste - - - | tee -a "$summary" ;;
   base-conformance)
     step base_conf_cuda run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=cuda "$BASE/bin/pit" conformance
     step base_conf_opencl run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=opencl "$BASE/bin/pit" conformance ;;
