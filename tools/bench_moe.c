@@ -11,6 +11,9 @@
  *          so the loop's time is a lower bound of a real loop's
  *   floor  the routed experts' weights read once, X read and Y written, at
  *          the device-to-device copy bandwidth measured in the run
+ * and pit_moe_ffn_backward (every gradient: dX, dW_gate_up, dW_down, dgates,
+ * from a random dY) against the forward; its results are checked by the
+ * conformance suite, not here.
  * Routing is a softmax router's top-k over random logits with a per-expert
  * bias (expert 0 the most popular), new for each input set. pit's output
  * (input set 0, NaN before the call) is checked against the double
@@ -102,6 +105,7 @@ typedef struct moe_result {
     double busiest, routed; /* the busiest expert's load over the mean; experts with tokens (set means) */
     double flops, floor_bytes;
     double pit_ms, pit_spread, dense_ms, dense_spread, loop_ms, loop_spread, floor_ms, err;
+    double bwd_ms, bwd_spread; /* pit_moe_ffn_backward, every gradient */
     int ok;
     char choice[96];
     char error[320];
@@ -237,6 +241,7 @@ typedef struct moe_bench {
     const moe_weights *w;
     int sets;
     pit_tensor *Y, *Hg, *Ag, *Yg;
+    pit_tensor *dY, *dX, *dW1, *dW2, *dgates; /* the backward's */
     moe_set set[MAX_SETS];
 } moe_bench;
 
@@ -374,6 +379,14 @@ static pit_status run_pit(void *arg, int i)
     return pit_moe_ffn(b->ctx, NULL, s->X, s->ids, s->gates, b->w->W1, b->w->W2, b->Y, NULL, NULL);
 }
 
+static pit_status run_backward(void *arg, int i)
+{
+    moe_bench *b = arg;
+    const moe_set *s = &b->set[i % b->sets];
+    return pit_moe_ffn_backward(b->ctx, NULL, s->X, s->ids, s->gates, b->w->W1, b->w->W2, b->dY, b->dX, b->dW1,
+                                b->dW2, b->dgates, NULL);
+}
+
 static pit_status run_dense(void *arg, int i)
 {
     moe_bench *b = arg;
@@ -473,9 +486,27 @@ static void bench_free(moe_bench *b, int e)
 {
     for (int i = 0; i < MAX_SETS; i++)
         set_free(&b->set[i], e);
-    pit_tensor *t[] = {b->Y, b->Hg, b->Ag, b->Yg};
-    for (int i = 0; i < 4; i++)
+    pit_tensor *t[] = {b->Y, b->Hg, b->Ag, b->Yg, b->dY, b->dX, b->dW1, b->dW2, b->dgates};
+    for (int i = 0; i < 9; i++)
         pit_tensor_destroy(t[i]);
+}
+
+/* The backward's tensors: dY random (values of the input pool), the
+ * gradients written by every call. */
+static pit_status backward_make(moe_bench *b, const moe_shape *s, pit_rng *rng, const value_pool *xp,
+                                moe_host *h, moe_result *r)
+{
+    const pit_dtype dt = b->w->dt;
+    pit_status st = PIT_SUCCESS;
+    TRY(pit_tensor_create(b->ctx, dt, 2, (int64_t[]){s->t, s->h}, &b->dY));
+    TRY(pit_tensor_create(b->ctx, dt, 2, (int64_t[]){s->t, s->h}, &b->dX));
+    TRY(pit_tensor_create(b->ctx, dt, 3, (int64_t[]){s->e, s->h, 2 * s->f}, &b->dW1));
+    TRY(pit_tensor_create(b->ctx, dt, 3, (int64_t[]){s->e, s->f, s->h}, &b->dW2));
+    TRY(pit_tensor_create(b->ctx, PIT_F32, 2, (int64_t[]){s->t, s->k}, &b->dgates));
+    pool_fill(xp, rng, s->t, s->h, h->x); /* set 0's X is uploaded already: its host copy is free */
+    TRY(pit_tensor_upload(b->dY, NULL, h->x, (size_t)(s->t * s->h) * pit_dtype_size(dt)));
+done:
+    return st;
 }
 
 /* The layer's FLOPs (every slot routed: the router's ids are all in range)
@@ -514,6 +545,8 @@ static pit_status measure_point(pit_context *ctx, const bench_opts *o, const moe
         TRY(bench_time(ctx, o, run_pit, &b, &r->pit_ms, &r->pit_spread));
         TRY(bench_time(ctx, o, run_dense, &b, &r->dense_ms, &r->dense_spread));
         TRY(bench_time(ctx, o, run_loop, &b, &r->loop_ms, &r->loop_spread));
+        TRY(backward_make(&b, s, rng, &xp, &h, r));
+        TRY(bench_time(ctx, o, run_backward, &b, &r->bwd_ms, &r->bwd_spread));
     }
 done:
     bench_free(&b, s->e);
@@ -539,8 +572,9 @@ static void print_row(const void *result)
         snprintf(floor, sizeof floor, "%.4f", r->floor_ms);
         snprintf(ratio, sizeof ratio, "%.2fx", r->pit_ms / r->floor_ms);
     }
-    printf("%8.4f %6.1f | %8.4f %8.4f %8s | %6.2fx %7s | %.1e %s\n", r->pit_ms, r->flops / (r->pit_ms * 1e9),
-           r->dense_ms, r->loop_ms, floor, r->pit_ms / r->dense_ms, ratio, r->err, r->choice);
+    printf("%8.4f %6.1f | %8.4f %8.4f %8s | %6.2fx %7s | %8.4f %6.2fx | %.1e %s\n", r->pit_ms,
+           r->flops / (r->pit_ms * 1e9), r->dense_ms, r->loop_ms, floor, r->pit_ms / r->dense_ms, ratio, r->bwd_ms,
+           r->bwd_ms / r->pit_ms, r->err, r->choice);
 }
 
 static void json_row(FILE *f, const void *result, int first)
@@ -552,13 +586,15 @@ static void json_row(FILE *f, const void *result, int first)
             "\"k\": %d, \"activation\": \"swiglu\", \"busiest_over_mean\": %.4f, \"routed_experts\": %.2f, "
             "\"flops\": %.6g, \"floor_bytes\": %.6g, \"pit_ms\": %.6f, \"pit_spread\": %.4f, "
             "\"dense_ms\": %.6f, \"dense_spread\": %.4f, \"loop_ms\": %.6f, \"loop_spread\": %.4f, "
-            "\"floor_ms\": %.6f, \"pit_over_dense\": %.4f, \"pit_over_floor\": %.4f, \"rel_error\": %.3g, "
+            "\"floor_ms\": %.6f, \"pit_over_dense\": %.4f, \"pit_over_floor\": %.4f, \"backward_ms\": %.6f, "
+            "\"backward_spread\": %.4f, \"backward_over_forward\": %.4f, \"rel_error\": %.3g, "
             "\"correct\": %s, \"choice\": \"%s\"}",
             first ? "" : ",\n", s->model, pit_dtype_name(r->dt), (long long)s->t, (long long)s->h,
             (long long)s->f, s->e, s->k, r->busiest, r->routed, r->flops, r->floor_bytes, r->pit_ms,
             r->pit_spread, r->dense_ms, r->dense_spread, r->loop_ms, r->loop_spread, r->floor_ms,
             r->dense_ms > 0 ? r->pit_ms / r->dense_ms : 0.0, r->floor_ms > 0 ? r->pit_ms / r->floor_ms : 0.0,
-            r->err, r->ok ? "true" : "false", r->choice);
+            r->bwd_ms, r->bwd_spread, r->pit_ms > 0 ? r->bwd_ms / r->pit_ms : 0.0, r->err, r->ok ? "true" : "false",
+            r->choice);
 }
 
 static void print_header(const bench_opts *o, double gbps, int measured)
@@ -569,11 +605,12 @@ static void print_header(const bench_opts *o, double gbps, int measured)
     printf("   dense: the up and down GEMMs of all T*k token-slots through one expert (the same FLOPs);\n"
            "   loop: per expert, the up and down GEMMs of its tokens (gather, activation, scatter not counted);\n"
            "   floor: the routed experts' weights once + X + Y at the copy bandwidth %.1f GB/s%s;\n"
-           "   skew: the busiest expert's load over the mean\n",
+           "   skew: the busiest expert's load over the mean;\n"
+           "   bwd: pit_moe_ffn_backward, every gradient (dX, dW_gate_up, dW_down, dgates), over the forward\n",
            gbps, measured ? "" : " (unavailable)");
-    printf("%-17s %-4s %5s %5s %5s %3s %s %5s | %8s %6s | %8s %8s %8s | %7s %7s | %s\n", "model", "dt", "T", "H",
-           "F", "E", "k", "skew", "pit ms", "TF/s", "dense ms", "loop ms", "floor", "pit/dns", "pit/flr",
-           "rel err, choice");
+    printf("%-17s %-4s %5s %5s %5s %3s %s %5s | %8s %6s | %8s %8s %8s | %7s %7s | %8s %7s | %s\n", "model", "dt",
+           "T", "H", "F", "E", "k", "skew", "pit ms", "TF/s", "dense ms", "loop ms", "floor", "pit/dns", "pit/flr",
+           "bwd ms", "bwd/fwd", "rel err, choice");
 }
 
 int bench_moe_suite(pit_context *ctx, const bench_opts *o, FILE *json)
