@@ -122,7 +122,7 @@ for what in "$@"; do
     step base_conf_cuda run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=cuda "$BASE/bin/pit" conformance
     step base_conf_opencl run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=opencl "$BASE/bin/pit" conformance ;;
   sanitize)
-    for op in ${PIT_SANITIZE_OPS:-attention moe sddmm softmax rows}; do
+    for op in ${PIT_SANITIZE_OPS:-attention moe moe_ffn sddmm softmax rows}; do
       step memcheck_$op run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda compute-sanitizer --tool memcheck --error-exitcode 3 "$NEW/bin/pit" conformance --quick --op $op
       step racecheck_$op run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 3 "$NEW/bin/pit" conformance --quick --op $op
     done ;;
