@@ -1,9 +1,10 @@
 /*
- * tests/test_cuda_graph.c - a fixed-plan pit_matmul, pit_sparse_attention
- * and a 16-bit pit_moe_forward without a report read nothing back, so each
- * can be captured in a CUDA graph and replayed on new data (attention with
- * its detection inside the fused kernel, whose work counters are zeroed by
- * a memset in the graph; MoE with new routing each replay). Opens the driver with
+ * tests/test_cuda_graph.c - a fixed-plan pit_matmul, pit_sparse_attention,
+ * a 16-bit pit_moe_forward and a 16-bit pit_moe_ffn without a report read
+ * nothing back, so each can be captured in a CUDA graph and replayed on new
+ * data (attention with its detection inside the fused kernel, whose work
+ * counters are zeroed by a memset in the graph; MoE with new routing each
+ * replay). Opens the driver with
  * dlopen: without one (CI) the test reports itself skipped (exit 77).
  */
 #include <cuda.h>
@@ -264,6 +265,80 @@ static int moe_graph(const driver *d, pit_context *ctx, CUstream native, pit_str
     return failed;
 }
 
+/* The expert FFN (bf16, SwiGLU, top-2 over 5 experts, H and F multiples of
+ * 8 so both products run on the tensor cores; some slots routed nowhere)
+ * captured once and replayed on new tokens and routing. */
+enum { FT = 300, FH = 64, FF = 200, FE = 5, FK = 2 };
+
+static pit_status ffn_inputs(pit_rng *rng, pit_tensor *X, pit_tensor *ids, double *x, int32_t *id,
+                             const double *g, const double *w1, const double *w2, double *ref)
+{
+    const pit_ref_ffn shape = {FT, FH, FF, FE, FK, PIT_ACT_SWIGLU};
+    pit_ref_fill_random(rng, x, (size_t)FT * FH);
+    for (int i = 0; i < FT * FK; i++) /* skewed to expert 0; one slot in 16 routed nowhere */
+        id[i] = (int32_t)(pit_rng_next(rng) % 16) == 0 ? -1 : (int32_t)(pit_rng_next(rng) % (FE + 2)) % FE;
+    pit_status s = upload_bf16(X, x, (size_t)FT * FH);
+    if (s == PIT_SUCCESS)
+        s = pit_tensor_upload(ids, NULL, id, sizeof(int32_t) * FT * FK);
+    pit_ref_moe_ffn(&shape, x, id, g, w1, w2, ref);
+    return s;
+}
+
+static int ffn_graph(const driver *d, pit_context *ctx, CUstream native, pit_stream *stream, pit_rng *rng)
+{
+    int64_t sx[2] = {FT, FH}, sid[2] = {FT, FK}, sw1[3] = {FE, FH, 2 * FF}, sw2[3] = {FE, FF, FH};
+    pit_tensor *X, *ids, *G, *W1, *W2, *Y;
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sx, &X));
+    PIT_OK(pit_tensor_create(ctx, PIT_I32, 2, sid, &ids));
+    PIT_OK(pit_tensor_create(ctx, PIT_F32, 2, sid, &G));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sw1, &W1));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sw2, &W2));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sx, &Y));
+    const size_t n1 = (size_t)FE * FH * 2 * FF, n2 = (size_t)FE * FF * FH, ny = (size_t)FT * FH;
+    double *x = malloc(sizeof(double) * ny), *w1 = malloc(sizeof(double) * n1), *w2 = malloc(sizeof(double) * n2),
+           *g = malloc(sizeof(double) * FT * FK), *ref = malloc(sizeof(double) * ny);
+    int32_t *id = malloc(sizeof(int32_t) * FT * FK);
+    float *gf = malloc(sizeof(float) * FT * FK);
+    uint16_t *nan = malloc(sizeof(uint16_t) * ny);
+    pit_ref_fill_random(rng, w1, n1);
+    pit_ref_fill_random(rng, w2, n2);
+    for (int i = 0; i < FT * FK; i++)
+        gf[i] = (float)(g[i] = 0.25 + 0.5 * (double)(pit_rng_next(rng) % 1000) / 1000.0);
+    for (size_t i = 0; i < ny; i++)
+        nan[i] = 0x7fc0; /* bf16 NaN */
+    PIT_OK(upload_bf16(W1, w1, n1));
+    PIT_OK(upload_bf16(W2, w2, n2));
+    PIT_OK(pit_tensor_upload(G, NULL, gf, sizeof(float) * FT * FK));
+    /* warm-up outside the capture: the workspace, index buffers, kernels */
+    PIT_OK(ffn_inputs(rng, X, ids, x, id, g, w1, w2, ref));
+    PIT_OK(pit_moe_ffn(ctx, stream, X, ids, G, W1, W2, Y, NULL, NULL));
+    PIT_OK(pit_synchronize(ctx, stream));
+    double err0 = bf16_error(Y, ref, ny);
+    CUgraph graph;
+    CUgraphExec exec;
+    CU_OK(d->begin(native, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    pit_status cap = pit_moe_ffn(ctx, stream, X, ids, G, W1, W2, Y, NULL, NULL);
+    CU_OK(d->end(native, &graph));
+    PIT_OK(cap);
+    CU_OK(d->instantiate(&exec, graph, 0));
+    int failed = !(err0 <= 2e-2);
+    for (int replay = 0; replay < 3; replay++) {
+        PIT_OK(ffn_inputs(rng, X, ids, x, id, g, w1, w2, ref)); /* new routing each time */
+        PIT_OK(pit_tensor_upload(Y, NULL, nan, sizeof(uint16_t) * ny)); /* every row must be written */
+        CU_OK(d->launch(exec, native));
+        CU_OK(d->sync(native));
+        double err = bf16_error(Y, ref, ny);
+        printf("moe ffn replay %d: rel error %.3g\n", replay, err);
+        failed |= !(err <= 2e-2);
+    }
+    printf("moe ffn warm-up rel error %.3g\n", err0);
+    pit_tensor *t[6] = {X, ids, G, W1, W2, Y};
+    for (int i = 0; i < 6; i++)
+        pit_tensor_destroy(t[i]);
+    free(x), free(w1), free(w2), free(g), free(ref), free(id), free(gf), free(nan);
+    return failed;
+}
+
 int main(void)
 {
     driver d;
@@ -332,8 +407,10 @@ int main(void)
     printf("matmul warm-up rel error %.3g\n", err0);
     int att_failed = attention_graph(&d, ctx, native, stream, &rng);
     int moe_failed = moe_graph(&d, ctx, native, stream, &rng);
-    printf("%d passed, %d failed\n", !failed + !att_failed + !moe_failed, failed + att_failed + moe_failed);
-    failed |= att_failed | moe_failed;
+    int ffn_failed = ffn_graph(&d, ctx, native, stream, &rng);
+    printf("%d passed, %d failed\n", !failed + !att_failed + !moe_failed + !ffn_failed,
+           failed + att_failed + moe_failed + ffn_failed);
+    failed |= att_failed | moe_failed | ffn_failed;
     pit_tensor_destroy(A);
     pit_tensor_destroy(B);
     pit_tensor_destroy(C);
