@@ -66,6 +66,50 @@ static int load_driver(driver *d)
         }                                                                                        \
     } while (0)
 
+/* An operation captured once and replayed on new inputs: call queues it on
+ * the stream; refresh writes new inputs and their reference (and poisons
+ * the output where a replay must write all of it); error compares the
+ * output with the reference. */
+typedef struct graph_case {
+    const char *name;
+    double tol;
+    pit_context *ctx;
+    pit_stream *stream;
+    pit_status (*call)(pit_context *ctx, pit_stream *stream, void *u);
+    pit_status (*refresh)(void *u);
+    double (*error)(void *u);
+    void *u;
+} graph_case;
+
+/* A warm-up outside the capture (plan buffers, workspaces and kernels are
+ * made once), the capture, then three replays on new inputs. 1 on a
+ * failure. */
+static int graph_case_run(const driver *d, CUstream native, const graph_case *c)
+{
+    PIT_OK(c->refresh(c->u));
+    PIT_OK(c->call(c->ctx, c->stream, c->u));
+    PIT_OK(pit_synchronize(c->ctx, c->stream));
+    const double err0 = c->error(c->u);
+    CUgraph graph;
+    CUgraphExec exec;
+    CU_OK(d->begin(native, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    pit_status cap = c->call(c->ctx, c->stream, c->u);
+    CU_OK(d->end(native, &graph));
+    PIT_OK(cap);
+    CU_OK(d->instantiate(&exec, graph, 0));
+    int failed = !(err0 <= c->tol);
+    for (int replay = 0; replay < 3; replay++) {
+        PIT_OK(c->refresh(c->u));
+        CU_OK(d->launch(exec, native));
+        CU_OK(d->sync(native));
+        const double err = c->error(c->u);
+        printf("%s replay %d: rel error %.3g\n", c->name, replay, err);
+        failed |= !(err <= c->tol);
+    }
+    printf("%s warm-up rel error %.3g\n", c->name, err0);
+    return failed;
+}
+
 enum { M = 256, N = 192, K = 320 };
 
 /* New random A with 32x1 micro-tile sparsity, uploaded; reference into ref. */
@@ -104,6 +148,61 @@ static double download_error(pit_tensor *C, const double *ref)
     free(h);
     free(c);
     return err;
+}
+
+/* A fixed-plan matmul (f16, 32x1 micro-tiles at random) replayed on a new
+ * sparsity pattern each time. */
+typedef struct mm_case {
+    pit_rng *rng;
+    pit_tensor *A, *B, *C;
+    double *a, *b, *ref;
+    pit_matmul_options o;
+} mm_case;
+
+static pit_status mm_call(pit_context *ctx, pit_stream *stream, void *u)
+{
+    mm_case *m = u;
+    return pit_matmul(ctx, stream, m->A, m->B, m->C, &m->o, NULL);
+}
+
+static pit_status mm_refresh(void *u)
+{
+    mm_case *m = u;
+    pit_status s = new_inputs(m->rng, m->A, m->b, m->a, m->ref);
+    return s == PIT_SUCCESS ? poison(m->C) : s;
+}
+
+static double mm_error(void *u)
+{
+    mm_case *m = u;
+    return download_error(m->C, m->ref);
+}
+
+static int matmul_graph(const driver *d, pit_context *ctx, CUstream native, pit_stream *stream, pit_rng *rng)
+{
+    int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+    mm_case m = {.rng = rng, .o = pit_matmul_options_default()};
+    m.o.fixed_plan = 1;
+    m.o.microtile = (pit_microtile){32, 1, PIT_AXIS_K};
+    PIT_OK(pit_tensor_create(ctx, PIT_F16, 2, sa, &m.A));
+    PIT_OK(pit_tensor_create(ctx, PIT_F16, 2, sb, &m.B));
+    PIT_OK(pit_tensor_create(ctx, PIT_F16, 2, sc, &m.C));
+    m.a = malloc(sizeof(double) * M * K);
+    m.b = malloc(sizeof(double) * K * N);
+    m.ref = malloc(sizeof(double) * M * N);
+    pit_ref_fill_random(rng, m.b, (size_t)K * N);
+    uint16_t *hb = malloc(sizeof(uint16_t) * K * N);
+    pit_ref_from_double(PIT_F16, m.b, (size_t)K * N, hb);
+    pit_ref_to_double(PIT_F16, hb, (size_t)K * N, m.b);
+    PIT_OK(pit_tensor_upload(m.B, NULL, hb, sizeof(uint16_t) * K * N));
+    free(hb);
+    const graph_case c = {"matmul", 1e-2, ctx, stream, mm_call, mm_refresh, mm_error, &m};
+    const int failed = graph_case_run(d, native, &c);
+    pit_tensor_destroy(m.A);
+    pit_tensor_destroy(m.B);
+    pit_tensor_destroy(m.C);
+    free(m.a), free(m.b), free(m.ref);
+    return failed;
 }
 
 /* Attention (bf16, 2 heads x 256, d 64, 64 x 64 blocks, a mask shared by
@@ -150,48 +249,51 @@ static double bf16_error(pit_tensor *O, const double *ref, size_t n)
     return err;
 }
 
+typedef struct att_case {
+    pit_rng *rng;
+    pit_tensor *t[4], *O; /* Q, K, V, mask; O */
+    double *h[4], *ref;
+} att_case;
+
+static pit_status att_call(pit_context *ctx, pit_stream *stream, void *u)
+{
+    att_case *a = u;
+    return pit_sparse_attention(ctx, stream, a->t[0], a->t[1], a->t[2], a->t[3], a->O, 0.125f, 64, NULL);
+}
+
+static pit_status att_refresh(void *u) /* a new mask each time */
+{
+    att_case *a = u;
+    return attention_inputs(a->rng, a->t, a->h, a->ref);
+}
+
+static double att_error(void *u)
+{
+    att_case *a = u;
+    return bf16_error(a->O, a->ref, (size_t)AH * AL * AD);
+}
+
 static int attention_graph(const driver *d, pit_context *ctx, CUstream native, pit_stream *stream, pit_rng *rng)
 {
     const size_t nq = AH * AL * AD;
     int64_t sq[3] = {AH, AL, AD}, sm[2] = {AL, AL};
-    pit_tensor *t[4], *O;
-    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &t[0]));
-    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &t[1]));
-    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &t[2]));
-    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sm, &t[3]));
-    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &O));
-    double *h[4] = {malloc(sizeof(double) * nq), malloc(sizeof(double) * nq), malloc(sizeof(double) * nq),
-                    malloc(sizeof(double) * AL * AL)};
-    double *ref = malloc(sizeof(double) * nq);
-    int failed = 0;
-    /* warm-up outside the capture: index buffers, kernels */
-    PIT_OK(attention_inputs(rng, t, h, ref));
-    PIT_OK(pit_sparse_attention(ctx, stream, t[0], t[1], t[2], t[3], O, 0.125f, 64, NULL));
-    PIT_OK(pit_synchronize(ctx, stream));
-    double err0 = bf16_error(O, ref, nq);
-    CUgraph graph;
-    CUgraphExec exec;
-    CU_OK(d->begin(native, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    pit_status cap = pit_sparse_attention(ctx, stream, t[0], t[1], t[2], t[3], O, 0.125f, 64, NULL);
-    CU_OK(d->end(native, &graph));
-    PIT_OK(cap);
-    CU_OK(d->instantiate(&exec, graph, 0));
-    failed |= !(err0 <= 2e-2);
-    for (int replay = 0; replay < 3; replay++) {
-        PIT_OK(attention_inputs(rng, t, h, ref)); /* a new mask each time */
-        CU_OK(d->launch(exec, native));
-        CU_OK(d->sync(native));
-        double err = bf16_error(O, ref, nq);
-        printf("attention replay %d: rel error %.3g\n", replay, err);
-        failed |= !(err <= 2e-2);
-    }
-    printf("attention warm-up rel error %.3g\n", err0);
+    att_case a = {.rng = rng};
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &a.t[0]));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &a.t[1]));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &a.t[2]));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sm, &a.t[3]));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &a.O));
+    for (int i = 0; i < 4; i++)
+        a.h[i] = malloc(sizeof(double) * (i < 3 ? nq : (size_t)AL * AL));
+    a.ref = malloc(sizeof(double) * nq);
+    const graph_case c = {"attention", 2e-2, ctx, stream, att_call, att_refresh, att_error, &a};
+    const int failed = graph_case_run(d, native, &c);
     for (int i = 0; i < 4; i++) {
-        pit_tensor_destroy(t[i]);
-        free(h[i]);
+        pit_tensor_destroy(a.t[i]);
+        free(a.h[i]);
     }
-    pit_tensor_destroy(O);
-    free(ref);
+    pit_tensor_destroy(a.O);
+    free(a.ref);
     return failed;
 }
 
@@ -212,56 +314,63 @@ static pit_status moe_inputs(pit_rng *rng, pit_tensor *X, pit_tensor *ids, doubl
     return s;
 }
 
+typedef struct moe_case {
+    pit_rng *rng;
+    pit_tensor *X, *ids, *G, *W, *Y;
+    double *x, *w, *g, *ref;
+    int32_t *id;
+    uint16_t *nan; /* Y poisoned: every row must be written */
+} moe_case;
+
+static pit_status moe_call(pit_context *ctx, pit_stream *stream, void *u)
+{
+    moe_case *m = u;
+    return pit_moe_forward(ctx, stream, m->X, m->ids, m->G, m->W, m->Y, NULL);
+}
+
+static pit_status moe_refresh(void *u) /* new routing each time */
+{
+    moe_case *m = u;
+    pit_status s = moe_inputs(m->rng, m->X, m->ids, m->x, m->id, m->g, m->w, m->ref);
+    return s == PIT_SUCCESS ? pit_tensor_upload(m->Y, NULL, m->nan, sizeof(uint16_t) * MT * MN) : s;
+}
+
+static double moe_error(void *u)
+{
+    moe_case *m = u;
+    return bf16_error(m->Y, m->ref, (size_t)MT * MN);
+}
+
 static int moe_graph(const driver *d, pit_context *ctx, CUstream native, pit_stream *stream, pit_rng *rng)
 {
     int64_t sx[2] = {MT, MH}, sid[2] = {MT, 1}, sw[3] = {ME, MH, MN}, sy[2] = {MT, MN};
-    pit_tensor *X, *ids, *G, *W, *Y;
-    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sx, &X));
-    PIT_OK(pit_tensor_create(ctx, PIT_I32, 2, sid, &ids));
-    PIT_OK(pit_tensor_create(ctx, PIT_F32, 2, sid, &G));
-    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sw, &W));
-    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sy, &Y));
-    double *x = malloc(sizeof(double) * MT * MH), *w = malloc(sizeof(double) * ME * MH * MN),
-           *g = malloc(sizeof(double) * MT), *ref = malloc(sizeof(double) * MT * MN);
-    int32_t *id = malloc(sizeof(int32_t) * MT);
+    moe_case m = {.rng = rng};
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sx, &m.X));
+    PIT_OK(pit_tensor_create(ctx, PIT_I32, 2, sid, &m.ids));
+    PIT_OK(pit_tensor_create(ctx, PIT_F32, 2, sid, &m.G));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sw, &m.W));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sy, &m.Y));
+    m.x = malloc(sizeof(double) * MT * MH);
+    m.w = malloc(sizeof(double) * ME * MH * MN);
+    m.g = malloc(sizeof(double) * MT);
+    m.ref = malloc(sizeof(double) * MT * MN);
+    m.id = malloc(sizeof(int32_t) * MT);
+    m.nan = malloc(sizeof(uint16_t) * MT * MN);
     float *gf = malloc(sizeof(float) * MT);
-    uint16_t *nan = malloc(sizeof(uint16_t) * MT * MN);
-    pit_ref_fill_random(rng, w, (size_t)ME * MH * MN);
+    pit_ref_fill_random(rng, m.w, (size_t)ME * MH * MN);
     for (int i = 0; i < MT; i++)
-        gf[i] = (float)(g[i] = 0.25 + 0.5 * (double)(pit_rng_next(rng) % 1000) / 1000.0);
+        gf[i] = (float)(m.g[i] = 0.25 + 0.5 * (double)(pit_rng_next(rng) % 1000) / 1000.0);
     for (int i = 0; i < MT * MN; i++)
-        nan[i] = 0x7fc0; /* bf16 NaN */
-    PIT_OK(upload_bf16(W, w, (size_t)ME * MH * MN));
-    PIT_OK(pit_tensor_upload(G, NULL, gf, sizeof(float) * MT));
-    /* warm-up outside the capture: index buffers, kernels */
-    PIT_OK(moe_inputs(rng, X, ids, x, id, g, w, ref));
-    PIT_OK(pit_moe_forward(ctx, stream, X, ids, G, W, Y, NULL));
-    PIT_OK(pit_synchronize(ctx, stream));
-    double err0 = bf16_error(Y, ref, (size_t)MT * MN);
-    CUgraph graph;
-    CUgraphExec exec;
-    CU_OK(d->begin(native, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    pit_status cap = pit_moe_forward(ctx, stream, X, ids, G, W, Y, NULL);
-    CU_OK(d->end(native, &graph));
-    PIT_OK(cap);
-    CU_OK(d->instantiate(&exec, graph, 0));
-    int failed = !(err0 <= 2e-2);
-    for (int replay = 0; replay < 3; replay++) {
-        PIT_OK(moe_inputs(rng, X, ids, x, id, g, w, ref)); /* new routing each time */
-        PIT_OK(pit_tensor_upload(Y, NULL, nan, sizeof(uint16_t) * MT * MN)); /* every row must be written */
-        CU_OK(d->launch(exec, native));
-        CU_OK(d->sync(native));
-        double err = bf16_error(Y, ref, (size_t)MT * MN);
-        printf("moe replay %d: rel error %.3g\n", replay, err);
-        failed |= !(err <= 2e-2);
-    }
-    printf("moe warm-up rel error %.3g\n", err0);
-    pit_tensor_destroy(X);
-    pit_tensor_destroy(ids);
-    pit_tensor_destroy(G);
-    pit_tensor_destroy(W);
-    pit_tensor_destroy(Y);
-    free(x), free(w), free(g), free(ref), free(id), free(gf), free(nan);
+        m.nan[i] = 0x7fc0; /* bf16 NaN */
+    PIT_OK(upload_bf16(m.W, m.w, (size_t)ME * MH * MN));
+    PIT_OK(pit_tensor_upload(m.G, NULL, gf, sizeof(float) * MT));
+    free(gf);
+    const graph_case c = {"moe", 2e-2, ctx, stream, moe_call, moe_refresh, moe_error, &m};
+    const int failed = graph_case_run(d, native, &c);
+    pit_tensor *t[5] = {m.X, m.ids, m.G, m.W, m.Y};
+    for (int i = 0; i < 5; i++)
+        pit_tensor_destroy(t[i]);
+    free(m.x), free(m.w), free(m.g), free(m.ref), free(m.id), free(m.nan);
     return failed;
 }
 
@@ -284,58 +393,68 @@ static pit_status ffn_inputs(pit_rng *rng, pit_tensor *X, pit_tensor *ids, doubl
     return s;
 }
 
+typedef struct ffn_case {
+    pit_rng *rng;
+    pit_tensor *X, *ids, *G, *W1, *W2, *Y;
+    double *x, *w1, *w2, *g, *ref;
+    int32_t *id;
+    uint16_t *nan; /* Y poisoned: every row must be written */
+} ffn_case;
+
+static pit_status ffn_call(pit_context *ctx, pit_stream *stream, void *u)
+{
+    ffn_case *f = u;
+    return pit_moe_ffn(ctx, stream, f->X, f->ids, f->G, f->W1, f->W2, f->Y, NULL, NULL);
+}
+
+static pit_status ffn_refresh(void *u) /* new routing each time */
+{
+    ffn_case *f = u;
+    pit_status s = ffn_inputs(f->rng, f->X, f->ids, f->x, f->id, f->g, f->w1, f->w2, f->ref);
+    return s == PIT_SUCCESS ? pit_tensor_upload(f->Y, NULL, f->nan, sizeof(uint16_t) * FT * FH) : s;
+}
+
+static double ffn_error(void *u)
+{
+    ffn_case *f = u;
+    return bf16_error(f->Y, f->ref, (size_t)FT * FH);
+}
+
 static int ffn_graph(const driver *d, pit_context *ctx, CUstream native, pit_stream *stream, pit_rng *rng)
 {
     int64_t sx[2] = {FT, FH}, sid[2] = {FT, FK}, sw1[3] = {FE, FH, 2 * FF}, sw2[3] = {FE, FF, FH};
-    pit_tensor *X, *ids, *G, *W1, *W2, *Y;
-    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sx, &X));
-    PIT_OK(pit_tensor_create(ctx, PIT_I32, 2, sid, &ids));
-    PIT_OK(pit_tensor_create(ctx, PIT_F32, 2, sid, &G));
-    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sw1, &W1));
-    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sw2, &W2));
-    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sx, &Y));
     const size_t n1 = (size_t)FE * FH * 2 * FF, n2 = (size_t)FE * FF * FH, ny = (size_t)FT * FH;
-    double *x = malloc(sizeof(double) * ny), *w1 = malloc(sizeof(double) * n1), *w2 = malloc(sizeof(double) * n2),
-           *g = malloc(sizeof(double) * FT * FK), *ref = malloc(sizeof(double) * ny);
-    int32_t *id = malloc(sizeof(int32_t) * FT * FK);
+    ffn_case f = {.rng = rng};
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sx, &f.X));
+    PIT_OK(pit_tensor_create(ctx, PIT_I32, 2, sid, &f.ids));
+    PIT_OK(pit_tensor_create(ctx, PIT_F32, 2, sid, &f.G));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sw1, &f.W1));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sw2, &f.W2));
+    PIT_OK(pit_tensor_create(ctx, PIT_BF16, 2, sx, &f.Y));
+    f.x = malloc(sizeof(double) * ny);
+    f.w1 = malloc(sizeof(double) * n1);
+    f.w2 = malloc(sizeof(double) * n2);
+    f.g = malloc(sizeof(double) * FT * FK);
+    f.ref = malloc(sizeof(double) * ny);
+    f.id = malloc(sizeof(int32_t) * FT * FK);
+    f.nan = malloc(sizeof(uint16_t) * ny);
     float *gf = malloc(sizeof(float) * FT * FK);
-    uint16_t *nan = malloc(sizeof(uint16_t) * ny);
-    pit_ref_fill_random(rng, w1, n1);
-    pit_ref_fill_random(rng, w2, n2);
+    pit_ref_fill_random(rng, f.w1, n1);
+    pit_ref_fill_random(rng, f.w2, n2);
     for (int i = 0; i < FT * FK; i++)
-        gf[i] = (float)(g[i] = 0.25 + 0.5 * (double)(pit_rng_next(rng) % 1000) / 1000.0);
+        gf[i] = (float)(f.g[i] = 0.25 + 0.5 * (double)(pit_rng_next(rng) % 1000) / 1000.0);
     for (size_t i = 0; i < ny; i++)
-        nan[i] = 0x7fc0; /* bf16 NaN */
-    PIT_OK(upload_bf16(W1, w1, n1));
-    PIT_OK(upload_bf16(W2, w2, n2));
-    PIT_OK(pit_tensor_upload(G, NULL, gf, sizeof(float) * FT * FK));
-    /* warm-up outside the capture: the workspace, index buffers, kernels */
-    PIT_OK(ffn_inputs(rng, X, ids, x, id, g, w1, w2, ref));
-    PIT_OK(pit_moe_ffn(ctx, stream, X, ids, G, W1, W2, Y, NULL, NULL));
-    PIT_OK(pit_synchronize(ctx, stream));
-    double err0 = bf16_error(Y, ref, ny);
-    CUgraph graph;
-    CUgraphExec exec;
-    CU_OK(d->begin(native, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    pit_status cap = pit_moe_ffn(ctx, stream, X, ids, G, W1, W2, Y, NULL, NULL);
-    CU_OK(d->end(native, &graph));
-    PIT_OK(cap);
-    CU_OK(d->instantiate(&exec, graph, 0));
-    int failed = !(err0 <= 2e-2);
-    for (int replay = 0; replay < 3; replay++) {
-        PIT_OK(ffn_inputs(rng, X, ids, x, id, g, w1, w2, ref)); /* new routing each time */
-        PIT_OK(pit_tensor_upload(Y, NULL, nan, sizeof(uint16_t) * ny)); /* every row must be written */
-        CU_OK(d->launch(exec, native));
-        CU_OK(d->sync(native));
-        double err = bf16_error(Y, ref, ny);
-        printf("moe ffn replay %d: rel error %.3g\n", replay, err);
-        failed |= !(err <= 2e-2);
-    }
-    printf("moe ffn warm-up rel error %.3g\n", err0);
-    pit_tensor *t[6] = {X, ids, G, W1, W2, Y};
+        f.nan[i] = 0x7fc0; /* bf16 NaN */
+    PIT_OK(upload_bf16(f.W1, f.w1, n1));
+    PIT_OK(upload_bf16(f.W2, f.w2, n2));
+    PIT_OK(pit_tensor_upload(f.G, NULL, gf, sizeof(float) * FT * FK));
+    free(gf);
+    const graph_case c = {"moe ffn", 2e-2, ctx, stream, ffn_call, ffn_refresh, ffn_error, &f};
+    const int failed = graph_case_run(d, native, &c);
+    pit_tensor *t[6] = {f.X, f.ids, f.G, f.W1, f.W2, f.Y};
     for (int i = 0; i < 6; i++)
         pit_tensor_destroy(t[i]);
-    free(x), free(w1), free(w2), free(g), free(ref), free(id), free(gf), free(nan);
+    free(f.x), free(f.w1), free(f.w2), free(f.g), free(f.ref), free(f.id), free(f.nan);
     return failed;
 }
 
@@ -360,63 +479,18 @@ int main(void)
     CU_OK(d.stream_create(&native, CU_STREAM_NON_BLOCKING));
     pit_stream *stream = NULL;
     PIT_OK(pit_stream_wrap(ctx, native, &stream));
-
-    int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
-    pit_tensor *A, *B, *C;
-    PIT_OK(pit_tensor_create(ctx, PIT_F16, 2, sa, &A));
-    PIT_OK(pit_tensor_create(ctx, PIT_F16, 2, sb, &B));
-    PIT_OK(pit_tensor_create(ctx, PIT_F16, 2, sc, &C));
     pit_rng rng;
     pit_rng_seed(&rng, 99);
-    double *a = malloc(sizeof(double) * M * K), *b = malloc(sizeof(double) * K * N),
-           *ref = malloc(sizeof(double) * M * N);
-    pit_ref_fill_random(&rng, b, (size_t)K * N);
-    uint16_t *hb = malloc(sizeof(uint16_t) * K * N);
-    pit_ref_from_double(PIT_F16, b, (size_t)K * N, hb);
-    pit_ref_to_double(PIT_F16, hb, (size_t)K * N, b);
-    PIT_OK(pit_tensor_upload(B, NULL, hb, sizeof(uint16_t) * K * N));
-    free(hb);
-
-    pit_matmul_options o = pit_matmul_options_default();
-    o.fixed_plan = 1;
-    o.microtile = (pit_microtile){32, 1, PIT_AXIS_K};
-    /* Warm-up outside the capture: plan buffers and kernels are created once. */
-    PIT_OK(new_inputs(&rng, A, b, a, ref));
-    PIT_OK(pit_matmul(ctx, stream, A, B, C, &o, NULL));
-    PIT_OK(pit_synchronize(ctx, stream));
-    double err0 = download_error(C, ref);
-
-    CUgraph graph;
-    CUgraphExec exec;
-    CU_OK(d.begin(native, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    pit_status cap = pit_matmul(ctx, stream, A, B, C, &o, NULL);
-    CU_OK(d.end(native, &graph));
-    PIT_OK(cap);
-    CU_OK(d.instantiate(&exec, graph, 0));
-
-    int failed = err0 > 1e-2;
-    for (int replay = 0; replay < 3; replay++) {
-        PIT_OK(new_inputs(&rng, A, b, a, ref)); /* a new sparsity pattern each time */
-        PIT_OK(poison(C)); /* the replay must write every element */
-        CU_OK(d.launch(exec, native));
-        CU_OK(d.sync(native));
-        double err = download_error(C, ref);
-        printf("matmul replay %d: rel error %.3g\n", replay, err);
-        failed |= !(err <= 1e-2);
+    int (*const cases[])(const driver *, pit_context *, CUstream, pit_stream *, pit_rng *) = {
+        matmul_graph, attention_graph, moe_graph, ffn_graph};
+    int failed = 0, passed = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int f = cases[i](&d, ctx, native, stream, &rng);
+        failed += f;
+        passed += !f;
     }
-    printf("matmul warm-up rel error %.3g\n", err0);
-    int att_failed = attention_graph(&d, ctx, native, stream, &rng);
-    int moe_failed = moe_graph(&d, ctx, native, stream, &rng);
-    int ffn_failed = ffn_graph(&d, ctx, native, stream, &rng);
-    printf("%d passed, %d failed\n", !failed + !att_failed + !moe_failed + !ffn_failed,
-           failed + att_failed + moe_failed + ffn_failed);
-    failed |= att_failed | moe_failed | ffn_failed;
-    pit_tensor_destroy(A);
-    pit_tensor_destroy(B);
-    pit_tensor_destroy(C);
+    printf("%d passed, %d failed\n", passed, failed);
     pit_stream_destroy(stream);
     pit_context_destroy(ctx);
-    free(a);
-    free(ref);
-    return failed;
+    return failed != 0;
 }

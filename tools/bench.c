@@ -275,7 +275,7 @@ static int on_option(const tool_command *c, void *user, int id, const char *valu
         o->plot_path = value;
         return 0;
     case 'o':
-        if (tool_find_name(value, bench_attention_kinds, BENCH_ATTENTION_KINDS) < 0 && !bench_moe_has_model(value)) {
+        if (!bench_attention_has_kind(value) && !bench_moe_has_model(value)) {
             char msg[256];
             snprintf(msg, sizeof msg, "'%s' is neither an attention kind (window, blocks, causal, decode) nor a "
                      "MoE model (%s)", value, bench_moe_model_list());
@@ -337,7 +337,7 @@ static int check_only(const bench_opts *o)
 {
     if (!o->only || !strcmp(o->suite, "all"))
         return 0;
-    const int kind = tool_find_name(o->only, bench_attention_kinds, BENCH_ATTENTION_KINDS) >= 0;
+    const int kind = bench_attention_has_kind(o->only);
     if (!strcmp(o->suite, kind ? "attention" : "moe"))
         return 0;
     fprintf(stderr, "pit bench: --only %s is %s, not one of the %s suite's\n", o->only,

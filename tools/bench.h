@@ -127,6 +127,8 @@ int bench_moe_suite(pit_context *ctx, const bench_opts *o, FILE *json);
 /* the attention suite's kinds of points (--only takes one) */
 #define BENCH_ATTENTION_KINDS 4
 extern const char *const bench_attention_kinds[BENCH_ATTENTION_KINDS];
+/* 1 when name is a kind of the attention suite's points (--only takes one) */
+int bench_attention_has_kind(const char *name);
 /* 1 when name is a model of the moe suite (--only takes one) */
 int bench_moe_has_model(const char *name);
 /* the moe suite's models, comma-separated, for messages */

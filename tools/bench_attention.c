@@ -37,6 +37,11 @@
 typedef enum { ATT_WINDOW, ATT_BLOCKS, ATT_CAUSAL, ATT_DECODE } att_kind;
 const char *const bench_attention_kinds[BENCH_ATTENTION_KINDS] = {"window", "blocks", "causal", "decode"};
 
+int bench_attention_has_kind(const char *name)
+{
+    return tool_find_name(name, bench_attention_kinds, BENCH_ATTENTION_KINDS) >= 0;
+}
+
 typedef struct att_point {
     att_kind kind;
     int64_t b, hq, hkv, lq, lk, d;
@@ -437,8 +442,7 @@ static void json_row(FILE *json, const void *result, int first)
 /* Whether --only (a kind, or nothing of this suite's) runs point p. */
 static int selected(const bench_opts *o, const att_point *p)
 {
-    return !o->only || tool_find_name(o->only, bench_attention_kinds, BENCH_ATTENTION_KINDS) < 0 ||
-           !strcmp(o->only, bench_attention_kinds[p->kind]);
+    return !o->only || !bench_attention_has_kind(o->only) || !strcmp(o->only, bench_attention_kinds[p->kind]);
 }
 
 int bench_attention_suite(pit_context *ctx, const bench_opts *o, FILE *json)

@@ -476,10 +476,18 @@ static void test_errors(void)
     }
 }
 
-/* quick 2: only the engine's case (racecheck of its kernel); 3: only the
- * tensor-core decode cases */
-static int correctness(int quick)
+/* What a correctness run covers (the command line's mode). */
+typedef enum run_mode {
+    RUN_ALL,        /* every case */
+    RUN_QUICK,      /* a few small cases (compute-sanitizer) */
+    RUN_ENGINE,     /* the engine's small case alone (racecheck of its kernel) */
+    RUN_DECODE,     /* the tensor-core decode cases alone */
+    RUN_ENGINE_ALL  /* every engine case and tile alone */
+} run_mode;
+
+static int correctness(run_mode mode)
 {
+    const int quick = mode == RUN_QUICK;
     const tcase cases[] = {
         {1, 256, 512, 192, 0, P_32X1, 0.7}, {1, 256, 512, 192, 0, P_1X64, 0.7}, {1, 256, 512, 192, 0, P_32X64, 0.7},
         {1, 256, 512, 192, 0, P_ZERO, 0}, {1, 256, 512, 192, 0, P_DENSE, 0},  {1, 256, 512, 192, 0, P_FINE, 0.9},
@@ -498,19 +506,19 @@ static int correctness(int quick)
     /* --quick (for compute-sanitizer): a few small cases */
     const size_t quick_cases[] = {0, 1, 6, 10, 14};
     size_t ncases = quick ? sizeof quick_cases / sizeof quick_cases[0] : sizeof cases / sizeof cases[0];
-    if (quick == 3) { /* the tensor-core decode cases alone (racecheck) */
+    if (mode == RUN_DECODE) {
         for (int d = 1; d < 3; ++d)
             for (size_t i = 13; i <= 16; ++i) run_case(&cases[i], dts[d], NULL, 0);
         return failures;
     }
-    for (int d = 0; d < 3 && quick < 2; ++d)
+    for (int d = 0; d < 3 && (mode == RUN_ALL || quick); ++d)
         for (size_t i = 0; i < ncases; ++i) run_case(&cases[quick ? quick_cases[i] : i], dts[d], NULL, 0);
     /* the sm_90 engine (elsewhere, and on 32x1: the mma.sync tile) */
     const pit_tile engine_tiles[] = {{32, 256, 64, 384, 4, 2}, {32, 128, 64, 384, 3, 2}, {16, 256, 64, 384, 4, 2},
                                      {16, 128, 64, 384, 3, 2}, {64, 256, 64, 384, 4, 2}, {64, 128, 64, 384, 3, 2}};
-    if (quick && quick != 4) {
+    if (quick || mode == RUN_ENGINE) {
         const tcase small = {2, 200, 600, 300, 0, P_32X64, 0.7};
-        run_case(&small, PIT_BF16, engine_tiles, quick == 2 ? 6 : 2);
+        run_case(&small, PIT_BF16, engine_tiles, mode == RUN_ENGINE ? 6 : 2);
         return failures;
     }
     /* a sweep of tiles on one case with edges in every dimension */
@@ -521,7 +529,7 @@ static int correctness(int quick)
                                  {128, 128, 64, 256, 4, 1}, {1, 128, 32, 128, 2, 1}, {16, 64, 32, 128, 2, 1},
                                  {64, 64, 32, 128, 4, 1}, {32, 256, 32, 128, 4, 1}, {32, 256, 32, 256, 4, 1}};
     const tcase sweep = {2, 200, 600, 300, 0, P_32X1, 0.6};
-    if (!quick) {
+    if (mode == RUN_ALL) {
         run_case(&sweep, PIT_F32, cc_tiles, 7);
         run_case(&sweep, PIT_F16, tc_tiles, 9);
         run_case(&sweep, PIT_BF16, tc_tiles, 9);
@@ -787,12 +795,12 @@ int main(int argc, char **argv)
     if (argc > 5) bench_s = atof(argv[5]);
     if (argc > 1 && !strcmp(argv[1], "--bench")) rc = bench(argc > 2 ? atoll(argv[2]) : 4096);
     else if (argc > 1 && !strcmp(argv[1], "--bench-decode")) rc = (bench_dt = argc > 2 ? argv[2] : NULL, bench_decode());
-    else rc = correctness(argc < 2                        ? 0
-                          : !strcmp(argv[1], "--quick")  ? 1
-                          : !strcmp(argv[1], "--engine") ? 2
-                          : !strcmp(argv[1], "--decode") ? 3
-                          : !strcmp(argv[1], "--engine-all") ? 4
-                                                             : 0);
+    else rc = correctness(argc < 2                            ? RUN_ALL
+                          : !strcmp(argv[1], "--quick")      ? RUN_QUICK
+                          : !strcmp(argv[1], "--engine")     ? RUN_ENGINE
+                          : !strcmp(argv[1], "--decode")     ? RUN_DECODE
+                          : !strcmp(argv[1], "--engine-all") ? RUN_ENGINE_ALL
+                                                             : RUN_ALL);
     be->stream_destroy(bctx, stream);
     be->context_destroy(bctx);
     be->shutdown();
