@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define PIT_BACKEND_ABI_VERSION 9 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
+#define PIT_BACKEND_ABI_VERSION 10 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
                                     4: switches to context_create;
                                     5: mem_query; pit_host.cache_load / cache_store /
                                        cache_drop; set_scratch_allocator;
@@ -42,7 +42,9 @@ extern "C" {
                                        struct for device_info to fill);
                                     8: mem_wrap_host, mem_unwrap_host;
                                        pit_device_info.takes_host_memory;
-                                    9: matmul_detects_inside */
+                                    9: matmul_detects_inside;
+                                    10: moe_matmul's gated epilogue
+                                        (PIT_MOE_GLU), moe_fuses_activation */
 #define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
 
 /* ---- services core offers to plug-ins --------------------------------- */
@@ -488,12 +490,27 @@ typedef struct pit_backend {
      * memory is refused, naming the backend. */
     pit_status (*mem_wrap_host)(void *bctx, void *host, size_t bytes, int read_only, void **mem);
     pit_status (*mem_unwrap_host)(void *bctx, void *stream, void *mem);
+
+    /* Optional (ABI 10): 1 where moe_matmul(0 | PIT_MOE_SLOT_Y |
+     * PIT_MOE_GLU(act), tile, idx, max_entries, X, W, NULL, A) runs here
+     * with this tile (as moe_matmul takes it) on these tensors: the expert
+     * FFN's first product with the gated activation act (SwiGLU or GeGLU)
+     * in its epilogue, A [T*k, F] = act(X.W[:, :F]) * X.W[:, F:] for W [E, H,
+     * 2F], the product in f32 and rounded once. Core then runs no
+     * moe_activation and keeps no [T*k, 2F] intermediate. NULL: never. */
+    int (*moe_fuses_activation)(void *bctx, int act, const pit_tile *tile, const pit_tdesc *X,
+                                const pit_tdesc *W, const pit_tdesc *A);
 } pit_backend;
 
 /* moe_matmul's slot-row flags (ABI 6), or'ed into its mode */
 #define PIT_MOE_SLOT_X 0x10
 #define PIT_MOE_SLOT_Y 0x20
 #define PIT_MOE_MODE_MASK 0x0f
+/* moe_matmul's gated epilogue (ABI 10, where moe_fuses_activation says so),
+ * or'ed into mode 0 with PIT_MOE_SLOT_Y: act a pit_activation, SwiGLU or
+ * GeGLU */
+#define PIT_MOE_GLU(act) (((act) + 1) << 8)
+#define PIT_MOE_GLU_MASK 0xf00
 
 typedef const pit_backend *(*pit_backend_register_fn)(const pit_host *host);
 

@@ -5,6 +5,7 @@
 #                                 [hardening] [bench|bench-base] [sanitize] [tune] [tune-opencl]
 #                                 [base-conformance]
 #                                 [decode] [decode-kernel] [sanitize-decode] [moe] [moe-split]
+#                                 [moe-ab] [conformance-ops] [graph]
 # Expects, carried along with the tree:
 #   build-gpu/           the build under test (bin/, lib/), built on a CPU machine
 #   .carry/base/         the reference build: bin/, lib/, tiledb/
@@ -33,6 +34,11 @@
 # moe-split: where one pit_moe_ffn call goes, per kernel (ncu of the moe
 #   suite's first call, each kernel alone), at the first point of the model
 #   MOE_MODEL names (default mixtral-8x7b).
+# moe-ab: `pit bench --suite moe --only MODEL` of the reference build and the
+#   new one alternated twice, for each model of MOE_MODELS (default
+#   mixtral-8x7b qwen3-30b-a3b), MOE_REPEATS repeats (default 5).
+# conformance-ops: the CUDA conformance of the operators PIT_CONF_OPS names.
+# graph: the CUDA-graph capture test alone.
 # PIT_NEW names another build under test than build-gpu/.
 # Logs and JSON go to $OUT (or ./gpu-out); a summary table is printed last.
 set -uo pipefail
@@ -118,6 +124,21 @@ for what in "$@"; do
     step moe_split run_in "$NEW" "${PIT_TDB:-$root/tiledb}" env PIT_BACKEND=cuda timeout 120 ncu --clock-control none \
       --launch-count 10 --kill on --section SpeedOfLight "$NEW/bin/pit" bench --suite moe --only "${MOE_MODEL:-mixtral-8x7b}"
     grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput" "$out/moe_split.log" | sed 's/  */ /g' | cut -c1-60 | paste - - - | tee -a "$summary" ;;
+  moe-ab)
+    for m in ${MOE_MODELS:-mixtral-8x7b qwen3-30b-a3b}; do
+      for i in 1 2; do
+        step moe_${m}_base_$i run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=cuda timeout 240 "$BASE/bin/pit" bench --suite moe --only $m --repeats ${MOE_REPEATS:-5}
+        step moe_${m}_new_$i run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda timeout 240 "$NEW/bin/pit" bench --suite moe --only $m --repeats ${MOE_REPEATS:-5}
+        grep -hE "^ *$m" "$out/moe_${m}_base_$i.log" | sed "s/^/base $i: /" | tee -a "$summary"
+        grep -hE "^ *$m" "$out/moe_${m}_new_$i.log" | sed "s/^/new  $i: /" | tee -a "$summary"
+      done
+    done ;;
+  conformance-ops)
+    for op in ${PIT_CONF_OPS:-moe_ffn}; do
+      step conf_cuda_$op run_in "$NEW" "$root/tiledb" env PIT_BACKEND=cuda "$NEW/bin/pit" conformance --op $op
+    done ;;
+  graph)
+    step cuda_graph run_in "$NEW" "$root/tiledb" "$NEW/bin/test_cuda_graph" ;;
   base-conformance)
     step base_conf_cuda run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=cuda "$BASE/bin/pit" conformance
     step base_conf_opencl run_in "$BASE" "$BASE/tiledb" env PIT_BACKEND=opencl "$BASE/bin/pit" conformance ;;

@@ -141,15 +141,26 @@ static pit_status need_activation(const pit_context *ctx)
     return ctx->be->moe_activation ? PIT_SUCCESS : ops_unsupported(ctx, "moe_activation");
 }
 
-/* 1 where both products of the forward plan on the device (no read-back). */
+/* 1 where both products of the forward plan on the device (no read-back).
+ * first: the first product's output (U, or A where the activation is fused) */
 static int forward_on_device(const pit_context *ctx, const pit_tdesc *X, const pit_tdesc *W1,
-                             const pit_tdesc *U, const pit_tdesc *A, const pit_tdesc *W2,
+                             const pit_tdesc *first, const pit_tdesc *A, const pit_tdesc *W2,
                              const pit_tdesc *Y)
 {
     const pit_backend *be = ctx->be;
     return be->moe_plans_on_device &&
-           be->moe_plans_on_device(ctx->bctx, 0 | PIT_MOE_SLOT_Y, X, W1, U) &&
+           be->moe_plans_on_device(ctx->bctx, 0 | PIT_MOE_SLOT_Y, X, W1, first) &&
            be->moe_plans_on_device(ctx->bctx, 0 | PIT_MOE_SLOT_X, A, W2, Y);
+}
+
+/* 1 where the backend applies the gated activation in the first product's
+ * epilogue (A [R, F] straight from X and W_gate_up). */
+static int fuses_activation(const pit_context *ctx, int act, const pit_tile *tile,
+                            const pit_tdesc *X, const pit_tdesc *W1, const pit_tdesc *A)
+{
+    const pit_backend *be = ctx->be;
+    return act_gated(act) && be->moe_fuses_activation &&
+           be->moe_fuses_activation(ctx->bctx, act, tile, X, W1, A);
 }
 
 PIT_API pit_status pit_moe_ffn(pit_context *ctx, pit_stream *stream, const pit_tensor *X,
@@ -175,15 +186,24 @@ PIT_API pit_status pit_moe_ffn(pit_context *ctx, pit_stream *stream, const pit_t
         return PIT_SUCCESS;
     if (s.e == 0 || s.k == 0 || s.f == 0) /* nothing routed, or an empty hidden layer */
         return ops_zero(ctx, bs, &Y->d);
-    PIT_TRY(need_activation(ctx));
-    pit_tdesc base;
-    PIT_TRY(scratch_base(ctx, bs, &o, X->d.dtype, rows * s.w, &base));
-    const pit_tdesc U = scratch_rows(&base, 0, rows, s.w), A = first_columns(&U, s.f);
     pit_tile tile, tile2;
     PIT_TRY(pit_select_gathered(ctx->db, PIT_TILE_MOE, X->d.dtype, &tile));
     tile2 = tile;
+    /* the intermediate: A [R, F] alone where the activation is fused, else U
+     * [R, W] with A over its first F columns (the scratch's first elements
+     * either way: a fused call needs less of it) */
+    pit_tdesc base;
+    PIT_TRY(scratch_base(ctx, bs, &o, X->d.dtype, rows * s.f, &base));
+    const pit_tdesc Af = scratch_rows(&base, 0, rows, s.f); /* A alone, contiguous */
+    const int fused = fuses_activation(ctx, s.act, &tile, &X->d, &W_gate_up->d, &Af);
+    if (!fused) {
+        PIT_TRY(need_activation(ctx));
+        PIT_TRY(scratch_base(ctx, bs, &o, X->d.dtype, rows * s.w, &base));
+    }
+    const pit_tdesc U = scratch_rows(&base, 0, rows, s.w), A = first_columns(&U, s.f);
+    const pit_tdesc *first = fused ? &Af : &U, *act_out = fused ? &Af : &A;
     const int on_device =
-        forward_on_device(ctx, &X->d, &W_gate_up->d, &U, &A, &W_down->d, &Y->d);
+        forward_on_device(ctx, &X->d, &W_gate_up->d, first, act_out, &W_down->d, &Y->d);
     pit_index idx;
     int32_t max_entries;
     int64_t routed = 0;
@@ -191,10 +211,12 @@ PIT_API pit_status pit_moe_ffn(pit_context *ctx, pit_stream *stream, const pit_t
                           report || !on_device ? &routed : NULL));
     pit_index_report(report, &idx, routed, 1, PIT_CHOICE_MOE_FFN);
     const pit_backend *be = ctx->be;
-    PIT_TRY(be->moe_matmul(ctx->bctx, bs, 0 | PIT_MOE_SLOT_Y, &tile, &idx, max_entries, &X->d,
-                           &W_gate_up->d, NULL, &U));
-    PIT_TRY(be->moe_activation(ctx->bctx, bs, s.act, &U, NULL, NULL, &A, NULL, NULL));
-    PIT_TRY(be->moe_matmul(ctx->bctx, bs, 0 | PIT_MOE_SLOT_X, &tile2, &idx, max_entries, &A,
+    const int glu = fused ? PIT_MOE_GLU(s.act) : 0;
+    PIT_TRY(be->moe_matmul(ctx->bctx, bs, 0 | PIT_MOE_SLOT_Y | glu, &tile, &idx, max_entries,
+                           &X->d, &W_gate_up->d, NULL, first));
+    if (!fused)
+        PIT_TRY(be->moe_activation(ctx->bctx, bs, s.act, &U, NULL, NULL, &A, NULL, NULL));
+    PIT_TRY(be->moe_matmul(ctx->bctx, bs, 0 | PIT_MOE_SLOT_X, &tile2, &idx, max_entries, act_out,
                            &W_down->d, &gates->d, &Y->d));
     ops_report_tile(report, &tile); /* the first product's, the larger one for a GLU */
     return PIT_SUCCESS;

@@ -316,6 +316,10 @@ typedef struct pit_gmm_args {
      * or D's (2, 3) at s / cdiv; kdiv (token-slots a token) or 1 (the MoE
      * FFN's slot rows), in both kernels. kdiv alone places a slot's gate. */
     int adiv, cdiv;
+    /* Work items a band: the tiles of a band run item-fastest, so a wave
+     * of CTAs shares the band's gathered rows and a few column tiles of B
+     * through L2 (docs/design/moe-grouped-gemm.md); 1: column-fastest. */
+    int band, pad_;
 } pit_gmm_args;
 PIT_ARGS_SIZE(pit_gmm_args, 320);
 

@@ -89,35 +89,7 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_transpose(const pit_ew_args a)
 #endif
 
 #if defined(PIT_KERNEL_OP_MOE_ACT)
-/* The activations of pit.h's pit_activation (0 SwiGLU, 1 GeGLU, 2 GELU,
- * 3 ReLU, 4 SiLU) with e^x as 2^(x log2 e): the one exponential every
- * target has (exp2f; the HIP code objects link no device library). */
-constexpr float LOG2E = 1.4426950408889634f;
-
-PIT_DEV float act_sigmoid(float x) { return 1.f / (1.f + exp2f(-x * LOG2E)); }
-
-/* tanh GELU; *grad its derivative. tanh(z) = 1 - 2 / (1 + e^2z): +-1 where
- * e^2z overflows or vanishes. */
-PIT_DEV float act_gelu(float x, float *grad)
-{
-    const float c = 0.7978845608028654f, a = 0.044715f;
-    const float t = 1.f - 2.f / (1.f + exp2f(2.f * c * (x + a * x * x * x) * LOG2E));
-    *grad = 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * c * (1.f + 3.f * a * x * x);
-    return 0.5f * x * (1.f + t);
-}
-
-/* The scalar function of act at x, *grad its derivative. */
-PIT_DEV float act_scalar(int act, float x, float *grad)
-{
-    if (act == 1 || act == 2) return act_gelu(x, grad);
-    if (act == 3) {
-        *grad = x <= 0.f ? 0.f : 1.f;
-        return x < 0.f ? 0.f : x; /* NaN kept */
-    }
-    const float s = act_sigmoid(x);
-    *grad = s * (1.f + x * (1.f - s));
-    return x * s;
-}
+#include "common/act.cuh"
 
 /* One CTA a row r, its columns looped: A[r, f] = act(U[r]) (forward, da
  * NULL); backward: dU[r] = act'(U[r]) * gate[r] * dA[r, f], A[r, f] =

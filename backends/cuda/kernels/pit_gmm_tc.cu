@@ -5,13 +5,22 @@
  * (+)= gate(s) * A[s / adiv] . B[g]: the MoE FFN's slot rows (adiv or cdiv
  * 1) as well as token rows (kdiv). SRead gathers A's rows, SWrite
  * scatters with the gate. ACC 0: plain store of T; ACC 1: atomicAdd into
- * the f32 target acc.
+ * the f32 target acc. GLU 1 (SwiGLU) or 2 (GeGLU), warp-specialised and
+ * storing only: the expert FFN's first product with its activation in the
+ * epilogue. B is then [K, 2N] (the gate's N columns, then the up's): a
+ * tile multiplies BN / 2 gate columns and the same up columns and stores
+ * act(gate) * up, BN / 2 columns of the [., N] output.
  */
 #include "common/port.cuh"
 #include "args.h"
 #include "common/mma.cuh"
 #include "common/sm90.cuh"
 #include "common/elem.cuh"
+#include "common/act.cuh"
+
+#ifndef GLU
+#define GLU 0
+#endif
 
 PIT_DEV float gate_of(const pit_gmm_args &p, int slot)
 {
@@ -70,6 +79,7 @@ constexpr int A_STAGE = BM * BK * 2, B_STAGE = BK * BN * 2, STAGE_BYTES = STAGES
 #endif
 constexpr int C_ROW = BN * 2 + 16, C_AT = STAGE_BYTES + 8 * STAGES + 8 * STAGES;
 constexpr int SMEM = C_AT + (EPI_BULK ? BM * C_ROW : 0) + 1024;
+static_assert(!GLU || EPI_BULK, "the gated epilogue stores");
 /* a stage's "full" barrier (its copies landed) and its "empty" one (its
  * wgmma's are done) */
 PIT_DEV pit_u32 gmm_stage_bar(pit_u32 stages_addr, int s) { return stages_addr + STAGE_BYTES + 8 * s; }
@@ -84,6 +94,8 @@ extern "C" __device__ const int pit_smem_bytes = SMEM;
 static_assert(PIT_DTYPE != PIT_DT_F32 && WTM % 16 == 0 && WTN % 16 == 0 && BK % 16 == 0, "gmm tile");
 static_assert(sizeof(T) == 2, "gmm element");
 constexpr int A_UNITS = BM * BK / 8, B_UNITS = BK * BN / 8;
+/* output columns a tile: BN, or the gated epilogue's BN / 2 */
+constexpr int OUT_N = GLU ? BN / 2 : BN;
 static_assert(A_UNITS % CT == 0 && B_UNITS % CT == 0, "gmm loads");
 
 /* CTAs an SM should hold, so the registers stay within their share: 2 up
@@ -139,7 +151,12 @@ PIT_DEV void gmm_issue(const pit_gmm_args &p, const gmm_tile &w, const int (&tok
         pit_mbar_expect_tx(bar, B_STAGE);
         const int z = p.sb ? w.grp : 0;
 #pragma unroll
-        for (int j = 0; j < BN / 64; ++j) pit_tma_load_3d(dst + j * BK * 128, &p.map_b, bar, w.n0 + j * 64, c * BK, z);
+        for (int j = 0; j < BN / 64; ++j) {
+            /* gated: the first half of the boxes are gate columns, the
+             * second half the up columns N further */
+            const int col = GLU && j >= BN / 128 ? p.N + w.n0 + (j - BN / 128) * 64 : w.n0 + j * 64;
+            pit_tma_load_3d(dst + j * BK * 128, &p.map_b, bar, col, c * BK, z);
+        }
     }
 #else
 #pragma unroll
@@ -157,11 +174,14 @@ PIT_DEV gmm_tile gmm_tile_of(const pit_gmm_args &p, int tile, int total)
 {
     gmm_tile w = {0, 0, 0, 0};
     if (tile >= total) return w;
-    const int *e = p.list + 1 + 3 * (tile / p.ntn);
+    /* bands of p.band items (the last one shorter), item-fastest within */
+    const int items = total / p.ntn, first = tile / (p.band * p.ntn) * p.band;
+    const int in_band = min(p.band, items - first), at = tile - first * p.ntn;
+    const int *e = p.list + 1 + 3 * (first + at % in_band);
     w.grp = __ldg(e);
     w.row0 = __ldg(e + 1);
     w.count = __ldg(e + 2);
-    w.n0 = (tile % p.ntn) * BN;
+    w.n0 = (at / in_band) * OUT_N;
     return w;
 }
 
@@ -317,8 +337,15 @@ PIT_DEV void gmm_swrite_bulk(const pit_gmm_args &p, const gmm_tile &w, const gmm
         const pit_u32 row = part + ((lane >> 2) + 8 * h) * C_ROW + (lane & 3) * 4;
         const float gt = rows.gate[0][h];
 #pragma unroll
-        for (int ni = 0; ni < BN / 8; ++ni)
-            pit_st_shared_u32(row + ni * 16, pack2(gt * acc[0][ni][2 * h], gt * acc[0][ni][2 * h + 1]));
+        for (int ni = 0; ni < OUT_N / 8; ++ni) {
+            float v0 = acc[0][ni][2 * h], v1 = acc[0][ni][2 * h + 1];
+            if (GLU) { /* column ni of the gate half with the same column of the up half */
+                float grad;
+                v0 = act_scalar(GLU - 1, v0, &grad) * acc[0][ni + BN / 16][2 * h];
+                v1 = act_scalar(GLU - 1, v1, &grad) * acc[0][ni + BN / 16][2 * h + 1];
+            }
+            pit_st_shared_u32(row + ni * 16, pack2(gt * v0, gt * v1));
+        }
     }
     pit_fence_async_smem(); /* the rows, written by this warp, before the copy engine reads them */
     __syncwarp();
@@ -328,7 +355,7 @@ PIT_DEV void gmm_swrite_bulk(const pit_gmm_args &p, const gmm_tile &w, const gmm
     const int slot = lane < 8 ? s0 : s1;
     if (lane < 16 && slot >= 0) {
         T *dst = (T *)p.c + w.grp * p.sc + (pit_i64)(slot / p.cdiv) * p.ldc + w.n0;
-        pit_bulk_store(dst, part + lane * C_ROW, (pit_u32)min(BN, p.N - w.n0) * 2);
+        pit_bulk_store(dst, part + lane * C_ROW, (pit_u32)min(OUT_N, p.N - w.n0) * 2);
     }
     pit_bulk_commit();
 }
@@ -390,6 +417,7 @@ PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(const __grid_constant__ pit_gmm_args p)
     }
 }
 #else
+static_assert(!GLU, "the gated epilogue is the warp-specialised kernel's");
 /* A warp's operands of one 16-wide k-step. */
 struct gmm_frag {
     pit_u32 a[MI][4], b[NI][2];

@@ -34,7 +34,7 @@ static int gmm_tma_b(const pit_cuda_gmm_job *j, const pit_tile *t, pit_gmm_args 
 #else
     if (!pit_cu.TensorMapEncodeTiled) return 0;
     const uint64_t es = 2, groups = a->sb ? (uint64_t)j->groups : 1;
-    cuuint64_t dims[3] = {(cuuint64_t)a->N, (cuuint64_t)a->K, groups};
+    cuuint64_t dims[3] = {(cuuint64_t)(j->glu ? 2 * a->N : a->N), (cuuint64_t)a->K, groups};
     cuuint64_t strides[2] = {(cuuint64_t)a->ldb * es, (cuuint64_t)(a->sb ? a->sb : a->ldb * a->K) * es};
     cuuint32_t box[3] = {64, (cuuint32_t)t->bk, 1}, step[3] = {1, 1, 1};
     CUtensorMapDataType dt = j->dt == PIT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -45,9 +45,24 @@ static int gmm_tma_b(const pit_cuda_gmm_job *j, const pit_tile *t, pit_gmm_args 
 #endif
 }
 
+int pit_cuda_gmm_fuses(const pit_cuda_ctx *c, pit_dtype dt, const pit_tile *t)
+{
+#ifdef PIT_HIP_SHIM_H
+    (void)c, (void)dt, (void)t;
+    return 0;
+#else
+    return c->arch == 90 && pit_cu.TensorMapEncodeTiled && pit_cuda_gmm_ws(t) &&
+           pit_cuda_gmm_tile_valid(c->arch, dt, t, NULL);
+#endif
+}
+
+/* Work items a band of the tensor-core tile order (see pit_gmm_args.band) */
+#define GMM_BAND_ITEMS 16
+
 /* Tensor cores: work list on the device (no read-back), persistent CTAs.
  * The warp-specialised tile runs where B's tensor map can be made, the
- * sm_80 mma.sync tile where it cannot. */
+ * sm_80 mma.sync tile where it cannot; the gated epilogue needs the former
+ * (pit_cuda_gmm_fuses checked it). */
 static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j)
 {
     pit_cuda_variant v;
@@ -56,10 +71,14 @@ static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job 
     v.dtype = j->dt;
     v.tile = j->tile;
     v.op_param[0] = j->acc;
+    v.op_param[2] = j->glu;
     if (pit_cuda_gmm_ws(&v.tile)) {
         v.op_param[1] = gmm_tma_b(j, &v.tile, &j->a);
         if (!v.op_param[1]) v.tile = pit_cuda_gmm_tile_sm80();
     }
+    if (j->glu && !v.op_param[1])
+        return pit_cuda_host->error(PIT_ERR_BACKEND, PIT_VENDOR_NAME " moe_matmul: the driver made no tensor map "
+                                    "of the expert weights for the gated epilogue");
     j->tile = v.tile; /* the tile that runs */
     const pit_tile t = v.tile; /* the one tile the list and the grid are sized for */
     const unsigned threads = v.op_param[1] ? PIT_CUDA_GMM_WS_THREADS : 256;
@@ -72,7 +91,9 @@ static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job 
     pit_plan_args pl = {j->a.counts, list, (int32_t)j->groups, t.bm, j->a.capacity, 2}; /* mixed order */
     st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_PLAN, PIT_F32, NULL, 1, 1, 1, 1024, &pl);
     j->a.list = list;
-    j->a.ntn = (int32_t)pit_cuda_cdiv(j->a.N, t.bn);
+    j->a.ntn = (int32_t)pit_cuda_cdiv(j->a.N, j->glu ? t.bn / 2 : t.bn);
+    const int32_t band = c->switches.value[PIT_SWITCH_GMM_BAND];
+    j->a.band = band > 0 ? band : GMM_BAND_ITEMS;
     const int64_t work = bound * j->a.ntn, grid = work < ctas ? work : ctas;
     if (st == PIT_SUCCESS) st = pit_cuda_launch_variant(c, s, &v, grid, 1, 1, threads, &j->a);
     return pit_cuda_free_scratch(c, s, list, st);

@@ -36,7 +36,7 @@ static pit_status cuda_moe_route(void *bctx, void *stream, const pit_tdesc *expe
 typedef struct moe_views {
     pit_cuda_view x, w, g, y;
     int has_gates;
-    int flags; /* PIT_MOE_SLOT_X, PIT_MOE_SLOT_Y or 0 */
+    int flags; /* PIT_MOE_SLOT_X, PIT_MOE_SLOT_Y or 0, and PIT_MOE_GLU(act) */
     int64_t T, H, N, E, k;
 } moe_views;
 
@@ -56,6 +56,12 @@ static pit_status moe_shapes(const pit_index *idx, int flags, const pit_tdesc *X
     v->flags = flags;
     v->T = flags & PIT_MOE_SLOT_X ? v->y.rows : v->x.rows;
     v->E = v->w.batch, v->H = v->w.rows, v->N = v->w.cols;
+    if (flags & PIT_MOE_GLU_MASK) { /* W is [E, H, 2N]: the gate's columns, then the up's */
+        if (v->w.cols != 2 * v->y.cols)
+            return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT, PIT_VENDOR_NAME " %s: gated W has %lld columns, "
+                                        "twice Y's %lld needed", op, (long long)v->w.cols, (long long)v->y.cols);
+        v->N = v->y.cols;
+    }
     v->k = v->has_gates ? v->g.cols : (v->T > 0 ? idx->capacity / v->T : 1);
     return PIT_SUCCESS;
 }
@@ -65,6 +71,7 @@ static void moe_job(int mode, const pit_index *idx, int32_t max_entries, const m
     memset(j, 0, sizeof *j);
     j->dt = v->x.dt;
     j->mode = mode;
+    j->glu = (v->flags & PIT_MOE_GLU_MASK) >> 8;
     j->groups = v->E;
     /* -1: core read no counts back (moe_plans_on_device); a CUDA-core tile
      * then sizes its grid for every slot in one group */
@@ -131,6 +138,10 @@ static pit_status moe_run(pit_cuda_ctx *c, CUstream s, int mode, pit_tile *tile,
         return st == PIT_SUCCESS && (mode == 2 || j.max_rows > 0) ? pit_cuda_gmm_cuda_core(c, s, &j) : st;
     }
     const int tc = tile->tensor_core && moe_tensor_core(c, mode, &v->x, &v->w, &v->y);
+    if (j.glu && !(tc && pit_cuda_gmm_fuses(c, v->x.dt, tile)))
+        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " moe_matmul: the gated epilogue needs "
+                                    "the sm_90 warp-specialised tile and aligned 16-bit rows "
+                                    "(moe_fuses_activation says where)");
     st = pit_cuda_gmm_scatter(c, s, &j, &v->y, tc, 0);
     *tile = j.tile;
     return st;
@@ -147,11 +158,16 @@ static pit_status cuda_moe_matmul(void *bctx, void *stream, int mode, pit_tile *
     pit_tile t;
     const int flags = mode & ~PIT_MOE_MODE_MASK;
     mode &= PIT_MOE_MODE_MASK;
+    const int glu = flags & PIT_MOE_GLU_MASK;
     if (mode > 3 || (mode == 3 && (flags || !(gates && gates->mem))) ||
-        (flags & ~(PIT_MOE_SLOT_X | PIT_MOE_SLOT_Y)) || flags == (PIT_MOE_SLOT_X | PIT_MOE_SLOT_Y))
+        (flags & ~(PIT_MOE_SLOT_X | PIT_MOE_SLOT_Y | PIT_MOE_GLU_MASK)) ||
+        (flags & (PIT_MOE_SLOT_X | PIT_MOE_SLOT_Y)) == (PIT_MOE_SLOT_X | PIT_MOE_SLOT_Y) ||
+        (glu && (mode != 0 || !(flags & PIT_MOE_SLOT_Y) || (glu != PIT_MOE_GLU(PIT_ACT_SWIGLU) &&
+                                                            glu != PIT_MOE_GLU(PIT_ACT_GEGLU)))))
         return pit_cuda_host->error(PIT_ERR_INVALID_ARGUMENT,
                                     PIT_VENDOR_NAME " moe_matmul: mode %d flags 0x%x (0..3, one slot-row flag; 3 "
-                                    "with dgates, no flag)", mode, flags);
+                                    "with dgates, no flag; a gated epilogue in mode 0 with slot rows of Y)", mode,
+                                    flags);
     pit_status st = moe_shapes(idx, flags, X, W, gates, Y, &v);
     if (st != PIT_SUCCESS || (st = pit_cuda_gmm_tile_of(c, "moe_matmul", v.x.dt, tile, &t)) != PIT_SUCCESS)
         return st;
@@ -192,10 +208,28 @@ static pit_status cuda_moe_activation(void *bctx, void *stream, int act, const p
                                                   u.rows, 1, 1, 256, &p));
 }
 
+/* The expert FFN's first product with its gated activation in the epilogue:
+ * where the gathered GEMM runs the tile on the tensor cores, warp-specialised. */
+static int cuda_moe_fuses_activation(void *bctx, int act, const pit_tile *tile, const pit_tdesc *X,
+                                     const pit_tdesc *W, const pit_tdesc *A)
+{
+    pit_cuda_ctx *c = bctx;
+    pit_cuda_view x, w, a;
+    if ((act != PIT_ACT_SWIGLU && act != PIT_ACT_GEGLU) ||
+        pit_cuda_view_of(X, "moe_matmul", "X", 0, &x) != PIT_SUCCESS ||
+        pit_cuda_view_of(W, "moe_matmul", "W", 0, &w) != PIT_SUCCESS ||
+        pit_cuda_view_of(A, "moe_matmul", "A", 0, &a) != PIT_SUCCESS)
+        return 0;
+    const pit_tile t = tile && tile->bm > 0 ? *tile : pit_cuda_gmm_default_tile(c->arch, x.dt);
+    return t.tensor_core && w.cols == 2 * a.cols && moe_tensor_core(c, 0, &x, &w, &a) &&
+           pit_cuda_gmm_fuses(c, x.dt, &t);
+}
+
 void pit_cuda_register_moe(pit_backend *be)
 {
     be->moe_route = cuda_moe_route;
     be->moe_matmul = cuda_moe_matmul;
     be->moe_plans_on_device = cuda_moe_plans_on_device;
     be->moe_activation = cuda_moe_activation;
+    be->moe_fuses_activation = cuda_moe_fuses_activation;
 }

@@ -129,6 +129,7 @@ typedef struct pit_cuda_gmm_job {
     pit_dtype dt;
     pit_tile tile;            /* the tile asked for (pit_cuda_gmm_tile_valid) */
     int mode, acc;
+    int glu;                  /* the gated epilogue (cuda_model.h's OP_GMM_TC [2]); B is then [K, 2N] */
     int64_t groups, max_rows; /* max_rows: most rows of one group (grid of the CUDA-core path) */
     int64_t listed_max;       /* most listed slots of all groups together */
     int64_t mark_stride;      /* output rows per group (matmul_rows) or 0 (MoE: one output) */
@@ -138,6 +139,9 @@ typedef struct pit_cuda_gmm_job {
  * for the device and dtype. */
 pit_status pit_cuda_gmm_tile_of(const pit_cuda_ctx *c, const char *op, pit_dtype dt, const pit_tile *asked,
                                 pit_tile *t);
+/* 1 where the gated epilogue (j->glu) runs tile t of dtype dt here: the
+ * warp-specialised kernel on sm_90 with B's tensor map */
+int pit_cuda_gmm_fuses(const pit_cuda_ctx *c, pit_dtype dt, const pit_tile *t);
 /* The CUDA-core kernel over j (any mode) */
 pit_status pit_cuda_gmm_cuda_core(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_job *j);
 /* Modes 0, 1 and matmul_rows. Store (k == 1): zero the unlisted rows unless
