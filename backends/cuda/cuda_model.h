@@ -14,7 +14,8 @@
  *   OP_GMM_TC   [0] accumulate (1: f32 atomics, 0: store), [1] warp-specialised
  *               wgmma with B by TMA (the 384-thread tile), [2] gated epilogue
  *               (0 none, 1 SwiGLU, 2 GeGLU: storing and warp-specialised
- *               only); tile bm bn bk stages
+ *               only), [3] B^T (warp-specialised only: MoE mode 1); tile bm
+ *               bn bk stages
  *   OP_GMM_CC   [0] accumulate, [1] MoE mode (0 also serves matmul_rows)
  * Mask dtype codes: 0 f32, 1 f16, 2 bf16, 3 i32, 4 u8.
  */

@@ -31,8 +31,8 @@ char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size)
         snprintf(buf, size, "-DPIT_DTYPE=%d -DMASK_DT=%d", dt, p[3]);
         break;
     case PIT_CUDA_OP_GMM_TC:
-        snprintf(buf, size, "-DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DSTAGES=%d -DACC=%d -DWS=%d -DGLU=%d", dt,
-                 v->tile.bm, v->tile.bn, v->tile.bk, v->tile.stages, p[0], p[1], p[2]);
+        snprintf(buf, size, "-DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DSTAGES=%d -DACC=%d -DWS=%d -DGLU=%d -DBT=%d",
+                 dt, v->tile.bm, v->tile.bn, v->tile.bk, v->tile.stages, p[0], p[1], p[2], p[3]);
         break;
     case PIT_CUDA_OP_GMM_CC:
         snprintf(buf, size, "-DPIT_DTYPE=%d -DACC=%d -DMODE=%d", dt, p[0], p[1]);
@@ -173,14 +173,15 @@ static int emit_tensor_core(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void
         }
     /* the mma.sync tile everywhere (on sm_90: where no TMA map can be made),
      * and on sm_90 the warp-specialised wgmma one, storing also with the
-     * gated epilogues (SwiGLU, GeGLU) */
+     * gated epilogues (SwiGLU, GeGLU), and with B^T (the backward's dY . W^T) */
     for (int acc = 0; acc < 2; ++acc)
         for (int ws = 0; ws < (arch == 90 ? 2 : 1); ++ws)
-            for (int glu = 0; glu <= (ws && !acc ? 2 : 0); ++glu) {
-                int p[5] = {acc, ws, glu};
-                emit_gmm_tc(ws ? pit_cuda_gmm_tile_sm90() : pit_cuda_gmm_tile_sm80(), dt, p, fn, user);
-                ++n;
-            }
+            for (int glu = 0; glu <= (ws && !acc ? 2 : 0); ++glu)
+                for (int bt = 0; bt <= (ws && !glu); ++bt) {
+                    int p[5] = {acc, ws, glu, bt};
+                    emit_gmm_tc(ws ? pit_cuda_gmm_tile_sm90() : pit_cuda_gmm_tile_sm80(), dt, p, fn, user);
+                    ++n;
+                }
     return n;
 }
 
@@ -189,7 +190,7 @@ static int emit_dtype(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
     static const pit_cuda_kernel_kind masked[] = {PIT_CUDA_OP_SDDMM,   PIT_CUDA_OP_SOFTMAX,     PIT_CUDA_OP_SOFTMAX_BWD,
                                                   PIT_CUDA_OP_ATTN_EX, PIT_CUDA_OP_ATTN_EX_DQ, PIT_CUDA_OP_ATTN_EX_DKV};
     static const pit_cuda_kernel_kind plain[] = {PIT_CUDA_OP_ZERO, PIT_CUDA_OP_RELU, PIT_CUDA_OP_TRANSPOSE,
-                                                 PIT_CUDA_OP_MOE_ACT};
+                                                 PIT_CUDA_OP_MOE_ACT, PIT_CUDA_OP_MOE_GATHER};
     static const int gmm_cc[][2] = {{0, 0}, {1, 0}, {0, 1}, {1, 1}, {0, 2}, {0, 3}}; /* acc, mode */
     int n = 0;
     for (int k = 0; k < (int)(sizeof masked / sizeof masked[0]); ++k)
@@ -197,7 +198,7 @@ static int emit_dtype(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
             int p[5] = {0, 0, 0, mdt};
             emit(masked[k], dt, p, fn, user);
         }
-    for (int k = 0; k < 4; ++k, ++n) emit(plain[k], dt, NULL, fn, user);
+    for (int k = 0; k < (int)(sizeof plain / sizeof plain[0]); ++k, ++n) emit(plain[k], dt, NULL, fn, user);
     for (int k = 0; k < 6; ++k, ++n) {
         int p[5] = {gmm_cc[k][0], gmm_cc[k][1], 0, 0};
         emit(PIT_CUDA_OP_GMM_CC, dt, p, fn, user);

@@ -130,6 +130,7 @@ typedef hipStream_t cudaStream_t;
 #define CUBLAS_STATUS_SUCCESS 0
 #define CUBLAS_STATUS_ALLOC_FAILED 5 /* rocblas_status_memory_error */
 #define CUBLAS_OP_N 111              /* rocblas_operation_none */
+#define CUBLAS_OP_T 112              /* rocblas_operation_transpose */
 #define CUDA_R_16F 150               /* rocblas_datatype_f16_r */
 #define CUDA_R_32F 151               /* rocblas_datatype_f32_r */
 #define CUDA_R_16BF 168              /* rocblas_datatype_bf16_r */

@@ -347,6 +347,19 @@ typedef struct pit_act_args {
 } pit_act_args;
 PIT_ARGS_SIZE(pit_act_args, 112);
 
+/* pit_elementwise.cu: the listed rows of every expert gathered in expert
+ * order (pit_op_moe_gather; the MoE weight gradient's operands) */
+typedef struct pit_gather_args {
+    PIT_PTR(const pit_u8) x;     /* source rows: slot s reads row s / div */
+    PIT_PTR(pit_u8) y;           /* [sum of counts, cols] */
+    PIT_PTR(const int) counts;   /* [E] */
+    PIT_PTR(const int) entries;  /* [E, capacity] slots */
+    PIT_PTR(const float) gates;  /* [slots / kdiv, kdiv], row stride ldg; NULL: 1 */
+    pit_i64 ldx, ldy, ldg;
+    int cols, capacity, div, kdiv, E, pad_;
+} pit_gather_args;
+PIT_ARGS_SIZE(pit_gather_args, 88);
+
 /* pit_gmm_cc.cu: rows a storing GEMM writes */
 typedef struct pit_mark_args {
     PIT_PTR(const int) counts;

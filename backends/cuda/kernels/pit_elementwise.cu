@@ -2,8 +2,10 @@
  * pit_elementwise.cu - element-wise and layout helpers on [batch, rows,
  * cols] strided views: zero (optionally only the rows no expert routed),
  * ReLU and transpose; and the MoE expert FFN's activation over token-slot
- * rows. One per compilation: PIT_KERNEL_OP_ZERO, PIT_KERNEL_OP_RELU,
- * PIT_KERNEL_OP_TRANSPOSE or PIT_KERNEL_OP_MOE_ACT. Defines: PIT_DTYPE.
+ * rows, and the gather of its slot rows in expert order for the weight
+ * gradients. One per compilation: PIT_KERNEL_OP_ZERO, PIT_KERNEL_OP_RELU,
+ * PIT_KERNEL_OP_TRANSPOSE, PIT_KERNEL_OP_MOE_ACT or PIT_KERNEL_OP_MOE_GATHER.
+ * Defines: PIT_DTYPE.
  */
 #include "common/port.cuh"
 #include "args.h"
@@ -128,5 +130,40 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_moe_act(const pit_act_args p)
         __syncthreads();
     }
     if (threadIdx.x == 0) p.dgates[(pit_i64)(r / p.k) * p.lddg + r % p.k] = part[0];
+}
+#endif
+
+#if defined(PIT_KERNEL_OP_MOE_GATHER)
+/* Expert e's (blockIdx.y) listed slots i = blockIdx.x * 8 + warp, in list
+ * order, into row off(e) + i of Y: Y[row] = gate(slot) * X[slot / div],
+ * off(e) the counts of the experts before e. A warp a row, 16 bytes a
+ * lane a step (cols a multiple of 16 bytes' elements, rows 16-byte
+ * aligned; the host checks). grid: x = ceil(most slots of one expert / 8), y = E; 256
+ * threads. */
+PIT_KERNEL void __launch_bounds__(256) pit_op_moe_gather(const pit_gather_args a)
+{
+    __shared__ int off;
+    const int e = blockIdx.y, i = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) off = 0;
+    __syncthreads();
+    int part = 0;
+    for (int j = threadIdx.x; j < e; j += 256) part += __ldg(a.counts + j);
+    if (part) atomicAdd(&off, part);
+    __syncthreads();
+    if (i >= __ldg(a.counts + e)) return;
+    const int slot = __ldg(a.entries + (pit_i64)e * a.capacity + i);
+    const float g = a.gates ? __ldg(a.gates + (pit_i64)(slot / a.kdiv) * a.ldg + slot % a.kdiv) : 1.f;
+    const uint4 *src = (const uint4 *)((const T *)a.x + (pit_i64)(slot / a.div) * a.ldx);
+    uint4 *dst = (uint4 *)((T *)a.y + (pit_i64)(off + i) * a.ldy);
+    constexpr int V = 16 / sizeof(T); /* elements a 16-byte step */
+    for (int c = lane; c < a.cols / V; c += 32) {
+        uint4 v = src[c];
+        if (a.gates) {
+            T *t = (T *)&v;
+#pragma unroll
+            for (int j = 0; j < V; ++j) t[j] = pit_from_float<T>(g * pit_to_float(t[j]));
+        }
+        dst[c] = v;
+    }
 }
 #endif

@@ -9,7 +9,10 @@
  * storing only: the expert FFN's first product with its activation in the
  * epilogue. B is then [K, 2N] (the gate's N columns, then the up's): a
  * tile multiplies BN / 2 gate columns and the same up columns and stores
- * act(gate) * up, BN / 2 columns of the [., N] output.
+ * act(gate) * up, BN / 2 columns of the [., N] output. BT 1,
+ * warp-specialised only: B^T, the MoE backward's mode 1 (dY . W^T): the
+ * tile's B is BN rows of W [N, K] (K contiguous), loaded as one box and
+ * read by wgmma K-major.
  */
 #include "common/port.cuh"
 #include "args.h"
@@ -21,6 +24,9 @@
 #ifndef GLU
 #define GLU 0
 #endif
+#ifndef BT
+#define BT 0
+#endif
 
 PIT_DEV float gate_of(const pit_gmm_args &p, int slot)
 {
@@ -30,8 +36,9 @@ PIT_DEV float gate_of(const pit_gmm_args &p, int slot)
 
 /* Tensor cores, 16-bit, rows 16-byte aligned, K and N multiples of 8.
  * Defines: BM BN BK STAGES, WS. Persistent CTAs walk the work list (from
- * pit_op_plan) x n-tiles, n-tile fastest so concurrent CTAs share the
- * gathered A rows and B in L2. Two main loops:
+ * pit_op_plan) x n-tiles in bands of p.band items, item fastest within a
+ * band, so concurrent CTAs share a band's gathered A rows and a few
+ * n-tiles of B in L2. Two main loops:
  *
  * WS, warp-specialised wgmma (sm_90a, tile 128 x {128, 256} x 64, 384
  * threads): warpgroup 0 only copies (A's gathered rows by cp.async, B by
@@ -80,6 +87,7 @@ constexpr int A_STAGE = BM * BK * 2, B_STAGE = BK * BN * 2, STAGE_BYTES = STAGES
 constexpr int C_ROW = BN * 2 + 16, C_AT = STAGE_BYTES + 8 * STAGES + 8 * STAGES;
 constexpr int SMEM = C_AT + (EPI_BULK ? BM * C_ROW : 0) + 1024;
 static_assert(!GLU || EPI_BULK, "the gated epilogue stores");
+static_assert(!GLU || !BT, "the gated epilogue multiplies B, not B^T");
 /* a stage's "full" barrier (its copies landed) and its "empty" one (its
  * wgmma's are done) */
 PIT_DEV pit_u32 gmm_stage_bar(pit_u32 stages_addr, int s) { return stages_addr + STAGE_BYTES + 8 * s; }
@@ -150,6 +158,10 @@ PIT_DEV void gmm_issue(const pit_gmm_args &p, const gmm_tile &w, const int (&tok
         const pit_u32 bar = gmm_stage_bar(pit_smem_addr(smem), s), dst = pit_smem_addr(Bs);
         pit_mbar_expect_tx(bar, B_STAGE);
         const int z = p.sb ? w.grp : 0;
+        if (BT) { /* B^T: BN rows of W (the output's columns), BK of their columns */
+            pit_tma_load_3d(dst, &p.map_b, bar, c * BK, w.n0, z);
+            return;
+        }
 #pragma unroll
         for (int j = 0; j < BN / 64; ++j) {
             /* gated: the first half of the boxes are gate columns, the
@@ -265,8 +277,10 @@ PIT_DEV void gmm_wgmma_stage(float (&acc)[1][BN / 8][4], pit_u32 sbase, int s, i
         /* A: 8-row groups 1024 B apart, a k-step 32 B into the swizzled row;
          * B: 64-column chunks BK * 128 B apart, 8-row groups 1024 B apart */
         const pit_u64 da = pit_wgmma_desc(a0 + ks * 32, 16, 1024);
-        const pit_u64 db = pit_wgmma_desc(b0 + ks * 16 * 128, BK * 128, 1024);
-        pit_wgmma<PIT_DTYPE>(d, da, db);
+        /* B^T (BT): K-major rows of 64 elements, as A */
+        const pit_u64 db = BT ? pit_wgmma_desc(b0 + ks * 32, 16, 1024)
+                              : pit_wgmma_desc(b0 + ks * 16 * 128, BK * 128, 1024);
+        pit_wgmma<PIT_DTYPE, BT ? 0 : 1>(d, da, db);
     }
 }
 
@@ -417,7 +431,7 @@ PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(const __grid_constant__ pit_gmm_args p)
     }
 }
 #else
-static_assert(!GLU, "the gated epilogue is the warp-specialised kernel's");
+static_assert(!GLU && !BT, "the gated epilogue and B^T are the warp-specialised kernel's");
 /* A warp's operands of one 16-wide k-step. */
 struct gmm_frag {
     pit_u32 a[MI][4], b[NI][2];

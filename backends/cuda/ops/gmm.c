@@ -33,10 +33,12 @@ static int gmm_tma_b(const pit_cuda_gmm_job *j, const pit_tile *t, pit_gmm_args 
     return 0;
 #else
     if (!pit_cu.TensorMapEncodeTiled) return 0;
+    /* B^T: W [groups, N, K] read as boxes of bk x bn (one a stage) */
+    const int64_t rows = j->bt ? a->N : a->K, cols = j->bt ? a->K : j->glu ? 2 * (int64_t)a->N : a->N;
     const uint64_t es = 2, groups = a->sb ? (uint64_t)j->groups : 1;
-    cuuint64_t dims[3] = {(cuuint64_t)(j->glu ? 2 * a->N : a->N), (cuuint64_t)a->K, groups};
-    cuuint64_t strides[2] = {(cuuint64_t)a->ldb * es, (cuuint64_t)(a->sb ? a->sb : a->ldb * a->K) * es};
-    cuuint32_t box[3] = {64, (cuuint32_t)t->bk, 1}, step[3] = {1, 1, 1};
+    cuuint64_t dims[3] = {(cuuint64_t)cols, (cuuint64_t)rows, groups};
+    cuuint64_t strides[2] = {(cuuint64_t)a->ldb * es, (cuuint64_t)(a->sb ? a->sb : a->ldb * rows) * es};
+    cuuint32_t box[3] = {64, (cuuint32_t)(j->bt ? t->bn : t->bk), 1}, step[3] = {1, 1, 1};
     CUtensorMapDataType dt = j->dt == PIT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
     return pit_cu.TensorMapEncodeTiled((CUtensorMap *)a->map_b, dt, 3, (void *)(uintptr_t)a->b, dims, strides, box,
                                        step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -45,7 +47,7 @@ static int gmm_tma_b(const pit_cuda_gmm_job *j, const pit_tile *t, pit_gmm_args 
 #endif
 }
 
-int pit_cuda_gmm_fuses(const pit_cuda_ctx *c, pit_dtype dt, const pit_tile *t)
+int pit_cuda_gmm_ws_runs(const pit_cuda_ctx *c, pit_dtype dt, const pit_tile *t)
 {
 #ifdef PIT_HIP_SHIM_H
     (void)c, (void)dt, (void)t;
@@ -62,7 +64,7 @@ int pit_cuda_gmm_fuses(const pit_cuda_ctx *c, pit_dtype dt, const pit_tile *t)
 /* Tensor cores: work list on the device (no read-back), persistent CTAs.
  * The warp-specialised tile runs where B's tensor map can be made, the
  * sm_80 mma.sync tile where it cannot; the gated epilogue needs the former
- * (pit_cuda_gmm_fuses checked it). */
+ * (pit_cuda_gmm_ws_runs checked it). */
 static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j)
 {
     pit_cuda_variant v;
@@ -72,13 +74,14 @@ static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job 
     v.tile = j->tile;
     v.op_param[0] = j->acc;
     v.op_param[2] = j->glu;
+    v.op_param[3] = j->bt;
     if (pit_cuda_gmm_ws(&v.tile)) {
         v.op_param[1] = gmm_tma_b(j, &v.tile, &j->a);
         if (!v.op_param[1]) v.tile = pit_cuda_gmm_tile_sm80();
     }
-    if (j->glu && !v.op_param[1])
+    if ((j->glu || j->bt) && !v.op_param[1])
         return pit_cuda_host->error(PIT_ERR_BACKEND, PIT_VENDOR_NAME " moe_matmul: the driver made no tensor map "
-                                    "of the expert weights for the gated epilogue");
+                                    "of the expert weights for the %s", j->glu ? "gated epilogue" : "product with W^T");
     j->tile = v.tile; /* the tile that runs */
     const pit_tile t = v.tile; /* the one tile the list and the grid are sized for */
     const unsigned threads = v.op_param[1] ? PIT_CUDA_GMM_WS_THREADS : 256;

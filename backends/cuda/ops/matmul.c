@@ -485,21 +485,34 @@ static cudaDataType_t blas_type(pit_dtype d)
     return d == PIT_F32 ? CUDA_R_32F : d == PIT_F16 ? CUDA_R_16F : CUDA_R_16BF;
 }
 
-/* Row-major C = A.B is column-major C^T = B^T.A^T: swap the operands. */
-static pit_status dense_gemm(cublasHandle_t h, CUstream s, const mm_problem *p)
+static pit_status blas_gemm_locked(cublasHandle_t h, CUstream s, const pit_cuda_blas_gemm *g)
 {
     const float alpha = 1.f, beta = 0.f;
-    cudaDataType_t t = blas_type(p->dt);
-    size_t el = pit_cuda_el_bytes(p->dt);
+    cudaDataType_t t = blas_type(g->dt);
     CUBLAS_CHECK(cublasSetStream(h, (cudaStream_t)s), "cublasSetStream");
-    CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)p->N, (int)p->M, (int)p->K, &alpha,
-                                            (const void *)(uintptr_t)p->b.ptr, t, (int)p->b.ld, p->b.bs,
-                                            (const void *)(uintptr_t)p->a.ptr, t, (int)p->a.ld, p->a.bs, &beta,
-                                            (void *)(uintptr_t)p->c.ptr, t, (int)p->c.ld, p->c.bs,
-                                            (int)p->batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, g->ta ? CUBLAS_OP_T : CUBLAS_OP_N, g->tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                            (int)g->m, (int)g->n, (int)g->k, &alpha, (const void *)(uintptr_t)g->a, t,
+                                            (int)g->lda, g->sa, (const void *)(uintptr_t)g->b, t, (int)g->ldb, g->sb,
+                                            &beta, (void *)(uintptr_t)g->c, t, (int)g->ldc, g->sc, (int)g->batch,
+                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  "cublasGemmStridedBatchedEx");
-    (void)el;
     return PIT_SUCCESS;
+}
+
+pit_status pit_cuda_blas_gemms(pit_cuda_ctx *c, CUstream s, const pit_cuda_blas_gemm *g, int n)
+{
+    pit_status st = PIT_SUCCESS;
+    /* one handle per context; the lock keeps SetStream + Gemm together */
+    pthread_mutex_lock(&c->lock);
+    if (!c->blas) {
+        cublasHandle_t h = NULL;
+        cublasStatus_t r = cublasCreate(&h);
+        if (r != CUBLAS_STATUS_SUCCESS) st = cublas_fail(r, "cublasCreate", __FILE__, __LINE__);
+        else c->blas = h;
+    }
+    for (int i = 0; i < n && st == PIT_SUCCESS; i++) st = blas_gemm_locked((cublasHandle_t)c->blas, s, &g[i]);
+    pthread_mutex_unlock(&c->lock);
+    return st;
 }
 
 pit_status pit_cuda_matmul_dense(void *bctx, void *stream, const pit_tdesc *A, const pit_tdesc *B,
@@ -511,16 +524,10 @@ pit_status pit_cuda_matmul_dense(void *bctx, void *stream, const pit_tdesc *A, c
     if (st != PIT_SUCCESS) return st;
     if (p.M == 0 || p.N == 0 || p.batch == 0) return PIT_SUCCESS;
     if ((st = pit_cuda_push(c)) != PIT_SUCCESS) return st;
-    /* one handle per context; the lock keeps SetStream + Gemm together */
-    pthread_mutex_lock(&c->lock);
-    if (!c->blas) {
-        cublasHandle_t h = NULL;
-        cublasStatus_t r = cublasCreate(&h);
-        if (r != CUBLAS_STATUS_SUCCESS) st = cublas_fail(r, "cublasCreate", __FILE__, __LINE__);
-        else c->blas = h;
-    }
-    if (st == PIT_SUCCESS) st = dense_gemm((cublasHandle_t)c->blas, pit_cuda_stream_of(stream), &p);
-    pthread_mutex_unlock(&c->lock);
+    /* row-major C = A.B is column-major C^T = B^T.A^T: the operands swapped */
+    const pit_cuda_blas_gemm g = {p.dt, 0, 0, p.N, p.M, p.K, p.b.ptr, p.b.ld, p.b.bs, p.a.ptr, p.a.ld, p.a.bs,
+                                  p.c.ptr, p.c.ld, p.c.bs, p.batch};
+    st = pit_cuda_blas_gemms(c, pit_cuda_stream_of(stream), &g, 1);
     pit_cuda_pop();
     return st;
 }

@@ -72,6 +72,7 @@ static void moe_job(int mode, const pit_index *idx, int32_t max_entries, const m
     j->dt = v->x.dt;
     j->mode = mode;
     j->glu = (v->flags & PIT_MOE_GLU_MASK) >> 8;
+    j->bt = mode == 1;
     j->groups = v->E;
     /* -1: core read no counts back (moe_plans_on_device); a CUDA-core tile
      * then sizes its grid for every slot in one group */
@@ -105,14 +106,15 @@ static void moe_job(int mode, const pit_index *idx, int32_t max_entries, const m
 }
 
 /* 1 where MoE mode `mode` (slot-row flags allowed) can run on the tensor
- * cores (the 16-bit forward, rows 16-byte aligned, H and N multiples of 8), whose
- * work list is planned on the device; the CUDA-core grids are sized by the
- * largest count */
+ * cores (16-bit, rows 16-byte aligned, W's rows and columns multiples of 8:
+ * the forward, and on sm_90 mode 1's product with W^T), whose work list is
+ * planned on the device; the CUDA-core grids are sized by the largest count */
 static int moe_tensor_core(const pit_cuda_ctx *c, int mode, const pit_cuda_view *x, const pit_cuda_view *w,
                            const pit_cuda_view *y)
 {
-    return (mode & PIT_MOE_MODE_MASK) == 0 && x->dt != PIT_F32 && c->arch >= 80 && pit_cuda_aligned16(x) && pit_cuda_aligned16(w) &&
-           pit_cuda_aligned16(y) && w->rows % 8 == 0 && w->cols % 8 == 0;
+    const int m = mode & PIT_MOE_MODE_MASK;
+    return (m == 0 || (m == 1 && c->arch == 90)) && x->dt != PIT_F32 && c->arch >= 80 && pit_cuda_aligned16(x) &&
+           pit_cuda_aligned16(w) && pit_cuda_aligned16(y) && w->rows % 8 == 0 && w->cols % 8 == 0;
 }
 
 static int cuda_moe_plans_on_device(void *bctx, int mode, const pit_tdesc *X, const pit_tdesc *W, const pit_tdesc *Y)
@@ -123,6 +125,76 @@ static int cuda_moe_plans_on_device(void *bctx, int mode, const pit_tdesc *X, co
            pit_cuda_view_of(Y, "moe_matmul", "Y", 0, &y) == PIT_SUCCESS && moe_tensor_core(bctx, mode, &x, &w, &y);
 }
 
+/* ---- mode 2 (dW) on cuBLAS --------------------------------------------------------------- */
+/* Where mode 2's weight gradients run as one cuBLAS GEMM an expert over
+ * its listed rows gathered in expert order: 16-bit, rows 16-byte aligned,
+ * dW's rows and columns multiples of 8 (the gather's 16-byte steps) */
+static int moe_dw_blas_runs(const moe_views *v)
+{
+    return v->x.dt != PIT_F32 && pit_cuda_aligned16(&v->x) && pit_cuda_aligned16(&v->y) &&
+           pit_cuda_aligned16(&v->w) && v->w.rows % 8 == 0 && v->w.cols % 8 == 0;
+}
+
+/* The listed slots' rows of x (row slot / div, times the slot's gate with
+ * gates) into dst, expert after expert */
+static pit_status moe_gather(pit_cuda_ctx *c, CUstream s, const pit_gmm_args *a, const pit_cuda_view *x, int div,
+                             uint64_t gates, int64_t E, int64_t most, CUdeviceptr dst)
+{
+    pit_gather_args g;
+    memset(&g, 0, sizeof g);
+    g.x = x->ptr, g.y = dst, g.counts = a->counts, g.entries = a->entries, g.gates = gates;
+    g.ldx = x->ld, g.ldy = x->cols, g.ldg = a->ldg;
+    g.cols = (int32_t)x->cols, g.capacity = a->capacity, g.div = div, g.kdiv = a->kdiv, g.E = (int32_t)E;
+    return pit_cuda_launch_kind(c, s, PIT_CUDA_OP_MOE_GATHER, x->dt, NULL, (unsigned)pit_cuda_cdiv(most, 8),
+                                (unsigned)E, 1, 256, &g);
+}
+
+/* dW[e] = sum over e's slots gate(s) X[s / adiv]^T . D[s / cdiv]: both
+ * operands gathered in expert order, then dW[e]^T = Dg_e^T . Xg_e on
+ * cuBLAS (column-major), zeros for an expert without slots. The counts
+ * are read back (the backward's grids need them anyway). */
+static pit_status moe_dw_blas(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_job *j, const moe_views *v)
+{
+    const int64_t E = v->E, Mr = v->w.rows, Nc = v->w.cols;
+    const size_t el = pit_cuda_el_bytes(v->x.dt);
+    int32_t *cnt = calloc((size_t)E, sizeof *cnt);
+    pit_cuda_blas_gemm *g = calloc((size_t)E, sizeof *g);
+    pit_status st = cnt && g ? PIT_SUCCESS : pit_cuda_host->error(PIT_ERR_OUT_OF_MEMORY, PIT_VENDOR_NAME
+                                                                  " moe_matmul: host lists of %lld experts",
+                                                                  (long long)E);
+    CUresult r = st == PIT_SUCCESS ? pit_cu.MemcpyDtoHAsync(cnt, (CUdeviceptr)j->a.counts, (size_t)E * 4, s)
+                                   : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS && st == PIT_SUCCESS) r = pit_cu.StreamSynchronize(s);
+    if (r != CUDA_SUCCESS) st = pit_cu_fail(r, PIT_CALL(MemcpyDtoHAsync), __FILE__, __LINE__);
+    int64_t total = 0, most = 0, n = 0;
+    for (int64_t e = 0; st == PIT_SUCCESS && e < E; ++e) {
+        pit_cuda_view we = v->w;
+        we.batch = 1, we.ptr = v->w.ptr + (uint64_t)(e * v->w.bs) * el;
+        if (cnt[e] <= 0) {
+            st = pit_cuda_zero_view(c, s, &we);
+            continue;
+        }
+        g[n++] = (pit_cuda_blas_gemm){v->x.dt, 0, 1, Nc, Mr, cnt[e], (uint64_t)(total * Nc) * el, Nc, 0,
+                                      (uint64_t)(total * Mr) * el, Mr, 0, we.ptr, v->w.ld, 0, 1};
+        total += cnt[e];
+        most = cnt[e] > most ? cnt[e] : most;
+    }
+    CUdeviceptr buf = 0;
+    if (st == PIT_SUCCESS && total > 0)
+        st = pit_cuda_scratch_alloc(c, s, (size_t)total * (size_t)(Mr + Nc) * el, "moe_matmul dW operands", &buf);
+    if (st == PIT_SUCCESS && total > 0) {
+        const CUdeviceptr xg = buf, dg = buf + (size_t)total * (size_t)Mr * el;
+        for (int64_t i = 0; i < n; ++i) g[i].a += dg, g[i].b += xg;
+        st = moe_gather(c, s, &j->a, &v->x, j->a.adiv, j->a.gates, E, most, xg);
+        if (st == PIT_SUCCESS) st = moe_gather(c, s, &j->a, &v->y, j->a.cdiv, 0, E, most, dg);
+        if (st == PIT_SUCCESS) st = pit_cuda_blas_gemms(c, s, g, (int)n);
+        st = pit_cuda_free_scratch(c, s, buf, st);
+    }
+    free(cnt);
+    free(g);
+    return st;
+}
+
 /* *tile: in, the tile asked for; out, the tile that ran */
 static pit_status moe_run(pit_cuda_ctx *c, CUstream s, int mode, pit_tile *tile, const pit_index *idx,
                           int32_t max_entries, const moe_views *v)
@@ -131,14 +203,17 @@ static pit_status moe_run(pit_cuda_ctx *c, CUstream s, int mode, pit_tile *tile,
     moe_job(mode, idx, max_entries, v, &j);
     j.tile = *tile;
     pit_status st;
+    if (mode == 2 && tile->tensor_core && moe_dw_blas_runs(v)) return moe_dw_blas(c, s, &j, v);
     if (mode == 2 || mode == 3) {
         *tile = pit_cuda_gmm_tile_cuda_core();
         pit_cuda_view g = v->g;
         st = mode == 2 ? PIT_SUCCESS : pit_cuda_zero_view(c, s, &g);
         return st == PIT_SUCCESS && (mode == 2 || j.max_rows > 0) ? pit_cuda_gmm_cuda_core(c, s, &j) : st;
     }
-    const int tc = tile->tensor_core && moe_tensor_core(c, mode, &v->x, &v->w, &v->y);
-    if (j.glu && !(tc && pit_cuda_gmm_fuses(c, v->x.dt, tile)))
+    /* mode 1 (W^T) has the warp-specialised kernel only */
+    const int tc = tile->tensor_core && moe_tensor_core(c, mode, &v->x, &v->w, &v->y) &&
+                   (mode == 0 || pit_cuda_gmm_ws_runs(c, v->x.dt, tile));
+    if (j.glu && !(tc && pit_cuda_gmm_ws_runs(c, v->x.dt, tile)))
         return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " moe_matmul: the gated epilogue needs "
                                     "the sm_90 warp-specialised tile and aligned 16-bit rows "
                                     "(moe_fuses_activation says where)");
@@ -222,7 +297,7 @@ static int cuda_moe_fuses_activation(void *bctx, int act, const pit_tile *tile, 
         return 0;
     const pit_tile t = tile && tile->bm > 0 ? *tile : pit_cuda_gmm_default_tile(c->arch, x.dt);
     return t.tensor_core && w.cols == 2 * a.cols && moe_tensor_core(c, 0, &x, &w, &a) &&
-           pit_cuda_gmm_fuses(c, x.dt, &t);
+           pit_cuda_gmm_ws_runs(c, x.dt, &t);
 }
 
 void pit_cuda_register_moe(pit_backend *be)

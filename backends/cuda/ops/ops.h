@@ -123,6 +123,24 @@ void pit_cuda_register_moe(pit_backend *be);
 void pit_cuda_register_rows(pit_backend *be);
 void pit_cuda_register_elementwise(pit_backend *be);
 
+/* ---- cuBLAS (matmul.c) ------------------------------------------------------------- */
+/* Column-major C = op(A) . op(B) (ta, tb: transposed), m x n x k, batch
+ * strided GEMMs, f32 accumulation */
+typedef struct pit_cuda_blas_gemm {
+    pit_dtype dt;
+    int ta, tb;
+    int64_t m, n, k;
+    uint64_t a;
+    int64_t lda, sa;
+    uint64_t b;
+    int64_t ldb, sb;
+    uint64_t c;
+    int64_t ldc, sc, batch;
+} pit_cuda_blas_gemm;
+/* g[0..n-1] in order on s through the context's cuBLAS handle (made at
+ * first use) */
+pit_status pit_cuda_blas_gemms(pit_cuda_ctx *c, CUstream s, const pit_cuda_blas_gemm *g, int n);
+
 /* ---- the gathered GEMM (gmm.c), run by moe.c and rows.c ---------------------------- */
 typedef struct pit_cuda_gmm_job {
     pit_gmm_args a;
@@ -130,6 +148,7 @@ typedef struct pit_cuda_gmm_job {
     pit_tile tile;            /* the tile asked for (pit_cuda_gmm_tile_valid) */
     int mode, acc;
     int glu;                  /* the gated epilogue (cuda_model.h's OP_GMM_TC [2]); B is then [K, 2N] */
+    int bt;                   /* B^T (OP_GMM_TC [3]): B is W [N, K], the MoE mode 1 */
     int64_t groups, max_rows; /* max_rows: most rows of one group (grid of the CUDA-core path) */
     int64_t listed_max;       /* most listed slots of all groups together */
     int64_t mark_stride;      /* output rows per group (matmul_rows) or 0 (MoE: one output) */
@@ -139,9 +158,10 @@ typedef struct pit_cuda_gmm_job {
  * for the device and dtype. */
 pit_status pit_cuda_gmm_tile_of(const pit_cuda_ctx *c, const char *op, pit_dtype dt, const pit_tile *asked,
                                 pit_tile *t);
-/* 1 where the gated epilogue (j->glu) runs tile t of dtype dt here: the
- * warp-specialised kernel on sm_90 with B's tensor map */
-int pit_cuda_gmm_fuses(const pit_cuda_ctx *c, pit_dtype dt, const pit_tile *t);
+/* 1 where the warp-specialised kernel (the only one with the gated
+ * epilogue, j->glu, and B^T, j->bt) runs tile t of dtype dt here: sm_90
+ * with B's tensor map */
+int pit_cuda_gmm_ws_runs(const pit_cuda_ctx *c, pit_dtype dt, const pit_tile *t);
 /* The CUDA-core kernel over j (any mode) */
 pit_status pit_cuda_gmm_cuda_core(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_job *j);
 /* Modes 0, 1 and matmul_rows. Store (k == 1): zero the unlisted rows unless

@@ -158,27 +158,30 @@ template <int N> PIT_DEV void pit_regs_inc(void) { asm volatile("setmaxnreg.inc.
                         "+f"((d)[i + 4]), "+f"((d)[i + 5]), "+f"((d)[i + 6]), "+f"((d)[i + 7])
 #define PIT_WG_O64(d) PIT_WG_O8(d, 0), PIT_WG_O8(d, 8), PIT_WG_O8(d, 16), PIT_WG_O8(d, 24), \
                       PIT_WG_O8(d, 32), PIT_WG_O8(d, 40), PIT_WG_O8(d, 48), PIT_WG_O8(d, 56)
-/* scale-d true (accumulate), scales +1, A not transposed, B transposed */
-#define PIT_WG_ASM(SHAPE, D, DA, DB) \
+/* scale-d true (accumulate), scales +1, A not transposed, B transposed
+ * (TB 1: B N-major) or not (TB 0: B K-major, laid out as A) */
+#define PIT_WG_ASM(SHAPE, D, DA, DB, TB) \
     "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned." SHAPE " " D ", " DA ", " DB \
-    ", p, 1, 1, 0, 1;\n}\n"
+    ", p, 1, 1, 0, " TB ";\n}\n"
 
 /* N = 128 (64 accumulators a thread) and N = 256 (128) */
-template <int DT> PIT_DEV void pit_wgmma(float (&d)[64], pit_u64 da, pit_u64 db)
+template <int DT, int TB = 1> PIT_DEV void pit_wgmma(float (&d)[64], pit_u64 da, pit_u64 db)
 {
     if (DT == PIT_DT_BF16)
-        asm volatile(PIT_WG_ASM("m64n128k16.f32.bf16.bf16", PIT_WG_D64, "%64", "%65") : PIT_WG_O64(d) : "l"(da), "l"(db));
+        asm volatile(PIT_WG_ASM("m64n128k16.f32.bf16.bf16", PIT_WG_D64, "%64", "%65", "%66")
+                     : PIT_WG_O64(d) : "l"(da), "l"(db), "n"(TB));
     else
-        asm volatile(PIT_WG_ASM("m64n128k16.f32.f16.f16", PIT_WG_D64, "%64", "%65") : PIT_WG_O64(d) : "l"(da), "l"(db));
+        asm volatile(PIT_WG_ASM("m64n128k16.f32.f16.f16", PIT_WG_D64, "%64", "%65", "%66")
+                     : PIT_WG_O64(d) : "l"(da), "l"(db), "n"(TB));
 }
-template <int DT> PIT_DEV void pit_wgmma(float (&d)[128], pit_u64 da, pit_u64 db)
+template <int DT, int TB = 1> PIT_DEV void pit_wgmma(float (&d)[128], pit_u64 da, pit_u64 db)
 {
     if (DT == PIT_DT_BF16)
-        asm volatile(PIT_WG_ASM("m64n256k16.f32.bf16.bf16", PIT_WG_D128, "%128", "%129")
-                     : PIT_WG_O64(d), PIT_WG_O64(d + 64) : "l"(da), "l"(db));
+        asm volatile(PIT_WG_ASM("m64n256k16.f32.bf16.bf16", PIT_WG_D128, "%128", "%129", "%130")
+                     : PIT_WG_O64(d), PIT_WG_O64(d + 64) : "l"(da), "l"(db), "n"(TB));
     else
-        asm volatile(PIT_WG_ASM("m64n256k16.f32.f16.f16", PIT_WG_D128, "%128", "%129")
-                     : PIT_WG_O64(d), PIT_WG_O64(d + 64) : "l"(da), "l"(db));
+        asm volatile(PIT_WG_ASM("m64n256k16.f32.f16.f16", PIT_WG_D128, "%128", "%129", "%130")
+                     : PIT_WG_O64(d), PIT_WG_O64(d + 64) : "l"(da), "l"(db), "n"(TB));
 }
 
 #define PIT_WG_D8 "{%0,%1,%2,%3,%4,%5,%6,%7}"
