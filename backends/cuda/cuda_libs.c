@@ -38,6 +38,10 @@ static struct {
     NVRTC_CALLS(POINTER)
     CUBLAS_CALLS(POINTER)
     CUSPARSE_CALLS(POINTER)
+#if PIT_CUBLAS_GROUPED
+    /* optional: NULL where the library lacks it */
+    __typeof__(cublasGemmGroupedBatchedEx) *cublasGemmGroupedBatchedEx;
+#endif
 } api;
 #undef POINTER
 
@@ -124,6 +128,12 @@ static void load(pit_cuda_lib lib, int max_cuda, outcome *o)
     void *h = pit_cuda_lib_find(l->sonames, l->nsonames, max_cuda, path, sizeof path, o->why, sizeof o->why);
     o->loaded = h && resolve(l, h, path, o->why, sizeof o->why);
     if (o->loaded) memcpy(o->path, path, sizeof path);
+#if PIT_CUBLAS_GROUPED
+    if (o->loaded && lib == PIT_CUDA_CUBLAS) {
+        void *sym = dlsym(h, "cublasGemmGroupedBatchedEx");
+        memcpy(&api.cublasGemmGroupedBatchedEx, &sym, sizeof sym);
+    }
+#endif
     if (o->loaded && lib == PIT_CUDA_NVRTC) load_nvrtc_builtins(path);
 }
 
@@ -150,6 +160,18 @@ const char *pit_cuda_lib_path(pit_cuda_lib lib)
     const char *path = outcomes[lib].loaded ? outcomes[lib].path : NULL;
     pthread_mutex_unlock(&load_lock);
     return path;
+}
+
+int pit_cuda_blas_has_grouped(void)
+{
+#if PIT_CUBLAS_GROUPED
+    pthread_mutex_lock(&load_lock);
+    const int has = api.cublasGemmGroupedBatchedEx != NULL;
+    pthread_mutex_unlock(&load_lock);
+    return has;
+#else
+    return 0;
+#endif
 }
 
 const char *pit_cuda_lib_name(pit_cuda_lib lib)
@@ -195,6 +217,19 @@ FORWARD(cublasStatus_t, cublasGemmStridedBatchedEx,
          long long int strideC, int batch, cublasComputeType_t compute, cublasGemmAlgo_t algo),
         (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc,
          strideC, batch, compute, algo))
+
+#if PIT_CUBLAS_GROUPED
+/* Only where pit_cuda_blas_has_grouped() says the library has it */
+FORWARD(cublasStatus_t, cublasGemmGroupedBatchedEx,
+        (cublasHandle_t handle, const cublasOperation_t transa_array[], const cublasOperation_t transb_array[],
+         const int m_array[], const int n_array[], const int k_array[], const void *alpha_array,
+         const void *const Aarray[], cudaDataType_t Atype, const int lda_array[], const void *const Barray[],
+         cudaDataType_t Btype, const int ldb_array[], const void *beta_array, void *const Carray[],
+         cudaDataType_t Ctype, const int ldc_array[], int group_count, const int group_size[],
+         cublasComputeType_t computeType),
+        (handle, transa_array, transb_array, m_array, n_array, k_array, alpha_array, Aarray, Atype, lda_array, Barray,
+         Btype, ldb_array, beta_array, Carray, Ctype, ldc_array, group_count, group_size, computeType))
+#endif
 
 FORWARD(const char *, cusparseGetErrorName, (cusparseStatus_t status), (status))
 FORWARD(cusparseStatus_t, cusparseCreate, (cusparseHandle_t * handle), (handle))

@@ -46,6 +46,15 @@ const char *pit_cuda_lib_path(pit_cuda_lib lib);
 
 /* "NVRTC", "cuBLAS", "cuSPARSE" */
 const char *pit_cuda_lib_name(pit_cuda_lib lib);
+/* 1 where the loaded cuBLAS has cublasGemmGroupedBatchedEx (12.5 and
+ * later) and the plug-in was built with headers that declare it
+ * (PIT_CUBLAS_GROUPED, where cuBLAS's header comes first) */
+int pit_cuda_blas_has_grouped(void);
+#if defined(CUBLAS_VER_MAJOR) && (CUBLAS_VER_MAJOR > 12 || (CUBLAS_VER_MAJOR == 12 && CUBLAS_VER_MINOR >= 5))
+#define PIT_CUBLAS_GROUPED 1
+#else
+#define PIT_CUBLAS_GROUPED 0
+#endif
 
 /* ---- the search (cuda_lib_search.c) ----------------------------------------------- */
 

@@ -4,9 +4,11 @@
  * helpers) and the dense GEMM through cuBLAS.
  */
 #include <cublas_v2.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops.h"
+#include "cuda_libs.h"
 
 /* ---- sparse matmul ----------------------------------------------------------- */
 #define AXIS_K_MIN_SPLIT_CHUNKS 4 /* chunks of a full index each share keeps, at least */
@@ -499,20 +501,105 @@ static pit_status blas_gemm_locked(cublasHandle_t h, CUstream s, const pit_cuda_
     return PIT_SUCCESS;
 }
 
+#if PIT_CUBLAS_GROUPED
+/* g[0..n-1] (one dtype, batch 1 each) as one grouped call of n groups of
+ * one: the operands' pointers in device memory (ptrs, 3n of them), the rest
+ * from host arrays */
+typedef struct blas_group {
+    cublasOperation_t *ta, *tb;
+    int *m, *n, *k, *lda, *ldb, *ldc, *size;
+    float *alpha, *beta;
+    void **ptr; /* A's, B's, C's */
+} blas_group;
+
+static int blas_groupable(const pit_cuda_blas_gemm *g, int n)
+{
+    if (n < 2 || !pit_cuda_blas_has_grouped()) return 0;
+    for (int i = 0; i < n; i++)
+        if (g[i].batch != 1 || g[i].dt != g[0].dt || g[i].m > INT32_MAX || g[i].n > INT32_MAX || g[i].k > INT32_MAX)
+            return 0;
+    return 1;
+}
+
+static void blas_group_free(blas_group *b)
+{
+    free(b->ta), free(b->tb), free(b->m), free(b->n), free(b->k), free(b->lda), free(b->ldb), free(b->ldc);
+    free(b->size), free(b->alpha), free(b->beta), free(b->ptr);
+}
+
+/* The host arrays, and the pointers uploaded into *ptrs (scratch on s) */
+static pit_status blas_group_make(pit_cuda_ctx *c, CUstream s, const pit_cuda_blas_gemm *g, int n, blas_group *b,
+                                  CUdeviceptr *ptrs)
+{
+    const size_t u = (size_t)n;
+    b->ta = malloc(u * sizeof *b->ta), b->tb = malloc(u * sizeof *b->tb);
+    b->m = malloc(u * sizeof(int)), b->n = malloc(u * sizeof(int)), b->k = malloc(u * sizeof(int));
+    b->lda = malloc(u * sizeof(int)), b->ldb = malloc(u * sizeof(int)), b->ldc = malloc(u * sizeof(int));
+    b->size = malloc(u * sizeof(int)), b->alpha = malloc(u * sizeof(float)), b->beta = malloc(u * sizeof(float));
+    b->ptr = malloc(3 * u * sizeof(void *));
+    if (!b->ta || !b->tb || !b->m || !b->n || !b->k || !b->lda || !b->ldb || !b->ldc || !b->size || !b->alpha ||
+        !b->beta || !b->ptr)
+        return pit_cuda_host->error(PIT_ERR_OUT_OF_MEMORY, PIT_VENDOR_NAME " cuBLAS: host arrays of %d GEMMs", n);
+    for (int i = 0; i < n; i++) {
+        b->ta[i] = g[i].ta ? CUBLAS_OP_T : CUBLAS_OP_N, b->tb[i] = g[i].tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+        b->m[i] = (int)g[i].m, b->n[i] = (int)g[i].n, b->k[i] = (int)g[i].k;
+        b->lda[i] = (int)g[i].lda, b->ldb[i] = (int)g[i].ldb, b->ldc[i] = (int)g[i].ldc;
+        b->size[i] = 1, b->alpha[i] = 1.f, b->beta[i] = 0.f;
+        b->ptr[i] = (void *)(uintptr_t)g[i].a, b->ptr[u + i] = (void *)(uintptr_t)g[i].b;
+        b->ptr[2 * u + i] = (void *)(uintptr_t)g[i].c;
+    }
+    pit_status st = pit_cuda_scratch_alloc(c, s, 3 * u * sizeof(void *), "cuBLAS grouped pointers", ptrs);
+    if (st != PIT_SUCCESS) return st;
+    /* from pageable memory: the host array is copied before this returns */
+    CUresult r = pit_cu.MemcpyHtoDAsync(*ptrs, b->ptr, 3 * u * sizeof(void *), s);
+    return r == CUDA_SUCCESS ? PIT_SUCCESS : pit_cu_fail(r, PIT_CALL(MemcpyHtoDAsync), __FILE__, __LINE__);
+}
+
+static pit_status blas_grouped_locked(cublasHandle_t h, CUstream s, const blas_group *b, CUdeviceptr ptrs, int n,
+                                      pit_dtype dt)
+{
+    cudaDataType_t t = blas_type(dt);
+    const void *const *A = (const void *const *)(uintptr_t)ptrs;
+    CUBLAS_CHECK(cublasSetStream(h, (cudaStream_t)s), "cublasSetStream");
+    CUBLAS_CHECK(cublasGemmGroupedBatchedEx(h, b->ta, b->tb, b->m, b->n, b->k, b->alpha, A, t, b->lda, A + n, t,
+                                            b->ldb, b->beta, (void *const *)(A + 2 * n), t, b->ldc, n, b->size,
+                                            CUBLAS_COMPUTE_32F),
+                 "cublasGemmGroupedBatchedEx");
+    return PIT_SUCCESS;
+}
+#endif
+
 pit_status pit_cuda_blas_gemms(pit_cuda_ctx *c, CUstream s, const pit_cuda_blas_gemm *g, int n)
 {
     pit_status st = PIT_SUCCESS;
+    CUdeviceptr ptrs = 0;
+#if PIT_CUBLAS_GROUPED
+    /* many GEMMs (an expert each): one launch instead of n */
+    blas_group grp;
+    memset(&grp, 0, sizeof grp);
+    const int grouped = blas_groupable(g, n);
+    if (grouped) st = blas_group_make(c, s, g, n, &grp, &ptrs);
+#endif
     /* one handle per context; the lock keeps SetStream + Gemm together */
     pthread_mutex_lock(&c->lock);
-    if (!c->blas) {
+    if (!c->blas && st == PIT_SUCCESS) {
         cublasHandle_t h = NULL;
         cublasStatus_t r = cublasCreate(&h);
         if (r != CUBLAS_STATUS_SUCCESS) st = cublas_fail(r, "cublasCreate", __FILE__, __LINE__);
         else c->blas = h;
     }
+#if PIT_CUBLAS_GROUPED
+    if (grouped && st == PIT_SUCCESS) {
+        st = blas_grouped_locked((cublasHandle_t)c->blas, s, &grp, ptrs, n, g[0].dt);
+        n = 0;
+    }
+#endif
     for (int i = 0; i < n && st == PIT_SUCCESS; i++) st = blas_gemm_locked((cublasHandle_t)c->blas, s, &g[i]);
     pthread_mutex_unlock(&c->lock);
-    return st;
+#if PIT_CUBLAS_GROUPED
+    blas_group_free(&grp);
+#endif
+    return ptrs ? pit_cuda_free_scratch(c, s, ptrs, st) : st;
 }
 
 pit_status pit_cuda_matmul_dense(void *bctx, void *stream, const pit_tdesc *A, const pit_tdesc *B,
