@@ -157,6 +157,7 @@ static pit_status moe_dw_blas(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_jo
 {
     const int64_t E = v->E, Mr = v->w.rows, Nc = v->w.cols;
     const size_t el = pit_cuda_el_bytes(v->x.dt);
+    if (E <= 0) return PIT_SUCCESS;
     int32_t *cnt = calloc((size_t)E, sizeof *cnt);
     pit_cuda_blas_gemm *g = calloc((size_t)E, sizeof *g);
     pit_status st = cnt && g ? PIT_SUCCESS : pit_cuda_host->error(PIT_ERR_OUT_OF_MEMORY, PIT_VENDOR_NAME
