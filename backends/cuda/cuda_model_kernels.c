@@ -190,7 +190,7 @@ static int emit_dtype(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
     static const pit_cuda_kernel_kind masked[] = {PIT_CUDA_OP_SDDMM,   PIT_CUDA_OP_SOFTMAX,     PIT_CUDA_OP_SOFTMAX_BWD,
                                                   PIT_CUDA_OP_ATTN_EX, PIT_CUDA_OP_ATTN_EX_DQ, PIT_CUDA_OP_ATTN_EX_DKV};
     static const pit_cuda_kernel_kind plain[] = {PIT_CUDA_OP_ZERO, PIT_CUDA_OP_RELU, PIT_CUDA_OP_TRANSPOSE,
-                                                 PIT_CUDA_OP_MOE_ACT, PIT_CUDA_OP_MOE_GATHER};
+                                                 PIT_CUDA_OP_MOE_ACT, PIT_CUDA_OP_MOE_GATHER, PIT_CUDA_OP_SUM_SLOTS};
     static const int gmm_cc[][2] = {{0, 0}, {1, 0}, {0, 1}, {1, 1}, {0, 2}, {0, 3}}; /* acc, mode */
     int n = 0;
     for (int k = 0; k < (int)(sizeof masked / sizeof masked[0]); ++k)

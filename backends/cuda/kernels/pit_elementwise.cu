@@ -4,7 +4,8 @@
  * ReLU and transpose; and the MoE expert FFN's activation over token-slot
  * rows, and the gather of its slot rows in expert order for the weight
  * gradients. One per compilation: PIT_KERNEL_OP_ZERO, PIT_KERNEL_OP_RELU,
- * PIT_KERNEL_OP_TRANSPOSE, PIT_KERNEL_OP_MOE_ACT or PIT_KERNEL_OP_MOE_GATHER.
+ * PIT_KERNEL_OP_TRANSPOSE, PIT_KERNEL_OP_MOE_ACT, PIT_KERNEL_OP_MOE_GATHER or
+ * PIT_KERNEL_OP_SUM_SLOTS.
  * Defines: PIT_DTYPE.
  */
 #include "common/port.cuh"
@@ -165,5 +166,33 @@ PIT_KERNEL void __launch_bounds__(256) pit_op_moe_gather(const pit_gather_args a
         }
         dst[c] = v;
     }
+}
+#endif
+
+#if defined(PIT_KERNEL_OP_SUM_SLOTS)
+/* Y[t, c] = sum over j < k (a.E) of X[t k + j, c], in f32: a token's k
+ * slot rows (the MoE second product's, gated, unlisted ones zero). A thread
+ * 16 bytes of columns (cols a multiple of them, rows 16-byte aligned).
+ * grid: x = ceil(rows * cols / (16 bytes' elements) / 256); 256 threads. */
+PIT_KERNEL void __launch_bounds__(256) pit_op_sum_slots(const pit_ew_args a)
+{
+    constexpr int V = 16 / sizeof(T); /* elements a 16-byte step */
+    const pit_i64 u = (pit_i64)blockIdx.x * 256 + threadIdx.x, per = a.cols / V;
+    if (u >= (pit_i64)a.rows * per) return;
+    const pit_i64 t = u / per, c = (u % per) * V;
+    float sum[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) sum[i] = 0.f;
+    for (int j = 0; j < a.E; ++j) {
+        const uint4 v = *(const uint4 *)((const T *)a.x + (t * a.E + j) * a.ldx + c);
+        const T *e = (const T *)&v;
+#pragma unroll
+        for (int i = 0; i < V; ++i) sum[i] += pit_to_float(e[i]);
+    }
+    uint4 o;
+    T *r = (T *)&o;
+#pragma unroll
+    for (int i = 0; i < V; ++i) r[i] = pit_from_float<T>(sum[i]);
+    *(uint4 *)((T *)a.y + t * a.ldy + c) = o;
 }
 #endif

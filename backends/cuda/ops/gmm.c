@@ -130,11 +130,39 @@ static pit_status zero_unlisted(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_
     return pit_cuda_free_scratch(c, s, mark, st);
 }
 
+/* A token's k results summed without atomics: the tile stores every slot's
+ * gated row into slot rows S [T k, N] (unlisted slots zeroed), then
+ * pit_op_sum_slots adds each token's k rows in f32 into out. */
+static pit_status gmm_sum_slots(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j, const pit_cuda_view *out)
+{
+    const int64_t k = j->a.cdiv, slots = out->rows * k;
+    pit_cuda_view sv = *out;
+    sv.rows = slots, sv.ld = out->cols, sv.bs = slots * out->cols;
+    CUdeviceptr buf = 0;
+    pit_status st = pit_cuda_scratch_alloc(c, s, (size_t)(slots * out->cols) * pit_cuda_el_bytes(out->dt),
+                                           "gmm slot rows", &buf);
+    if (st != PIT_SUCCESS) return st;
+    sv.ptr = buf;
+    j->acc = 0, j->a.cdiv = 1;
+    j->a.c = buf, j->a.ldc = out->cols, j->a.sc = 0;
+    st = zero_unlisted(c, s, j, &sv);
+    if (st == PIT_SUCCESS) st = gmm_tensor_core(c, s, j);
+    pit_ew_args a = {buf, out->ptr, 0, out->cols, 0, out->ld, 0, 0, 0, (int32_t)out->rows, (int32_t)out->cols,
+                     (int32_t)k, 0};
+    if (st == PIT_SUCCESS)
+        st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_SUM_SLOTS, out->dt, NULL,
+                                  (unsigned)pit_cuda_cdiv(out->rows * (out->cols / 8), 256), 1, 1, 256, &a);
+    return pit_cuda_free_scratch(c, s, buf, st);
+}
+
 pit_status pit_cuda_gmm_scatter(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j, const pit_cuda_view *out,
                                 int tensor_core, int keep)
 {
     pit_status st = PIT_SUCCESS;
     CUdeviceptr scratch = 0;
+    if (j->acc && tensor_core && out->dt != PIT_F32 && out->batch == 1 && j->a.cdiv > 1 && !j->mark_stride &&
+        out->cols % 8 == 0)
+        return gmm_sum_slots(c, s, j, out);
     if (!j->acc) {
         if (!keep) st = zero_unlisted(c, s, j, out);
     } else if (out->dt == PIT_F32) {
