@@ -4,6 +4,7 @@
  * core/backend.h, and the expert FFN's activation
  * (kernels/pit_elementwise.cu).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops.h"
