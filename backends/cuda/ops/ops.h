@@ -165,8 +165,10 @@ int pit_cuda_gmm_ws_runs(const pit_cuda_ctx *c, pit_dtype dt, const pit_tile *t)
 /* The CUDA-core kernel over j (any mode) */
 pit_status pit_cuda_gmm_cuda_core(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_job *j);
 /* Modes 0, 1 and matmul_rows. Store (k == 1): zero the unlisted rows unless
- * keep; accumulate: into out zeroed (f32) or an f32 scratch converted into
- * out afterwards. tensor_core: on pit_op_gmm_tc with j->tile. */
+ * keep; accumulate: on the tensor cores with 16-bit rows, every slot's row
+ * stored and a token's k rows summed by pit_op_sum_slots (no atomics);
+ * otherwise into out zeroed (f32) or an f32 scratch converted into out
+ * afterwards. tensor_core: on pit_op_gmm_tc with j->tile. */
 pit_status pit_cuda_gmm_scatter(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j, const pit_cuda_view *out,
                                 int tensor_core, int keep);
 
