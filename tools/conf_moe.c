@@ -175,11 +175,13 @@ typedef struct ffn_shape { int64_t t, h, f, e, k; } ffn_shape;
 /* odd sizes; top-1, 2 and 8; one expert; experts left with no token */
 static const ffn_shape ffn_shapes[] = {
     {1, 1, 1, 1, 1}, {7, 5, 3, 2, 1}, {33, 17, 9, 4, 2}, {50, 19, 13, 9, 8}, {64, 24, 10, 3, 2}};
-/* one the tensor cores take: H and F multiples of 8, F past one 128-column
- * tile, experts past one 128-row tile (on sm_90 the gated activations run
- * in the first product's epilogue). Its cases draw from a random stream of
- * their own, so the other cases' inputs do not depend on them. */
-static const ffn_shape ffn_tc_shape = {300, 64, 200, 5, 2};
+/* ones the tensor cores take: H and F multiples of 8; F past one
+ * 128-column tile, experts past one 128-row tile (on sm_90 the gated
+ * activations run in the first product's epilogue); and top-8 over 16
+ * experts (each token's 8 slot rows summed). Their cases draw from a random
+ * stream of their own, so the other cases' inputs do not depend on them. */
+static const ffn_shape ffn_tc_shapes[] = {{300, 64, 200, 5, 2}, {96, 64, 64, 16, 8}};
+#define NFFN_TC_SHAPES (int)(sizeof ffn_tc_shapes / sizeof ffn_tc_shapes[0])
 #define FFN_TC_SEED 16
 static const ffn_shape ffn_quick_shapes[] = {{7, 5, 3, 2, 1}, {33, 17, 9, 4, 2}, {50, 19, 13, 9, 8}};
 /* nothing to compute: T, F, E or k 0 */
@@ -407,15 +409,17 @@ static void ffn_dtype_cases(pit_context *ctx, const conf_opts *o, conf_tally *t,
     }
     pit_rng tc_rng;
     pit_rng_seed(&tc_rng, o->seed + FFN_TC_SEED + (uint64_t)dt);
-    for (int a = 0; a < NFFN_ACTS; a++)
-        for (int r = 0; r < 2; r++) {
-            if (o->quick && (a > PIT_ACT_GEGLU || r))
-                continue;
-            ffn_case c = {&ffn_tc_shape, dt, a, (ffn_routing)r, FFN_PLAIN};
-            ffn_case_run(ctx, o, t, &c, &tc_rng);
-        }
-    const ffn_case scratch = {&ffn_tc_shape, dt, PIT_ACT_SWIGLU, ROUTE_SKEWED, FFN_SCRATCH};
-    ffn_case_run(ctx, o, t, &scratch, &tc_rng);
+    for (int sh = 0; sh < NFFN_TC_SHAPES; sh++) {
+        for (int a = 0; a < NFFN_ACTS; a++)
+            for (int r = 0; r < 2; r++) {
+                if (o->quick && (a > PIT_ACT_GEGLU || r))
+                    continue;
+                ffn_case c = {&ffn_tc_shapes[sh], dt, a, (ffn_routing)r, FFN_PLAIN};
+                ffn_case_run(ctx, o, t, &c, &tc_rng);
+            }
+        const ffn_case scratch = {&ffn_tc_shapes[sh], dt, PIT_ACT_SWIGLU, ROUTE_SKEWED, FFN_SCRATCH};
+        ffn_case_run(ctx, o, t, &scratch, &tc_rng);
+    }
 }
 
 void conf_moe_ffn(pit_context *ctx, const conf_opts *o, conf_tally *t)
