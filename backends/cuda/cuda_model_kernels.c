@@ -15,8 +15,8 @@ char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size)
     int dt = (int)v->dtype;
     switch (v->kind) {
     case PIT_CUDA_OP_ATTENTION:
-        snprintf(buf, size, "-DPIT_DTYPE=%d -DBLOCK=%d -DHD=%d -DHDV=%d -DMASK_DT=%d -DATT_DETECT=%d", dt, p[0],
-                 p[1], p[2], p[3], p[4]);
+        snprintf(buf, size, "-DPIT_DTYPE=%d -DBLOCK=%d -DHD=%d -DHDV=%d -DMASK_DT=%d -DATT_DETECT=%d -DATT_WS=%d", dt,
+                 p[0], p[1], p[2], p[3], p[4] == 1, p[4] == 2);
         break;
     case PIT_CUDA_OP_ATTN_DECODE:
     case PIT_CUDA_OP_ATTN_COMBINE:
@@ -159,6 +159,14 @@ static int emit_tensor_core(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void
             ++n;
         }
     }
+    /* sm_90: the warp-specialised kernel, blocks of 128, head dims 128 (and
+     * 64 on one side), with an element mask and without (the u8 variant) */
+    for (int hdv = 64; arch == 90 && hdv <= 128; hdv *= 2)
+        for (int mdt = 2; mdt <= PIT_U8; mdt += 2) {
+            int p[5] = {128, 128, hdv, mdt, 2};
+            emit(PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
+            ++n;
+        }
     /* decode: key blocks and head dims of 64 and 128; the combine reads no
      * key block (64 only) */
     for (int kb = 64; kb <= 128; kb *= 2)

@@ -139,6 +139,12 @@ PIT_ARGS_SIZE(pit_ix, 32);
 
 /* pit_attention.cu */
 typedef struct pit_attention_args {
+    /* CUtensorMaps of Q, K and V as [sets, rows, head dim] for the
+     * warp-specialised kernel (ATT_WS): boxes of 64 columns x 128 (Q) or 64
+     * rows (K, V) under 128-byte swizzle; 128 opaque bytes each */
+    PIT_ALIGNAS(64) pit_u8 map_q[128];
+    PIT_ALIGNAS(64) pit_u8 map_k[128];
+    PIT_ALIGNAS(64) pit_u8 map_v[128];
     PIT_PTR(const pit_u8) q;
     PIT_PTR(const pit_u8) k;
     PIT_PTR(const pit_u8) v;
@@ -170,7 +176,7 @@ typedef struct pit_attention_args {
     PIT_PTR(float) lse;
     pit_i64 lse_sb, lse_sh;
 } pit_attention_args;
-PIT_ARGS_SIZE(pit_attention_args, 272);
+PIT_ARGS_SIZE(pit_attention_args, 704);
 /* pit_attention_args.flags */
 #define PIT_ATT_MASK 1     /* an element mask (else every element of a listed block counts) */
 #define PIT_ATT_NO_INDEX 2 /* no index: every key block inside the window bounds */

@@ -42,21 +42,40 @@
 #else
 #define ATT_WGMMA 0
 #endif
-constexpr int BQ = BLOCK, KC = 64, WARPS = BQ / 16, THREADS = WARPS * 32;
+/* ATT_WS: warp-specialised (sm_90a, blocks of 128, no detection inside):
+ * warpgroup 0 copies Q once and each chunk's K and V by TMA into a ring of
+ * stages; warpgroups 1 and 2 multiply 64 query rows each, Q.K^T with both
+ * operands in shared memory, and overlap the softmax of chunk c with the
+ * P.V product of chunk c - 1. Head dims of 128 (Q's or V's): at 64 the
+ * kernel of two CTAs an SM below is faster. */
+#if defined(ATT_WS) && ATT_WS
+#if !(ATT_WGMMA && BLOCK == 128 && !ATT_DETECT && (HD == 128 || HDV == 128))
+#error "the warp-specialised attention needs wgmma, blocks of 128, a head dim of 128 and no detection inside"
+#endif
+#else
+#undef ATT_WS
+#define ATT_WS 0
+#endif
+constexpr int BQ = BLOCK, KC = 64, WARPS = BQ / 16, THREADS = ATT_WS ? 384 : WARPS * 32;
 /* pit_attention's options; the variant that detects inside the kernel runs
  * pit_sparse_attention's calls alone, and its registers stay below 128 */
 constexpr bool OPTIONS = !ATT_DETECT;
 /* the largest |max| (scaled, base 2) the exponent's FFMA may fold the scale
  * for: half its ulp is 2^-5 (attend below) */
 constexpr float ATT_FOLD_MAX = 1048576.f; /* 2^20 */
-constexpr int QS = HD + 8; /* padded: ldmatrix without conflicts */
+constexpr int QS = ATT_WS ? HD : HD + 8; /* padded: ldmatrix without conflicts; swizzled slabs for TMA */
 #if ATT_WGMMA
 constexpr int KS = HD, VS = HDV, ALIGN = 1024; /* swizzle atoms start 1024-byte aligned */
 #else
 constexpr int KS = HD + 8, VS = HDV + 8, ALIGN = 0;
 #endif
 constexpr int Q_BYTES = BQ * QS * 2, K_BYTES = KC * KS * 2, V_BYTES = KC * VS * 2;
-extern "C" __device__ const int pit_smem_bytes = Q_BYTES + 2 * (K_BYTES + V_BYTES) + ALIGN;
+/* the ring of the warp-specialised kernel (one CTA an SM: its 384
+ * threads take the registers) */
+constexpr int WS_STAGES = ATT_WS ? 4 : 2;
+constexpr int WS_BARS = Q_BYTES + WS_STAGES * (K_BYTES + V_BYTES); /* full[s], empty[s], Q's */
+extern "C" __device__ const int pit_smem_bytes =
+    ATT_WS ? WS_BARS + 16 * WS_STAGES + 8 + ALIGN : Q_BYTES + 2 * (K_BYTES + V_BYTES) + ALIGN;
 static_assert(!ATT_WGMMA || Q_BYTES % 1024 == 0, "attention: K and V stages 1024-byte aligned");
 static_assert(BLOCK % KC == 0 && HD % 16 == 0 && HDV % 16 == 0, "attention tile");
 static_assert(PIT_DTYPE != PIT_DT_F32, "tensor cores take 16-bit inputs");
@@ -111,11 +130,12 @@ PIT_DEV void load_rows(T *dst, const T *src, pit_i64 ld, int r0, int L)
     }
 }
 
-/* Two adjacent mask elements (col, col + 1) of row as bits 0 and 1. */
+/* Two adjacent mask elements (col, col + 1) of row as bits 0 and 1; m:
+ * element (row, col). */
 PIT_DEV pit_u32 mask_pair(const pit_attention_args &a, const pit_u8 *m, int row, int col)
 {
     if (row >= a.L || col >= a.Lk) return 0;
-    pit_i64 i = (pit_i64)row * a.mld + col;
+    const pit_i64 i = 0;
     if (a.mask_pair && col + 1 < a.Lk) {
 #if MASK_BYTES == 2
         pit_u32 w = __ldg((const pit_u32 *)(m + 2 * i));
@@ -179,9 +199,179 @@ PIT_DEV int kv_set(const pit_attention_args &a, int b)
     return a.group == 1 ? b : b / a.heads_q * (a.heads_q / a.group) + b % a.heads_q / a.group;
 }
 
-/* Attention of batch b's query block qb over its group's entries. The
- * index is read through L2 (pit_ldcg): with detection inside the kernel
- * it was written during this launch. */
+/* The key chunks of query block qb of query set b: the key blocks its
+ * index group lists (entries read through L2, pit_ldcg: with detection
+ * inside the kernel they were written during this launch), else those
+ * inside the window bounds; KC keys a chunk. */
+struct att_walk {
+    const int *ent; /* the group's entries; NULL without an index */
+    int first;      /* without an index: the first key block */
+    int chunks;
+};
+
+PIT_DEV att_walk walk_of(const pit_attention_args &a, int b, int qb)
+{
+    att_walk w;
+    int count;
+    w.ent = nullptr;
+    w.first = 0;
+    if (!OPTIONS || !(a.flags & PIT_ATT_NO_INDEX)) {
+        const int grp = ix_group(a.ix, b, qb);
+        count = pit_ldcg(a.ix.counts + grp);
+        w.ent = a.ix.entries + (pit_i64)grp * a.ix.capacity;
+    } else {
+        bounded_blocks(a, qb * BQ, &w.first, &count);
+    }
+    w.chunks = count * (BLOCK / KC);
+    return w;
+}
+
+/* chunk c's entry: its key block, PIT_ENTRY_FULL when the block's mask is all on */
+PIT_DEV int walk_entry(const att_walk &w, int c)
+{
+    return w.ent ? pit_ldcg(w.ent + c / (BLOCK / KC)) : w.first + c / (BLOCK / KC);
+}
+
+/* the first key of chunk c, whose entry is e */
+PIT_DEV int walk_key0(int e, int c) { return pit_entry_index(e) * BLOCK + (c % (BLOCK / KC)) * KC; }
+
+/* The allowed keys of a warp's 16 rows (from row0) in the chunk of KC keys
+ * at key0: bit 4 j + 2 h + e is row row0 + g + 8 h, key key0 + 8 j + 2 t +
+ * e (the m16n8 accumulator layout). full: no element mask, or detection
+ * found the block's all on (uniform over the CTA); a chunk inside every
+ * row's bounds loads nothing. */
+PIT_DEV pit_u32 chunk_bits(const pit_attention_args &a, const pit_u8 *mask, int q0, int row0, int key0, bool full)
+{
+    const int lane = pit_lane(), g = lane >> 2, t = lane & 3;
+    const bool windowed = OPTIONS && (a.wl >= 0 || a.wr >= 0);
+    pit_u32 on = 0;
+    if (full && chunk_inside(a, q0, key0)) return ~0u;
+    if (full) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) on |= bounds_pair(a, row0 + g + 8 * h, key0 + j * 8 + 2 * t) << (4 * j + 2 * h);
+        return on;
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int row = row0 + g + 8 * h;
+        const pit_u8 *m = mask + ((pit_i64)row * a.mld + key0 + 2 * t) * MASK_BYTES;
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            on |= (mask_pair(a, m + j * 8 * MASK_BYTES, row, key0 + j * 8 + 2 * t) &
+                   (windowed ? bounds_pair(a, row, key0 + j * 8 + 2 * t) : 3u))
+                  << (4 * j + 2 * h);
+    }
+    return on;
+}
+
+/* The online softmax of one chunk: this thread's scores s (element e of
+ * tile j is row g + 8 (e / 2), key 8 j + 2 t + e % 2), masked by on, become
+ * P (not normalised); m_run and l_run (base 2) move on, and alpha[h] is the
+ * factor O's rows h take.
+ * With a positive scale (uniform) the scores stay unscaled: the max of the
+ * raw scores times the scale is the max of the scaled ones, and the scale
+ * joins the exponent's FFMA (one FMUL an element fewer). That FFMA
+ * subtracts the rounded max from an exact product, so the largest score's
+ * exponent is off by up to half an ulp of the max: nothing below 2^20, but
+ * for larger logits enough to overflow 2^x or to zero the row. There (a
+ * compare a row and chunk) the scores are scaled first, rounded as the max
+ * was (pit_mul_rn), and the largest gives exactly 2^0. Max and sum run as
+ * two chains (e = 0, 1): half the dependent steps. */
+PIT_DEV void softmax_chunk(const pit_attention_args &a, float (&s)[8][4], pit_u32 on, float (&m_run)[2],
+                           float (&l_run)[2], float (&alpha)[2])
+{
+    const bool fold = a.scale_log2 > 0.f;
+    const float post = fold ? a.scale_log2 : 1.f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        if (!fold) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) s[j][2 * h + e] = pit_mul_rn(s[j][2 * h + e], a.scale_log2);
+        }
+        float mx2[2] = {PIT_NEG_INF, PIT_NEG_INF};
+        if (on != ~0u) { /* masked scores to -inf (the common case, all allowed, skips it) */
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e)
+                    if (!((on >> (4 * j + 2 * h + e)) & 1u)) s[j][2 * h + e] = PIT_NEG_INF;
+        }
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) mx2[e] = fmaxf(mx2[e], s[j][2 * h + e]);
+        float mx = fmaxf(mx2[0], mx2[1]);
+        mx = fmaxf(mx, shfl_xor_f(mx, 1));
+        mx = fmaxf(mx, shfl_xor_f(mx, 2));
+        mx = pit_mul_rn(mx, post); /* -inf stays -inf: post > 0 */
+        const float m_new = fmaxf(m_run[h], mx);
+        const float m_use = m_new == PIT_NEG_INF ? 0.f : m_new; /* nothing allowed yet */
+        alpha[h] = pit_exp2_ftz(m_run[h] - m_use);
+        m_run[h] = m_new;
+        float mul = post;
+        if (fold && !(fabsf(m_use) < ATT_FOLD_MAX)) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) s[j][2 * h + e] = pit_mul_rn(s[j][2 * h + e], post);
+            mul = 1.f;
+        }
+        float rs2[2] = {0.f, 0.f};
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                float p = pit_exp2_ftz(fmaf(s[j][2 * h + e], mul, -m_use));
+                s[j][2 * h + e] = p;
+                rs2[e] += p;
+            }
+        l_run[h] = l_run[h] * alpha[h] + (rs2[0] + rs2[1]);
+    }
+}
+
+PIT_DEV void rescale_rows(float (&o)[HDV / 8][4], const float (&alpha)[2])
+{
+#pragma unroll
+    for (int j = 0; j < HDV / 8; ++j) {
+        o[j][0] *= alpha[0];
+        o[j][1] *= alpha[0];
+        o[j][2] *= alpha[1];
+        o[j][3] *= alpha[1];
+    }
+}
+
+/* O = acc / l for this thread's rows of the warp's 16 (from row0), and
+ * their lse when asked; rows with no allowed key (l == 0) are 0. */
+PIT_DEV void store_out(const pit_attention_args &a, int b, int row0, const float (&o)[HDV / 8][4],
+                       const float (&m_run)[2], const float (&l_run)[2])
+{
+    const int lane = pit_lane(), g = lane >> 2, t = lane & 3;
+    T *out = (T *)a.o + b * a.so;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float l = l_run[h];
+        l += shfl_xor_f(l, 1);
+        l += shfl_xor_f(l, 2);
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const int row = row0 + g + 8 * h;
+        if (row >= a.L) continue;
+        if (OPTIONS && a.lse && t == 0) { /* natural log: m_run and the sum are base 2 */
+            float *lse = (float *)a.lse + (pit_i64)(b / a.heads_q) * a.lse_sb + (pit_i64)(b % a.heads_q) * a.lse_sh;
+            lse[row] = l > 0.f ? (m_run[h] + pit_log2f(l)) * 0.6931471805599453f : PIT_NEG_INF;
+        }
+#pragma unroll
+        for (int j = 0; j < HDV / 8; ++j)
+            *(pit_u32 *)(out + (pit_i64)row * a.ldo + j * 8 + 2 * t) = pack2(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
+    }
+}
+
+#if !ATT_WS
+/* Attention of batch b's query block qb over its group's entries, every
+ * warp loading the chunks. */
 PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
 {
     T *Qs = (T *)smem;
@@ -189,22 +379,14 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
     auto Kb = [&](int i) { return (T *)(smem + Q_BYTES + i * K_BYTES); };
     auto Vb = [&](int i) { return (T *)(smem + Q_BYTES + 2 * K_BYTES + i * V_BYTES); };
     const int q0 = qb * BQ;
-    const bool indexed = !OPTIONS || !(a.flags & PIT_ATT_NO_INDEX), masked = !OPTIONS || (a.flags & PIT_ATT_MASK);
-    int count, kb_first = 0;
-    const int *ent = nullptr;
-    if (indexed) {
-        const int grp = ix_group(a.ix, b, qb);
-        count = pit_ldcg(a.ix.counts + grp);
-        ent = a.ix.entries + (pit_i64)grp * a.ix.capacity;
-    } else {
-        bounded_blocks(a, q0, &kb_first, &count);
-    }
+    const bool masked = !OPTIONS || (a.flags & PIT_ATT_MASK);
+    const att_walk w = walk_of(a, b, qb);
     const int kv = OPTIONS ? kv_set(a, b) : b;
     const T *q = (const T *)a.q + b * a.sq, *k = (const T *)a.k + (pit_i64)kv * a.sk,
             *v = (const T *)a.v + (pit_i64)kv * a.sv;
     const pit_u8 *mask = a.mask + (pit_i64)b * a.ms * MASK_BYTES;
-    const int warp = threadIdx.x / PIT_WARP, lane = pit_lane(), g = lane >> 2, t = lane & 3;
-    const int nchunks = count * (BLOCK / KC);
+    const int warp = threadIdx.x / PIT_WARP, lane = pit_lane();
+    const int nchunks = w.chunks;
 
     float o[HDV / 8][4];
 #pragma unroll
@@ -215,49 +397,26 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
     if (nchunks > 0) {
         load_rows<BQ, HD, QS>(Qs, q, a.ldq, q0, a.L);
     }
-    /* an entry: the key block, PIT_ENTRY_FULL when its mask is all on */
-    auto key0_of = [&](int e, int c) { return pit_entry_index(e) * BLOCK + (c % (BLOCK / KC)) * KC; };
-    auto entry_of = [&](int c) { return indexed ? pit_ldcg(ent + c / (BLOCK / KC)) : kb_first + c / (BLOCK / KC); };
-    int e_next = nchunks > 0 ? entry_of(0) : 0;
+    int e_next = nchunks > 0 ? walk_entry(w, 0) : 0;
     if (nchunks > 0) {
-        int k0 = key0_of(e_next, 0);
+        int k0 = walk_key0(e_next, 0);
         load_rows<KC, HD, KS, ATT_WGMMA>(Kb(0), k, a.ldk, k0, a.Lk);
         load_rows<KC, HDV, VS, ATT_WGMMA>(Vb(0), v, a.ldv, k0, a.Lk);
     }
     pit_copy_commit();
     for (int c = 0; c < nchunks; ++c) {
         const int e = e_next;
-        const int key0 = key0_of(e, c);
-        /* uniform over the CTA: no element mask, or detection found the block's all on */
+        const int key0 = walk_key0(e, c);
         const bool full = !masked || (e & PIT_ENTRY_FULL) != 0;
         if (c + 1 < nchunks) {
-            e_next = entry_of(c + 1);
-            int k1 = key0_of(e_next, c + 1);
+            e_next = walk_entry(w, c + 1);
+            int k1 = walk_key0(e_next, c + 1);
             load_rows<KC, HD, KS, ATT_WGMMA>(Kb((c + 1) & 1), k, a.ldk, k1, a.Lk);
             load_rows<KC, HDV, VS, ATT_WGMMA>(Vb((c + 1) & 1), v, a.ldv, k1, a.Lk);
         }
         pit_copy_commit();
-        /* mask bits of this thread's 16 rows x 64 keys, loaded before the
-         * wait; a full block needs no load */
-        pit_u32 on = 0;
-        const bool windowed = OPTIONS && (a.wl >= 0 || a.wr >= 0);
-        if (full && chunk_inside(a, q0, key0)) {
-            on = ~0u;
-        } else if (full) {
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-#pragma unroll
-                for (int h = 0; h < 2; ++h)
-                    on |= bounds_pair(a, q0 + warp * 16 + g + 8 * h, key0 + j * 8 + 2 * t) << (4 * j + 2 * h);
-        } else {
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-#pragma unroll
-                for (int h = 0; h < 2; ++h)
-                    on |= (mask_pair(a, mask, q0 + warp * 16 + g + 8 * h, key0 + j * 8 + 2 * t) &
-                           (windowed ? bounds_pair(a, q0 + warp * 16 + g + 8 * h, key0 + j * 8 + 2 * t) : 3u))
-                          << (4 * j + 2 * h);
-        }
+        /* mask bits loaded before the wait */
+        const pit_u32 on = chunk_bits(a, mask, q0, q0 + warp * 16, key0, full);
         pit_copy_wait<1>();
 #if ATT_WGMMA
         pit_fence_async_smem();
@@ -300,72 +459,9 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
                 pit_mma_16816<PIT_DTYPE>(s[2 * nj + 1], qf[kk], b1);
             }
 #endif
-        /* mask, online softmax: element e of tile j is row g + 8(e/2), key 2t + e%2.
-         * With a positive scale (uniform) the scores stay unscaled: the max of
-         * the raw scores times the scale is the max of the scaled ones, and
-         * the scale joins the exponent's FFMA (one FMUL an element fewer).
-         * That FFMA subtracts the rounded max from an exact product, so the
-         * largest score's exponent is off by up to half an ulp of the max:
-         * nothing below 2^20, but for larger logits enough to overflow 2^x
-         * or to zero the row. There (a compare a row and chunk) the scores
-         * are scaled first, rounded as the max was (pit_mul_rn), and the
-         * largest gives exactly 2^0. Max and sum run as two chains (e = 0,
-         * 1): half the dependent steps. */
-        const bool fold = a.scale_log2 > 0.f;
-        const float post = fold ? a.scale_log2 : 1.f;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            if (!fold) {
-#pragma unroll
-                for (int j = 0; j < 8; ++j)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) s[j][2 * h + e] = pit_mul_rn(s[j][2 * h + e], a.scale_log2);
-            }
-            float mx2[2] = {PIT_NEG_INF, PIT_NEG_INF};
-            if (on != ~0u) { /* masked scores to -inf (the common case, all allowed, skips it) */
-#pragma unroll
-                for (int j = 0; j < 8; ++j)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e)
-                        if (!((on >> (4 * j + 2 * h + e)) & 1u)) s[j][2 * h + e] = PIT_NEG_INF;
-            }
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) mx2[e] = fmaxf(mx2[e], s[j][2 * h + e]);
-            float mx = fmaxf(mx2[0], mx2[1]);
-            mx = fmaxf(mx, shfl_xor_f(mx, 1));
-            mx = fmaxf(mx, shfl_xor_f(mx, 2));
-            mx = pit_mul_rn(mx, post); /* -inf stays -inf: post > 0 */
-            const float m_new = fmaxf(m_run[h], mx);
-            const float m_use = m_new == PIT_NEG_INF ? 0.f : m_new; /* nothing allowed yet */
-            const float alpha = pit_exp2_ftz(m_run[h] - m_use);
-            m_run[h] = m_new;
-            float mul = post;
-            if (fold && !(fabsf(m_use) < ATT_FOLD_MAX)) {
-#pragma unroll
-                for (int j = 0; j < 8; ++j)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) s[j][2 * h + e] = pit_mul_rn(s[j][2 * h + e], post);
-                mul = 1.f;
-            }
-            float rs2[2] = {0.f, 0.f};
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    float p = pit_exp2_ftz(fmaf(s[j][2 * h + e], mul, -m_use));
-                    s[j][2 * h + e] = p;
-                    rs2[e] += p;
-                }
-            const float rs = rs2[0] + rs2[1];
-            l_run[h] = l_run[h] * alpha + rs;
-#pragma unroll
-            for (int j = 0; j < HDV / 8; ++j) {
-                o[j][2 * h] *= alpha;
-                o[j][2 * h + 1] *= alpha;
-            }
-        }
+        float alpha[2];
+        softmax_chunk(a, s, on, m_run, l_run, alpha);
+        rescale_rows(o, alpha);
         /* O += P.V: P's accumulators are already the A fragments */
 #if ATT_WGMMA
         /* B = V N-major: a k-step is 16 key rows (2048 B) on; the next 64
@@ -400,25 +496,9 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
 #endif
         __syncthreads(); /* the next iteration refills this buffer */
     }
-    /* O = acc / l; rows with no allowed key (l == 0) are 0 */
-    T *out = (T *)a.o + b * a.so;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        float l = l_run[h];
-        l += shfl_xor_f(l, 1);
-        l += shfl_xor_f(l, 2);
-        const float inv = l > 0.f ? 1.f / l : 0.f;
-        const int row = q0 + warp * 16 + g + 8 * h;
-        if (row >= a.L) continue;
-        if (OPTIONS && a.lse && t == 0) { /* natural log: m_run and the sum are base 2 */
-            float *lse = (float *)a.lse + (pit_i64)(b / a.heads_q) * a.lse_sb + (pit_i64)(b % a.heads_q) * a.lse_sh;
-            lse[row] = l > 0.f ? (m_run[h] + pit_log2f(l)) * 0.6931471805599453f : PIT_NEG_INF;
-        }
-#pragma unroll
-        for (int j = 0; j < HDV / 8; ++j)
-            *(pit_u32 *)(out + (pit_i64)row * a.ldo + j * 8 + 2 * t) = pack2(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
-    }
+    store_out(a, b, q0 + warp * 16, o, m_run, l_run);
 }
+#endif
 
 #if ATT_DETECT
 /* ---- detection inside the kernel ------------------------------------------
@@ -531,6 +611,175 @@ PIT_DEV void wait_detected(const pit_attention_args &a, int g)
 
 #endif
 
+#if ATT_WS
+/* ---- warp-specialised ---------------------------------------------------------- */
+/* Registers a thread: the copying warpgroup (one thread issues) gives its
+ * share to the multiplying ones, within what the CTA got at launch (the
+ * launch bounds' 168 a thread). Asking for more than that waits forever
+ * for registers no one frees. */
+constexpr int WS_COPY_REGS = 24, WS_MMA_REGS = 240, WS_MMA_WARPS = 8;
+static_assert(128 * WS_COPY_REGS + 256 * WS_MMA_REGS <= 384 * 168, "registers the CTA has");
+PIT_DEV pit_u32 ws_full(pit_u32 sbase, int s) { return sbase + WS_BARS + 8 * s; }
+PIT_DEV pit_u32 ws_empty(pit_u32 sbase, int s) { return sbase + WS_BARS + 8 * (WS_STAGES + s); }
+PIT_DEV pit_u32 ws_qbar(pit_u32 sbase) { return sbase + WS_BARS + 16 * WS_STAGES; }
+/* stage s's K (64-column slabs of KC rows under 128-byte swizzle, as TMA
+ * writes them), then its V */
+PIT_DEV pit_u32 ws_k(pit_u32 sbase, int s) { return sbase + Q_BYTES + s * (K_BYTES + V_BYTES); }
+PIT_DEV pit_u32 ws_v(pit_u32 sbase, int s) { return ws_k(sbase, s) + K_BYTES; }
+
+/* One thread of warpgroup 0: Q's block (slabs of 64 columns x BQ rows),
+ * then each chunk's K and V rows into the next stage once both multiplying
+ * warpgroups are done with its last use. Rows past the keys (or queries)
+ * arrive as zeros. */
+PIT_DEV void ws_copy(const pit_attention_args &a, pit_u32 sbase, int b, int qb)
+{
+    const att_walk w = walk_of(a, b, qb);
+    if (w.chunks == 0) return;
+    const int kv = kv_set(a, b);
+    pit_mbar_expect_tx(ws_qbar(sbase), Q_BYTES);
+#pragma unroll
+    for (int j = 0; j < HD / 64; ++j) pit_tma_load_3d(sbase + j * BQ * 128, &a.map_q, ws_qbar(sbase), 64 * j, qb * BQ, b);
+    for (int c = 0; c < w.chunks; ++c) {
+        const int s = c % WS_STAGES;
+        const int key0 = walk_key0(walk_entry(w, c), c);
+        if (c >= WS_STAGES) pit_mbar_wait(ws_empty(sbase, s), (pit_u32)(c / WS_STAGES - 1) & 1u);
+        pit_mbar_expect_tx(ws_full(sbase, s), K_BYTES + V_BYTES);
+#pragma unroll
+        for (int j = 0; j < HD / 64; ++j)
+            pit_tma_load_3d(ws_k(sbase, s) + j * KC * 128, &a.map_k, ws_full(sbase, s), 64 * j, key0, kv);
+#pragma unroll
+        for (int j = 0; j < HDV / 64; ++j)
+            pit_tma_load_3d(ws_v(sbase, s) + j * KC * 128, &a.map_v, ws_full(sbase, s), 64 * j, key0, kv);
+    }
+}
+
+/* O += P.V of the chunk in stage st, P from registers (V: B N-major, a
+ * k-step 16 key rows = 2048 B on, the next 64 columns one slab on) */
+PIT_DEV void ws_pv(float (&od)[HDV / 2], pit_u32 (&pa)[4][4], pit_u32 sbase, int st)
+{
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+        pit_wgmma_rs<PIT_DTYPE, 1>(od, pa[kk], pit_wgmma_desc(ws_v(sbase, st) + kk * 2048, KC * 128, 1024));
+    pit_wgmma_commit();
+}
+
+/* S = Q.K^T of the chunk in stage st into fresh accumulators (Q's slabs
+ * of this warpgroup's rows at qa as A, K-major; K as B, K-major) */
+PIT_DEV void ws_scores(float (&s)[8][4], pit_u32 qa, pit_u32 sbase, int st)
+{
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+    float(&sd)[32] = reinterpret_cast<float(&)[32]>(s);
+    pit_wgmma_pin(sd);
+    pit_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk)
+        pit_wgmma<PIT_DTYPE, 0>(sd, pit_wgmma_desc(qa + (kk / 4) * BQ * 128 + (kk % 4) * 32, 16, 1024),
+                                pit_wgmma_desc(ws_k(sbase, st) + (kk / 4) * KC * 128 + (kk % 4) * 32, 16, 1024));
+    pit_wgmma_commit();
+}
+
+/* Multiplying warpgroup cw: query rows q0 + 64 cw .. + 63. Chunk c: S of
+ * chunk c is issued, then P.V of chunk c - 1; once S is in, its softmax
+ * runs while P.V is on the tensor cores; then O is rescaled and chunk c -
+ * 1's stage goes back. The first chunk and the last P.V are apart: no
+ * branch between a wgmma and its wait (ptxas would serialise them). */
+PIT_DEV void ws_attend(const pit_attention_args &a, pit_u32 sbase, int b, int qb, int cw)
+{
+    const att_walk w = walk_of(a, b, qb);
+    const int q0 = qb * BQ, row0 = q0 + (threadIdx.x / PIT_WARP - 4) * 16;
+    const bool masked = a.flags & PIT_ATT_MASK, first_lane = pit_lane() == 0;
+    const pit_u8 *mask = a.mask + (pit_i64)b * a.ms * MASK_BYTES;
+    const pit_u32 qa = sbase + cw * 64 * 128; /* this warpgroup's rows of each Q slab */
+    float o[HDV / 8][4];
+#pragma unroll
+    for (int j = 0; j < HDV / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    float m_run[2] = {PIT_NEG_INF, PIT_NEG_INF}, l_run[2] = {0.f, 0.f};
+    if (w.chunks > 0) {
+        float(&od)[HDV / 2] = reinterpret_cast<float(&)[HDV / 2]>(o);
+        pit_u32 pa[4][4];
+        pit_u32(&pr)[16] = reinterpret_cast<pit_u32(&)[16]>(pa);
+        float s[8][4], alpha[2];
+        float(&sd)[32] = reinterpret_cast<float(&)[32]>(s);
+        auto bits = [&](int c) {
+            const int e = walk_entry(w, c);
+            return chunk_bits(a, mask, q0, row0, walk_key0(e, c), !masked || (e & PIT_ENTRY_FULL) != 0);
+        };
+        /* the two warpgroups take turns to issue their products (named
+         * barriers 1 + cw: "cw's turn"), so that one's softmax runs while the
+         * other's products are on the tensor cores; warpgroup 0 goes first */
+        auto my_turn = [&]() { pit_bar_sync(1 + cw, 256); };
+        auto pass_turn = [&]() { pit_bar_arrive(2 - cw, 256); };
+        if (cw == 1) pass_turn();
+        pit_u32 on = bits(0);
+        pit_mbar_wait(ws_qbar(sbase), 0);
+        pit_mbar_wait(ws_full(sbase, 0), 0);
+        my_turn();
+        ws_scores(s, qa, sbase, 0);
+        pass_turn();
+        pit_wgmma_wait<0>();
+        pit_wgmma_pin(sd);
+        softmax_chunk(a, s, on, m_run, l_run, alpha);
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) p_fragment(s, kk, pa[kk]);
+        for (int c = 1; c < w.chunks; ++c) {
+            const int st = c % WS_STAGES, prev = (c - 1) % WS_STAGES;
+            on = bits(c);
+            pit_mbar_wait(ws_full(sbase, st), (pit_u32)(c / WS_STAGES) & 1u);
+            pit_wgmma_pin(od);
+            pit_wgmma_pin(pr);
+            my_turn();
+            ws_scores(s, qa, sbase, st);
+            ws_pv(od, pa, sbase, prev);
+            pass_turn();
+            pit_wgmma_wait<1>(); /* S in; P.V may run on */
+            pit_wgmma_pin(sd);
+            softmax_chunk(a, s, on, m_run, l_run, alpha);
+            pit_wgmma_wait<0>();
+            pit_wgmma_pin(od);
+            pit_wgmma_pin(pr);
+            if (first_lane) pit_mbar_arrive(ws_empty(sbase, prev));
+            rescale_rows(o, alpha);
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) p_fragment(s, kk, pa[kk]);
+        }
+        pit_wgmma_pin(od);
+        pit_wgmma_pin(pr);
+        my_turn();
+        pit_wgmma_fence();
+        ws_pv(od, pa, sbase, (w.chunks - 1) % WS_STAGES);
+        pass_turn();
+        if (cw == 0) my_turn(); /* warpgroup 1's last pass, which nobody else waits for */
+        pit_wgmma_wait<0>();
+        pit_wgmma_pin(od);
+    }
+    store_out(a, b, row0, o, m_run, l_run);
+}
+
+PIT_KERNEL void __launch_bounds__(THREADS, 1) pit_op_attention(const __grid_constant__ pit_attention_args a)
+{
+    extern __shared__ __align__(16) pit_u8 smem_raw[];
+    const pit_u32 sbase = pit_smem_addr(smem_raw) + ((ALIGN - (pit_smem_addr(smem_raw) & (ALIGN - 1))) & (ALIGN - 1));
+    int b, qb;
+    attn_work(a, b, qb);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < WS_STAGES; ++s) {
+            pit_mbar_init(ws_full(sbase, s), 1); /* the copier's announcement, and the bytes */
+            pit_mbar_init(ws_empty(sbase, s), WS_MMA_WARPS);
+        }
+        pit_mbar_init(ws_qbar(sbase), 1);
+        pit_fence_mbar_init();
+    }
+    __syncthreads();
+    if (threadIdx.x < 128) {
+        pit_regs_dec<WS_COPY_REGS>();
+        if (threadIdx.x == 0) ws_copy(a, sbase, b, qb);
+    } else {
+        pit_regs_inc<WS_MMA_REGS>();
+        ws_attend(a, sbase, b, qb, threadIdx.x / 128 - 1);
+    }
+}
+#else
 PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const pit_attention_args a)
 {
     extern __shared__ __align__(16) pit_u8 smem_raw[];
@@ -556,3 +805,4 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attention(const pit_attention_
     else attend(a, smem, -1 - part, g);
 #endif
 }
+#endif

@@ -57,14 +57,48 @@ static pit_status attention_args(const pit_index *idx, const pit_cuda_view *q, c
     return PIT_SUCCESS;
 }
 
+/* A tensor map of view t ([sets, rows, cols], 16-bit) with boxes of 64
+ * columns x box_rows under 128-byte swizzle, the layout the
+ * warp-specialised kernel's wgmma's read; 0 where the driver makes none. */
+static int tma_map(const pit_cuda_view *t, int box_rows, pit_u8 *map)
+{
+#ifdef PIT_HIP_SHIM_H /* no copy engine through the HIP shim */
+    (void)t, (void)box_rows, (void)map;
+    return 0;
+#else
+    if (!pit_cu.TensorMapEncodeTiled) return 0;
+    const uint64_t es = 2;
+    cuuint64_t dims[3] = {(cuuint64_t)t->cols, (cuuint64_t)t->rows, (cuuint64_t)t->batch};
+    cuuint64_t strides[2] = {(cuuint64_t)t->ld * es, (cuuint64_t)(t->bs ? t->bs : t->ld * t->rows) * es};
+    cuuint32_t box[3] = {64, (cuuint32_t)box_rows, 1}, step[3] = {1, 1, 1};
+    CUtensorMapDataType dt = t->dt == PIT_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    return pit_cu.TensorMapEncodeTiled((CUtensorMap *)map, dt, 3, (void *)(uintptr_t)t->ptr, dims, strides, box, step,
+                                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+#endif
+}
+
+/* Whether the warp-specialised kernel runs the call: sm_90, blocks of 128,
+ * a head dim of 128 (at 64 on both sides it is slower), and the driver
+ * made the maps of Q, K, V. */
+static int warp_specialised(const pit_cuda_ctx *c, int block, const pit_cuda_view *q, const pit_cuda_view *k,
+                            const pit_cuda_view *v, pit_attention_args *a)
+{
+    return c->arch == 90 && block == 128 && (q->cols == 128 || v->cols == 128) && tma_map(q, 128, a->map_q) &&
+           tma_map(k, 64, a->map_k) && tma_map(v, 64, a->map_v);
+}
+
 /* The fused kernel's launch over the query blocks of `block` rows of
  * every query set; mask_dt names the variant (any without a mask). */
 static pit_status launch_fused(pit_cuda_ctx *c, CUstream s, const pit_index *idx, int block, const pit_cuda_view *q,
-                               const pit_cuda_view *v, pit_dtype mask_dt, pit_attention_args *ap)
+                               const pit_cuda_view *k, const pit_cuda_view *v, pit_dtype mask_dt,
+                               pit_attention_args *ap)
 {
     pit_attention_args a = *ap;
     pit_status st = PIT_SUCCESS;
-    int param[5] = {block, (int)q->cols, (int)v->cols, (int)mask_dt, 0};
+    const int ws = warp_specialised(c, block, q, k, v, &a);
+    int param[5] = {block, (int)q->cols, (int)v->cols, (int)mask_dt, ws ? 2 : 0};
     /* the query blocks with the most key blocks start first (pit_op_plan
      * mode 1), when there are more CTAs than fit at once */
     const int64_t nqb = pit_cuda_cdiv(q->rows, block);
@@ -80,7 +114,7 @@ static pit_status launch_fused(pit_cuda_ctx *c, CUstream s, const pit_index *idx
     }
     if (st == PIT_SUCCESS)
         st = pit_cuda_launch_kind(c, s, PIT_CUDA_OP_ATTENTION, q->dt, param, (unsigned)nqb, q->batch, 1,
-                                  (unsigned)(block / 16 * 32), &a);
+                                  ws ? 384u : (unsigned)(block / 16 * 32), &a);
     return pit_cuda_free_scratch(c, s, order, st);
 }
 
@@ -92,7 +126,7 @@ static pit_status attention_fused(pit_cuda_ctx *c, CUstream s, const pit_index *
     pit_attention_args a;
     pit_status st = attention_args(idx, q, k, v, m, o, scale, &a);
     if (st != PIT_SUCCESS) return st;
-    return launch_fused(c, s, idx, idx->tile.rows, q, v, m->dt, &a);
+    return launch_fused(c, s, idx, idx->tile.rows, q, k, v, m->dt, &a);
 }
 
 /* Q, K, V, mask and O as views (core checked dtypes and shapes); *none:
@@ -221,7 +255,7 @@ pit_status pit_cuda_attention_fused_call(pit_cuda_ctx *c, CUstream s, const pit_
         a.lse_sb = call->lse->strides[0];
         a.lse_sh = call->lse->strides[1];
     }
-    return launch_fused(c, s, call->idx, call->block, &q, &v, m.dt, &a);
+    return launch_fused(c, s, call->idx, call->block, &q, &k, &v, m.dt, &a);
 }
 
 static pit_status cuda_attention_sparse(void *bctx, void *stream, const pit_index *idx, const pit_tdesc *Q,

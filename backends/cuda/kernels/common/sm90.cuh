@@ -13,6 +13,11 @@
 #if defined(PIT_AMD)
 #define PIT_HAS_WGMMA 0
 #else
+/* Named barrier id (1..15; 0 is __syncthreads) over n threads (a multiple
+ * of 32): wait until all n have come, or come without waiting. */
+PIT_DEV void pit_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+PIT_DEV void pit_bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+
 /* ---- Hopper warpgroup MMA (wgmma, sm_90a only): D(64xN, f32) += A(64x16)
  * . B(16xN), both operands in shared memory under 128-byte swizzle: A
  * K-major (rows of 64 elements = 128 bytes), B N-major (transposed: rows of
@@ -158,13 +163,30 @@ template <int N> PIT_DEV void pit_regs_inc(void) { asm volatile("setmaxnreg.inc.
                         "+f"((d)[i + 4]), "+f"((d)[i + 5]), "+f"((d)[i + 6]), "+f"((d)[i + 7])
 #define PIT_WG_O64(d) PIT_WG_O8(d, 0), PIT_WG_O8(d, 8), PIT_WG_O8(d, 16), PIT_WG_O8(d, 24), \
                       PIT_WG_O8(d, 32), PIT_WG_O8(d, 40), PIT_WG_O8(d, 48), PIT_WG_O8(d, 56)
+#define PIT_WG_D8 "{%0,%1,%2,%3,%4,%5,%6,%7}"
+#define PIT_WG_D16 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}"
+#define PIT_WG_D32 \
+    "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
+    "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}"
+
 /* scale-d true (accumulate), scales +1, A not transposed, B transposed
  * (TB 1: B N-major) or not (TB 0: B K-major, laid out as A) */
 #define PIT_WG_ASM(SHAPE, D, DA, DB, TB) \
     "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned." SHAPE " " D ", " DA ", " DB \
     ", p, 1, 1, 0, " TB ";\n}\n"
 
-/* N = 128 (64 accumulators a thread) and N = 256 (128) */
+/* N = 64 (32 accumulators a thread), N = 128 (64) and N = 256 (128) */
+template <int DT, int TB = 1> PIT_DEV void pit_wgmma(float (&d)[32], pit_u64 da, pit_u64 db)
+{
+    if (DT == PIT_DT_BF16)
+        asm volatile(PIT_WG_ASM("m64n64k16.f32.bf16.bf16", PIT_WG_D32, "%32", "%33", "%34")
+                     : PIT_WG_O8(d, 0), PIT_WG_O8(d, 8), PIT_WG_O8(d, 16), PIT_WG_O8(d, 24)
+                     : "l"(da), "l"(db), "n"(TB));
+    else
+        asm volatile(PIT_WG_ASM("m64n64k16.f32.f16.f16", PIT_WG_D32, "%32", "%33", "%34")
+                     : PIT_WG_O8(d, 0), PIT_WG_O8(d, 8), PIT_WG_O8(d, 16), PIT_WG_O8(d, 24)
+                     : "l"(da), "l"(db), "n"(TB));
+}
 template <int DT, int TB = 1> PIT_DEV void pit_wgmma(float (&d)[64], pit_u64 da, pit_u64 db)
 {
     if (DT == PIT_DT_BF16)
@@ -183,12 +205,6 @@ template <int DT, int TB = 1> PIT_DEV void pit_wgmma(float (&d)[128], pit_u64 da
         asm volatile(PIT_WG_ASM("m64n256k16.f32.f16.f16", PIT_WG_D128, "%128", "%129", "%130")
                      : PIT_WG_O64(d), PIT_WG_O64(d + 64) : "l"(da), "l"(db), "n"(TB));
 }
-
-#define PIT_WG_D8 "{%0,%1,%2,%3,%4,%5,%6,%7}"
-#define PIT_WG_D16 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}"
-#define PIT_WG_D32 \
-    "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
-    "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}"
 
 /* N = 16, 32, 64, 128 (N / 2 accumulators a thread) with A from registers:
  * this warp's 16 rows as mma.sync's m16n8k16 A fragment (four 32-bit
