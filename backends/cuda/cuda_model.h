@@ -13,11 +13,11 @@
  *                         [1] head dim (the combine: [0] 64)
  *   OP_SDDMM, OP_SOFTMAX*, OP_ATTN_EX* (pit_attention_ex.cu)       [3] mask dtype
  *                         (the data's dtype when there is no mask)
- *   OP_GMM_TC   [0] accumulate (1: f32 atomics, 0: store), [1] warp-specialised
- *               wgmma with B by TMA (the 384-thread tile), [2] gated epilogue
- *               (0 none, 1 SwiGLU, 2 GeGLU: storing and warp-specialised
- *               only), [3] B^T (warp-specialised only: MoE mode 1); tile bm
- *               bn bk stages
+ *   OP_GMM_TC   [0] warp-specialised wgmma with B by TMA (the 384-thread
+ *               tile), [1] gated epilogue (0 none, 1 SwiGLU, 2 GeGLU:
+ *               warp-specialised only), [2] B^T (warp-specialised only: MoE
+ *               mode 1); tile bm bn bk stages. It stores; sums of a token's
+ *               k results are summed apart (gmm.c)
  *   OP_GMM_CC   [0] accumulate, [1] MoE mode (0 also serves matmul_rows)
  * Mask dtype codes: 0 f32, 1 f16, 2 bf16, 3 i32, 4 u8.
  */

@@ -31,8 +31,8 @@ char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size)
         snprintf(buf, size, "-DPIT_DTYPE=%d -DMASK_DT=%d", dt, p[3]);
         break;
     case PIT_CUDA_OP_GMM_TC:
-        snprintf(buf, size, "-DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DSTAGES=%d -DACC=%d -DWS=%d -DGLU=%d -DBT=%d",
-                 dt, v->tile.bm, v->tile.bn, v->tile.bk, v->tile.stages, p[0], p[1], p[2], p[3]);
+        snprintf(buf, size, "-DPIT_DTYPE=%d -DBM=%d -DBN=%d -DBK=%d -DSTAGES=%d -DWS=%d -DGLU=%d -DBT=%d", dt,
+                 v->tile.bm, v->tile.bn, v->tile.bk, v->tile.stages, p[0], p[1], p[2]);
         break;
     case PIT_CUDA_OP_GMM_CC:
         snprintf(buf, size, "-DPIT_DTYPE=%d -DACC=%d -DMODE=%d", dt, p[0], p[1]);
@@ -182,14 +182,13 @@ static int emit_tensor_core(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void
     /* the mma.sync tile everywhere (on sm_90: where no TMA map can be made),
      * and on sm_90 the warp-specialised wgmma one, storing also with the
      * gated epilogues (SwiGLU, GeGLU), and with B^T (the backward's dY . W^T) */
-    for (int acc = 0; acc < 2; ++acc)
-        for (int ws = 0; ws < (arch == 90 ? 2 : 1); ++ws)
-            for (int glu = 0; glu <= (ws && !acc ? 2 : 0); ++glu)
-                for (int bt = 0; bt <= (ws && !glu); ++bt) {
-                    int p[5] = {acc, ws, glu, bt};
-                    emit_gmm_tc(ws ? pit_cuda_gmm_tile_sm90() : pit_cuda_gmm_tile_sm80(), dt, p, fn, user);
-                    ++n;
-                }
+    for (int ws = 0; ws < (arch == 90 ? 2 : 1); ++ws)
+        for (int glu = 0; glu <= (ws ? 2 : 0); ++glu)
+            for (int bt = 0; bt <= (ws && !glu); ++bt) {
+                int p[5] = {ws, glu, bt};
+                emit_gmm_tc(ws ? pit_cuda_gmm_tile_sm90() : pit_cuda_gmm_tile_sm80(), dt, p, fn, user);
+                ++n;
+            }
     return n;
 }
 

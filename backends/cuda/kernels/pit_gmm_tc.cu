@@ -4,9 +4,9 @@
  * matmul_rows) and its listed slots s (rows of the output), out[s / cdiv]
  * (+)= gate(s) * A[s / adiv] . B[g]: the MoE FFN's slot rows (adiv or cdiv
  * 1) as well as token rows (kdiv). SRead gathers A's rows, SWrite
- * scatters with the gate. ACC 0: plain store of T; ACC 1: atomicAdd into
- * the f32 target acc. GLU 1 (SwiGLU) or 2 (GeGLU), warp-specialised and
- * storing only: the expert FFN's first product with its activation in the
+ * scatters with the gate, a plain store of T (a token's k results are
+ * stored as slot rows and summed apart: gmm.c). GLU 1 (SwiGLU) or 2
+ * (GeGLU), warp-specialised only: the expert FFN's first product with its activation in the
  * epilogue. B is then [K, 2N] (the gate's N columns, then the up's): a
  * tile multiplies BN / 2 gate columns and the same up columns and stores
  * act(gate) * up, BN / 2 columns of the [., N] output. BT 1,
@@ -77,16 +77,10 @@ PIT_DEV int a_at(int r, int k) { return pit_swz128(r, k); }
 PIT_DEV int b_at(int k, int n) { return (n >> 6) * (BK * 64) + pit_swz128(k, n & 63); }
 constexpr int A_STAGE = BM * BK * 2, B_STAGE = BK * BN * 2, STAGE_BYTES = STAGES * (A_STAGE + B_STAGE);
 /* after the stages: the full and the empty barriers, one each a stage (8
- * bytes each), then with stores (EPI_BULK) the output tile's staging rows, padded
- * 16 bytes so the 8 rows of a warp's store hit different banks */
-#if !ACC
-#define EPI_BULK 1
-#else
-#define EPI_BULK 0
-#endif
+ * bytes each), then the output tile's staging rows, padded 16 bytes so the
+ * 8 rows of a warp's store hit different banks */
 constexpr int C_ROW = BN * 2 + 16, C_AT = STAGE_BYTES + 8 * STAGES + 8 * STAGES;
-constexpr int SMEM = C_AT + (EPI_BULK ? BM * C_ROW : 0) + 1024;
-static_assert(!GLU || EPI_BULK, "the gated epilogue stores");
+constexpr int SMEM = C_AT + BM * C_ROW + 1024;
 static_assert(!GLU || !BT, "the gated epilogue multiplies B, not B^T");
 /* a stage's "full" barrier (its copies landed) and its "empty" one (its
  * wgmma's are done) */
@@ -253,15 +247,9 @@ PIT_DEV void gmm_swrite(const pit_gmm_args &p, const gmm_tile &w, const gmm_rows
             for (int ni = 0; ni < NI_; ++ni) {
                 const int n = w.n0 + wn0 + ni * 8 + (lane & 3) * 2;
                 if (n >= p.N) continue;
-                float v0 = gt * acc[mi][ni][2 * h], v1 = gt * acc[mi][ni][2 * h + 1];
-#if ACC
-                float *dst = p.acc + w.grp * p.sacc + (pit_i64)tok * p.ldacc + n;
-                pit_atomic_addf(dst, v0);
-                pit_atomic_addf(dst + 1, v1);
-#else
+                const float v0 = gt * acc[mi][ni][2 * h], v1 = gt * acc[mi][ni][2 * h + 1];
                 T *dst = (T *)p.c + w.grp * p.sc + (pit_i64)tok * p.ldc + n;
                 *(pit_u32 *)dst = pack2(v0, v1);
-#endif
             }
         }
 }
@@ -334,7 +322,6 @@ PIT_DEV void gmm_ws_ksteps(float (&acc)[1][BN / 8][4], pit_u32 sbase, int &q, in
     }
 }
 
-#if EPI_BULK
 /* SWrite through shared memory: the warp's 16 rows, gated and packed, go to
  * its part of the staging tile at shared address part, then each row leaves
  * as one bulk copy (its BN outputs are contiguous in the token's row) while
@@ -373,7 +360,6 @@ PIT_DEV void gmm_swrite_bulk(const pit_gmm_args &p, const gmm_tile &w, const gmm
     }
     pit_bulk_commit();
 }
-#endif
 
 /* Warpgroup 1 + cw: rows 64 cw .. 64 cw + 63 of every tile; the tile's
  * rows and gates load a tile early. */
@@ -399,13 +385,9 @@ PIT_DEV void gmm_ws_multiply(const pit_gmm_args &p, pit_u32 sbase, int total, in
         else
             gmm_ws_ksteps<false>(acc, sbase, q, nk, cw, first_lane);
         gmm_rows_gates(p, rows_next); /* its slots arrived during this tile */
-#if EPI_BULK
         gmm_swrite_bulk(p, w, rows, sbase + C_AT + wm0 * C_ROW, acc);
-#else
-        gmm_swrite<1, BN / 8>(p, w, rows, 0, acc);
-#endif
     }
-    if (EPI_BULK) pit_bulk_wait<false>();
+    pit_bulk_wait<false>();
 }
 
 PIT_KERNEL void GMM_BOUNDS pit_op_gmm_tc(const __grid_constant__ pit_gmm_args p)

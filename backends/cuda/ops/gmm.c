@@ -72,19 +72,18 @@ static pit_status gmm_tensor_core(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job 
     v.kind = PIT_CUDA_OP_GMM_TC;
     v.dtype = j->dt;
     v.tile = j->tile;
-    v.op_param[0] = j->acc;
-    v.op_param[2] = j->glu;
-    v.op_param[3] = j->bt;
+    v.op_param[1] = j->glu;
+    v.op_param[2] = j->bt;
     if (pit_cuda_gmm_ws(&v.tile)) {
-        v.op_param[1] = gmm_tma_b(j, &v.tile, &j->a);
-        if (!v.op_param[1]) v.tile = pit_cuda_gmm_tile_sm80();
+        v.op_param[0] = gmm_tma_b(j, &v.tile, &j->a);
+        if (!v.op_param[0]) v.tile = pit_cuda_gmm_tile_sm80();
     }
-    if ((j->glu || j->bt) && !v.op_param[1])
+    if ((j->glu || j->bt) && !v.op_param[0])
         return pit_cuda_host->error(PIT_ERR_BACKEND, PIT_VENDOR_NAME " moe_matmul: the driver made no tensor map "
                                     "of the expert weights for the %s", j->glu ? "gated epilogue" : "product with W^T");
     j->tile = v.tile; /* the tile that runs */
     const pit_tile t = v.tile; /* the one tile the list and the grid are sized for */
-    const unsigned threads = v.op_param[1] ? PIT_CUDA_GMM_WS_THREADS : 256;
+    const unsigned threads = v.op_param[0] ? PIT_CUDA_GMM_WS_THREADS : 256;
     const int per_sm = pit_cuda_gmm_smem(&t) > 113 * 1024 ? 1 : 2; /* CTAs that fit an SM */
     const int64_t ctas = per_sm * (int64_t)c->sm_count;
     int64_t bound = j->listed_max / t.bm + j->groups + 1; /* items along M, at most */
@@ -160,9 +159,11 @@ pit_status pit_cuda_gmm_scatter(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j
 {
     pit_status st = PIT_SUCCESS;
     CUdeviceptr scratch = 0;
-    if (j->acc && tensor_core && out->dt != PIT_F32 && out->batch == 1 && j->a.cdiv > 1 && !j->mark_stride &&
-        out->cols % 8 == 0)
-        return gmm_sum_slots(c, s, j, out);
+    if (j->acc && tensor_core) { /* the tensor-core tile only stores */
+        if (out->dt != PIT_F32 && out->batch == 1 && j->a.cdiv > 1 && !j->mark_stride && out->cols % 8 == 0)
+            return gmm_sum_slots(c, s, j, out);
+        tensor_core = 0;
+    }
     if (!j->acc) {
         if (!keep) st = zero_unlisted(c, s, j, out);
     } else if (out->dt == PIT_F32) {

@@ -147,8 +147,8 @@ typedef struct pit_cuda_gmm_job {
     pit_dtype dt;
     pit_tile tile;            /* the tile asked for (pit_cuda_gmm_tile_valid) */
     int mode, acc;
-    int glu;                  /* the gated epilogue (cuda_model.h's OP_GMM_TC [2]); B is then [K, 2N] */
-    int bt;                   /* B^T (OP_GMM_TC [3]): B is W [N, K], the MoE mode 1 */
+    int glu;                  /* the gated epilogue (cuda_model.h's OP_GMM_TC [1]); B is then [K, 2N] */
+    int bt;                   /* B^T (OP_GMM_TC [2]): B is W [N, K], the MoE mode 1 */
     int64_t groups, max_rows; /* max_rows: most rows of one group (grid of the CUDA-core path) */
     int64_t listed_max;       /* most listed slots of all groups together */
     int64_t mark_stride;      /* output rows per group (matmul_rows) or 0 (MoE: one output) */
@@ -165,10 +165,10 @@ int pit_cuda_gmm_ws_runs(const pit_cuda_ctx *c, pit_dtype dt, const pit_tile *t)
 /* The CUDA-core kernel over j (any mode) */
 pit_status pit_cuda_gmm_cuda_core(pit_cuda_ctx *c, CUstream s, const pit_cuda_gmm_job *j);
 /* Modes 0, 1 and matmul_rows. Store (k == 1): zero the unlisted rows unless
- * keep; accumulate: on the tensor cores with 16-bit rows, every slot's row
- * stored and a token's k rows summed by pit_op_sum_slots (no atomics);
- * otherwise into out zeroed (f32) or an f32 scratch converted into out
- * afterwards. tensor_core: on pit_op_gmm_tc with j->tile. */
+ * keep; accumulate: with 16-bit rows, every slot's row stored by the tensor
+ * cores and a token's k rows summed by pit_op_sum_slots (no atomics);
+ * otherwise on the CUDA cores into out zeroed (f32) or an f32 scratch
+ * converted into out afterwards. tensor_core: on pit_op_gmm_tc with j->tile. */
 pit_status pit_cuda_gmm_scatter(pit_cuda_ctx *c, CUstream s, pit_cuda_gmm_job *j, const pit_cuda_view *out,
                                 int tensor_core, int keep);
 
