@@ -9,6 +9,8 @@
 # files). conf: every operator's conformance and the sanitizers on
 # attention. opencl: every operator's conformance on NVIDIA's OpenCL driver
 # (f16 stored as half on a device without cl_khr_fp16), build-gpu's plug-in.
+# Every step runs under `timeout`: a kernel that hangs costs minutes, not
+# the whole device call.
 #   usage: bash scripts/attention_lab.sh [conf] [bench] [layers] [ncu] [torch] [pytest] [opencl]
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -24,23 +26,23 @@ for step in $steps; do
   bench)
     for b in base gpu; do
       [ -x "build-$b/bin/pit" ] || continue
-      with_build "$b" "build-$b/bin/pit" bench --suite attention > "$logs/bench_$b.log" 2>&1
+      with_build "$b" timeout 300 "build-$b/bin/pit" bench --suite attention > "$logs/bench_$b.log" 2>&1
       echo "== $b"; grep -E "^(kind|window|blocks|causal|decode) " "$logs/bench_$b.log"
     done ;;
   conf)
     # every operator's conformance on build-gpu (one process an operator),
     # then the sanitizers on the attention cases
     for op in matmul sddmm softmax attention moe moe_ffn rows ffn backward prune; do
-      with_build gpu build-gpu/bin/pit conformance --op "$op" > "$logs/conf_$op.log" 2>&1 &
+      with_build gpu timeout 300 build-gpu/bin/pit conformance --op "$op" > "$logs/conf_$op.log" 2>&1 &
     done; wait
     grep -h "^conformance:" "$logs"/conf_*.log | awk '{p+=$2; f+=$4; s+=$6} END {print "conformance:", p, "passed,", f, "failed,", s, "skipped"}'
-    with_build gpu compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/bin/pit conformance --quick --op attention > "$logs/memcheck.log" 2>&1
+    with_build gpu timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/bin/pit conformance --quick --op attention > "$logs/memcheck.log" 2>&1
     echo "memcheck: rc=$? $(tail -n1 "$logs/memcheck.log")"
-    with_build gpu compute-sanitizer --tool racecheck --error-exitcode 3 build-gpu/bin/pit conformance --quick --op attention > "$logs/racecheck.log" 2>&1
+    with_build gpu timeout 300 compute-sanitizer --tool racecheck --error-exitcode 3 build-gpu/bin/pit conformance --quick --op attention > "$logs/racecheck.log" 2>&1
     echo "racecheck: rc=$? $(tail -n1 "$logs/racecheck.log")" ;;
   layers)
     for b in base gpu; do
-      with_build "$b" "build-$b/bin/pit" bench --suite layers > "$logs/layers_$b.log" 2>&1
+      with_build "$b" timeout 300 "build-$b/bin/pit" bench --suite layers > "$logs/layers_$b.log" 2>&1
       echo "== layers $b"; grep -E "^attention|^moe|^[a-z]+ .*\| " "$logs/layers_$b.log" | head -12
     done ;;
   ncu)
