@@ -660,9 +660,20 @@ typedef struct pit_moe_ffn_options {
      * the gated activations, F otherwise. It overlaps no other argument.
      * Its contents before and after a call mean nothing. */
     pit_tensor *scratch;
+    /* The first product kept for the backward (training): NULL, the
+     * backward recomputes it; or a contiguous tensor of X's dtype, shape
+     * [T*k, W], which pit_moe_ffn fills with h = X[t] . W_gate_up[e] of
+     * every token-slot (row t*k + j; zeros for a slot with an id outside
+     * 0..E-1) and pit_moe_ffn_backward then reads instead of recomputing
+     * (a quarter of its FLOPs), leaving it unchanged. Keeping it costs the
+     * forward its fused activation (the first product's rows are stored,
+     * then the activation runs over them). It overlaps no other argument
+     * nor the scratch. */
+    pit_tensor *saved_h;
 } pit_moe_ffn_options;
 
-/* The defaults: SwiGLU, the context's workspace. */
+/* The defaults: SwiGLU, the context's workspace, nothing kept for the
+ * backward. */
 PIT_API pit_moe_ffn_options pit_moe_ffn_options_default(void);
 
 /* A Mixture-of-Experts expert FFN in one call: each token t goes to the
@@ -699,8 +710,9 @@ PIT_API pit_status pit_moe_ffn(pit_context *ctx, pit_stream *stream, const pit_t
  * options: dX [T,H], dW_gate_up (W_gate_up's shape), dW_down [E,F,H] and
  * dgates [T,k] (f32), each overwritten, each NULL to skip it. The routing is
  * run again from expert_ids (the same index as the forward's) and the first
- * product X[t] . W_gate_up[e] is recomputed into the scratch rows, not kept
- * from the forward; the activation's output is recomputed from it. Then
+ * product X[t] . W_gate_up[e] is read from options->saved_h where the
+ * forward kept it, else recomputed into the scratch rows; the activation's
+ * output is recomputed from it. Then
  * dA = dY[t] . W_down[e]^T per token-slot, the activation's backward (with
  * the gate, and dgates = act(h) . dA), and the three weight and input
  * products. Every gradient of a slot with a skipped id is 0 (its dgates

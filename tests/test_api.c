@@ -530,7 +530,7 @@ static void test_more_input_checks(pit_context *ctx, pit_context *other)
  * have nothing to do. T 4 tokens, H 6, F 3, E 2 experts, top-2. */
 enum { FT = 4, FH = 6, FF = 3, FE = 2, FK = 2 };
 enum { FX, FIDS, FG, FW1, FW2, FY, FDY, FDX, FDW1, FDW2, FDG, FW1_NARROW, FW2_E3, FIDS_F32,
-       FG_WIDE, FSCRATCH, FSCRATCH_SMALL, FSCRATCH_BF16, FN };
+       FG_WIDE, FSCRATCH, FSCRATCH_SMALL, FSCRATCH_BF16, FSAVED, FSAVED_WIDE, FSAVED_BF16, FN };
 
 static void moe_ffn_tensors(pit_context *ctx, pit_tensor **t)
 {
@@ -541,7 +541,8 @@ static void moe_ffn_tensors(pit_context *ctx, pit_tensor **t)
         {PIT_F32, 3, {FE, FF, FH}},      {PIT_F32, 2, {FT, FK}},      {PIT_F32, 3, {FE, FH, FF}},
         {PIT_F32, 3, {FE + 1, FF, FH}},  {PIT_F32, 2, {FT, FK}},      {PIT_F32, 2, {FT, FK + 1}},
         {PIT_F32, 1, {FT * FK * 3 * FF}}, {PIT_F32, 1, {FT * FK * 2 * FF - 1}},
-        {PIT_BF16, 1, {FT * FK * 3 * FF}}};
+        {PIT_BF16, 1, {FT * FK * 3 * FF}}, {PIT_F32, 2, {FT * FK, 2 * FF}},
+        {PIT_F32, 2, {FT * FK, 2 * FF + 1}}, {PIT_BF16, 2, {FT * FK, 2 * FF}}};
     for (int i = 0; i < FN; i++) {
         t[i] = NULL;
         pit_tensor_create(ctx, spec[i].dt, spec[i].rank, spec[i].shape, &t[i]);
@@ -569,7 +570,8 @@ static void test_moe_ffn_errors(pit_context *ctx)
     pit_tensor *t[FN];
     moe_ffn_tensors(ctx, t);
     pit_moe_ffn_options o = pit_moe_ffn_options_default();
-    expect_true("moe_ffn defaults: SwiGLU, no scratch", o.activation == PIT_ACT_SWIGLU && !o.scratch);
+    expect_true("moe_ffn defaults: SwiGLU, no scratch, nothing kept",
+                o.activation == PIT_ACT_SWIGLU && !o.scratch && !o.saved_h);
     expect_status("moe_ffn valid", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], NULL),
                   PIT_SUCCESS);
     expect_status("moe_ffn null W_down", ffn_call(ctx, t, t[FW1], NULL, t[FIDS], t[FG], t[FY], NULL),
@@ -631,6 +633,23 @@ static void test_moe_ffn_errors(pit_context *ctx)
     o.scratch = t[FSCRATCH_SMALL];
     expect_status("moe_ffn_backward scratch too small", ffn_backward_call(ctx, t, t[FDX], NULL, NULL, &o),
                   PIT_ERR_INVALID_ARGUMENT);
+    /* the first product kept for the backward: [T*k, W], X's dtype, apart */
+    o = pit_moe_ffn_options_default();
+    o.saved_h = t[FSAVED_WIDE];
+    expect_status("moe_ffn saved_h [T*k, W+1]", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
+                  PIT_ERR_SHAPE_MISMATCH);
+    o.saved_h = t[FSAVED_BF16];
+    expect_status("moe_ffn bf16 saved_h", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
+                  PIT_ERR_UNSUPPORTED_DTYPE);
+    o.saved_h = t[FSAVED];
+    o.scratch = t[FSAVED];
+    expect_status("moe_ffn saved_h is the scratch", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
+                  PIT_ERR_ALIASING);
+    o.scratch = NULL;
+    expect_status("moe_ffn keeping the first product", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
+                  PIT_SUCCESS);
+    expect_status("moe_ffn_backward from the kept first product",
+                  ffn_backward_call(ctx, t, t[FDX], t[FDW1], t[FDG], &o), PIT_SUCCESS);
     expect_status("moe_ffn_backward null ctx",
                   pit_moe_ffn_backward(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
                   PIT_ERR_INVALID_ARGUMENT);

@@ -106,6 +106,8 @@ typedef struct moe_result {
     double flops, floor_bytes;
     double pit_ms, pit_spread, dense_ms, dense_spread, loop_ms, loop_spread, floor_ms, err;
     double bwd_ms, bwd_spread; /* pit_moe_ffn_backward, every gradient */
+    /* the training pair: the forward keeping its first product (options->saved_h), the backward reading it */
+    double keep_ms, keep_spread, kept_bwd_ms, kept_bwd_spread;
     int ok;
     char choice[96];
     char error[320];
@@ -242,6 +244,7 @@ typedef struct moe_bench {
     int sets;
     pit_tensor *Y, *Hg, *Ag, *Yg;
     pit_tensor *dY, *dX, *dW1, *dW2, *dgates; /* the backward's */
+    pit_tensor *saved[MAX_SETS];              /* each input set's first product, kept by the forward */
     moe_set set[MAX_SETS];
 } moe_bench;
 
@@ -387,6 +390,32 @@ static pit_status run_backward(void *arg, int i)
                                 b->dW2, b->dgates, NULL);
 }
 
+/* The training pair: the forward keeping input set i's first product, and
+ * the backward reading it. */
+static pit_moe_ffn_options kept_options(const moe_bench *b, int i)
+{
+    pit_moe_ffn_options o = pit_moe_ffn_options_default();
+    o.saved_h = b->saved[i % b->sets];
+    return o;
+}
+
+static pit_status run_keeping(void *arg, int i)
+{
+    moe_bench *b = arg;
+    const moe_set *s = &b->set[i % b->sets];
+    const pit_moe_ffn_options o = kept_options(b, i);
+    return pit_moe_ffn(b->ctx, NULL, s->X, s->ids, s->gates, b->w->W1, b->w->W2, b->Y, &o, NULL);
+}
+
+static pit_status run_backward_kept(void *arg, int i)
+{
+    moe_bench *b = arg;
+    const moe_set *s = &b->set[i % b->sets];
+    const pit_moe_ffn_options o = kept_options(b, i);
+    return pit_moe_ffn_backward(b->ctx, NULL, s->X, s->ids, s->gates, b->w->W1, b->w->W2, b->dY, b->dX, b->dW1,
+                                b->dW2, b->dgates, &o);
+}
+
 static pit_status run_dense(void *arg, int i)
 {
     moe_bench *b = arg;
@@ -484,8 +513,10 @@ done:
 
 static void bench_free(moe_bench *b, int e)
 {
-    for (int i = 0; i < MAX_SETS; i++)
+    for (int i = 0; i < MAX_SETS; i++) {
         set_free(&b->set[i], e);
+        pit_tensor_destroy(b->saved[i]);
+    }
     pit_tensor *t[] = {b->Y, b->Hg, b->Ag, b->Yg, b->dY, b->dX, b->dW1, b->dW2, b->dgates};
     for (int i = 0; i < 9; i++)
         pit_tensor_destroy(t[i]);
@@ -547,6 +578,12 @@ static pit_status measure_point(pit_context *ctx, const bench_opts *o, const moe
         TRY(bench_time(ctx, o, run_loop, &b, &r->loop_ms, &r->loop_spread));
         TRY(backward_make(&b, s, rng, &xp, &h, r));
         TRY(bench_time(ctx, o, run_backward, &b, &r->bwd_ms, &r->bwd_spread));
+        for (int k = 0; k < b.sets; k++) { /* every set's first product kept before its backward reads it */
+            TRY(pit_tensor_create(ctx, dt, 2, (int64_t[]){slots, 2 * s->f}, &b.saved[k]));
+            TRY(run_keeping(&b, k));
+        }
+        TRY(bench_time(ctx, o, run_keeping, &b, &r->keep_ms, &r->keep_spread));
+        TRY(bench_time(ctx, o, run_backward_kept, &b, &r->kept_bwd_ms, &r->kept_bwd_spread));
     }
 done:
     bench_free(&b, s->e);
@@ -572,9 +609,10 @@ static void print_row(const void *result)
         snprintf(floor, sizeof floor, "%.4f", r->floor_ms);
         snprintf(ratio, sizeof ratio, "%.2fx", r->pit_ms / r->floor_ms);
     }
-    printf("%8.4f %6.1f | %8.4f %8.4f %8s | %6.2fx %7s | %8.4f %6.2fx | %.1e %s\n", r->pit_ms,
-           r->flops / (r->pit_ms * 1e9), r->dense_ms, r->loop_ms, floor, r->pit_ms / r->dense_ms, ratio, r->bwd_ms,
-           r->bwd_ms / r->pit_ms, r->err, r->choice);
+    printf("%8.4f %6.1f | %8.4f %8.4f %8s | %6.2fx %7s | %8.4f %6.2fx | %8.4f %8.4f %6.2fx | %.1e %s\n",
+           r->pit_ms, r->flops / (r->pit_ms * 1e9), r->dense_ms, r->loop_ms, floor, r->pit_ms / r->dense_ms, ratio,
+           r->bwd_ms, r->bwd_ms / r->pit_ms, r->keep_ms, r->kept_bwd_ms, r->kept_bwd_ms / r->pit_ms, r->err,
+           r->choice);
 }
 
 static void json_row(FILE *f, const void *result, int first)
@@ -587,14 +625,16 @@ static void json_row(FILE *f, const void *result, int first)
             "\"flops\": %.6g, \"floor_bytes\": %.6g, \"pit_ms\": %.6f, \"pit_spread\": %.4f, "
             "\"dense_ms\": %.6f, \"dense_spread\": %.4f, \"loop_ms\": %.6f, \"loop_spread\": %.4f, "
             "\"floor_ms\": %.6f, \"pit_over_dense\": %.4f, \"pit_over_floor\": %.4f, \"backward_ms\": %.6f, "
-            "\"backward_spread\": %.4f, \"backward_over_forward\": %.4f, \"rel_error\": %.3g, "
-            "\"correct\": %s, \"choice\": \"%s\"}",
+            "\"backward_spread\": %.4f, \"backward_over_forward\": %.4f, \"keeping_forward_ms\": %.6f, "
+            "\"keeping_forward_spread\": %.4f, \"kept_backward_ms\": %.6f, \"kept_backward_spread\": %.4f, "
+            "\"kept_backward_over_forward\": %.4f, \"rel_error\": %.3g, \"correct\": %s, \"choice\": \"%s\"}",
             first ? "" : ",\n", s->model, pit_dtype_name(r->dt), (long long)s->t, (long long)s->h,
             (long long)s->f, s->e, s->k, r->busiest, r->routed, r->flops, r->floor_bytes, r->pit_ms,
             r->pit_spread, r->dense_ms, r->dense_spread, r->loop_ms, r->loop_spread, r->floor_ms,
             r->dense_ms > 0 ? r->pit_ms / r->dense_ms : 0.0, r->floor_ms > 0 ? r->pit_ms / r->floor_ms : 0.0,
-            r->bwd_ms, r->bwd_spread, r->pit_ms > 0 ? r->bwd_ms / r->pit_ms : 0.0, r->err, r->ok ? "true" : "false",
-            r->choice);
+            r->bwd_ms, r->bwd_spread, r->pit_ms > 0 ? r->bwd_ms / r->pit_ms : 0.0, r->keep_ms, r->keep_spread,
+            r->kept_bwd_ms, r->kept_bwd_spread, r->pit_ms > 0 ? r->kept_bwd_ms / r->pit_ms : 0.0, r->err,
+            r->ok ? "true" : "false", r->choice);
 }
 
 static void print_header(const bench_opts *o, double gbps, int measured)
@@ -606,11 +646,13 @@ static void print_header(const bench_opts *o, double gbps, int measured)
            "   loop: per expert, the up and down GEMMs of its tokens (gather, activation, scatter not counted);\n"
            "   floor: the routed experts' weights once + X + Y at the copy bandwidth %.1f GB/s%s;\n"
            "   skew: the busiest expert's load over the mean;\n"
-           "   bwd: pit_moe_ffn_backward, every gradient (dX, dW_gate_up, dW_down, dgates), over the forward\n",
+           "   bwd: pit_moe_ffn_backward, every gradient (dX, dW_gate_up, dW_down, dgates), over the forward;\n"
+           "   keep / kept bwd: the training pair, the forward keeping its first product (options->saved_h)\n"
+           "   and the backward reading it instead of recomputing; kept/fwd: that backward over the forward\n",
            gbps, measured ? "" : " (unavailable)");
-    printf("%-17s %-4s %5s %5s %5s %3s %s %5s | %8s %6s | %8s %8s %8s | %7s %7s | %8s %7s | %s\n", "model", "dt",
-           "T", "H", "F", "E", "k", "skew", "pit ms", "TF/s", "dense ms", "loop ms", "floor", "pit/dns", "pit/flr",
-           "bwd ms", "bwd/fwd", "rel err, choice");
+    printf("%-17s %-4s %5s %5s %5s %3s %s %5s | %8s %6s | %8s %8s %8s | %7s %7s | %8s %7s | %8s %8s %7s | %s\n",
+           "model", "dt", "T", "H", "F", "E", "k", "skew", "pit ms", "TF/s", "dense ms", "loop ms", "floor", "pit/dns",
+           "pit/flr", "bwd ms", "bwd/fwd", "keep ms", "kept bwd", "kpt/fwd", "rel err, choice");
 }
 
 int bench_moe_suite(pit_context *ctx, const bench_opts *o, FILE *json)

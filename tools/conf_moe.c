@@ -202,9 +202,12 @@ static const char *const routing_names[] = {"skewed", "one expert", "no id in ra
 typedef enum ffn_variant {
     FFN_PLAIN,
     FFN_SCRATCH, /* the caller's scratch, NaN-poisoned before each call */
-    FFN_PARTIAL  /* the backward computes dW_down and dgates only */
+    FFN_PARTIAL, /* the backward computes dW_down and dgates only */
+    FFN_SAVED,   /* the first product kept by the forward (poisoned before it) for the backward */
+    FFN_SAVED_DW /* the same, the backward computing dW_down alone */
 } ffn_variant;
-static const char *const variant_names[] = {"", ", caller's scratch", ", dW_down and dgates only"};
+static const char *const variant_names[] = {"", ", caller's scratch", ", dW_down and dgates only",
+                                            ", first product kept", ", first product kept, dW_down only"};
 
 typedef struct ffn_case {
     const ffn_shape *s;
@@ -233,7 +236,7 @@ static void route_ffn(pit_rng *rng, const ffn_case *c, int32_t *ids)
 }
 
 enum { FB_X, FB_IDS, FB_G, FB_W1, FB_W2, FB_Y, FB_DY, FB_DX, FB_DW1, FB_DW2, FB_DG, FB_SCRATCH,
-       FB_COUNT };
+       FB_SAVED, FB_COUNT };
 
 typedef struct ffn_bufs {
     dbuf b[FB_COUNT];
@@ -252,11 +255,13 @@ static pit_status ffn_make(pit_context *ctx, const ffn_case *c, ffn_bufs *f)
     const ffn_shape *s = c->s;
     const int64_t w = c->act == PIT_ACT_SWIGLU || c->act == PIT_ACT_GEGLU ? 2 * s->f : s->f;
     const int64_t x[2] = {s->t, s->h}, tk[2] = {s->t, s->k}, w1[3] = {s->e, s->h, w},
-                  w2[3] = {s->e, s->f, s->h}, scratch[1] = {s->t * s->k * (w + s->f)};
+                  w2[3] = {s->e, s->f, s->h}, scratch[1] = {s->t * s->k * (w + s->f)},
+                  saved[2] = {s->t * s->k, w};
     const struct { pit_dtype dt; int rank; const int64_t *shape; } spec[FB_COUNT] = {
         {c->dt, 2, x},  {PIT_I32, 2, tk}, {PIT_F32, 2, tk}, {c->dt, 3, w1},
         {c->dt, 3, w2}, {c->dt, 2, x},    {c->dt, 2, x},    {c->dt, 2, x},
-        {c->dt, 3, w1}, {c->dt, 3, w2},   {PIT_F32, 2, tk}, {c->dt, 1, scratch}};
+        {c->dt, 3, w1}, {c->dt, 3, w2},   {PIT_F32, 2, tk}, {c->dt, 1, scratch},
+        {c->dt, 2, saved}};
     memset(f, 0, sizeof *f);
     pit_status st = PIT_SUCCESS;
     for (int i = 0; i < FB_COUNT && st == PIT_SUCCESS; i++)
@@ -293,6 +298,7 @@ static pit_moe_ffn_options ffn_options(const ffn_case *c, ffn_bufs *f)
     pit_moe_ffn_options o = pit_moe_ffn_options_default();
     o.activation = (pit_activation)c->act;
     o.scratch = c->variant == FFN_SCRATCH ? f->b[FB_SCRATCH].t : NULL;
+    o.saved_h = c->variant == FFN_SAVED || c->variant == FFN_SAVED_DW ? f->b[FB_SAVED].t : NULL;
     return o;
 }
 
@@ -307,6 +313,8 @@ static void ffn_forward(pit_context *ctx, const conf_opts *o, conf_tally *t, con
         pit_report rep;
         snprintf(w2, sizeof w2, "%s%s", what, with_report ? "" : ", no report");
         if (opt.scratch && !conf_call_ok(t, w2, conf_poison(opt.scratch, b[FB_SCRATCH].n)))
+            continue;
+        if (opt.saved_h && !conf_call_ok(t, w2, conf_poison(opt.saved_h, b[FB_SAVED].n)))
             continue;
         if (!conf_call_ok(t, w2, conf_poison(b[FB_Y].t, b[FB_Y].n)) ||
             !conf_call_ok(t, w2, pit_moe_ffn(ctx, NULL, b[FB_X].t, b[FB_IDS].t, b[FB_G].t,
@@ -328,23 +336,38 @@ static void ffn_backward(pit_context *ctx, const conf_opts *o, conf_tally *t, co
     pit_moe_ffn_options opt = ffn_options(c, f);
     dbuf *b = f->b;
     dbuf *outs[4] = {&b[FB_DX], &b[FB_DW1], &b[FB_DW2], &b[FB_DG]};
-    const int partial = c->variant == FFN_PARTIAL;
+    const int partial = c->variant == FFN_PARTIAL, dw_only = c->variant == FFN_SAVED_DW;
     char w2[240];
     snprintf(w2, sizeof w2, "%s backward", what);
     for (int i = 0; i < 4; i++)
         conf_call_ok(t, w2, conf_poison(outs[i]->t, outs[i]->n));
     if (opt.scratch)
         conf_call_ok(t, w2, conf_poison(opt.scratch, b[FB_SCRATCH].n));
-    if (!conf_call_ok(t, w2, pit_moe_ffn_backward(ctx, NULL, b[FB_X].t, b[FB_IDS].t, b[FB_G].t,
-                                                  b[FB_W1].t, b[FB_W2].t, b[FB_DY].t,
-                                                  partial ? NULL : b[FB_DX].t,
-                                                  partial ? NULL : b[FB_DW1].t, b[FB_DW2].t,
-                                                  b[FB_DG].t, &opt)))
+    /* the kept rows as the forward left them: the backward only reads them */
+    double *kept = opt.saved_h ? conf_ref_alloc(b[FB_SAVED].n) : NULL;
+    if (opt.saved_h && (!kept || !conf_call_ok(t, w2, conf_download(opt.saved_h, kept, b[FB_SAVED].n)))) {
+        if (!kept)
+            conf_call_failed(t, w2, PIT_ERR_OUT_OF_MEMORY);
+        free(kept);
         return;
-    for (int i = partial ? 2 : 0; i < 4; i++) {
-        snprintf(w2, sizeof w2, "%s %s", what, names[i]);
-        conf_compare(t, o, w2, outs[i], ref[i], c->dt);
     }
+    if (conf_call_ok(t, w2, pit_moe_ffn_backward(ctx, NULL, b[FB_X].t, b[FB_IDS].t, b[FB_G].t,
+                                                 b[FB_W1].t, b[FB_W2].t, b[FB_DY].t,
+                                                 partial || dw_only ? NULL : b[FB_DX].t,
+                                                 partial || dw_only ? NULL : b[FB_DW1].t, b[FB_DW2].t,
+                                                 dw_only ? NULL : b[FB_DG].t, &opt))) {
+        for (int i = partial ? 2 : 0; i < (dw_only ? 3 : 4); i++) {
+            if (dw_only && i != 2)
+                continue;
+            snprintf(w2, sizeof w2, "%s %s", what, names[i]);
+            conf_compare(t, o, w2, outs[i], ref[i], c->dt);
+        }
+        if (kept) {
+            snprintf(w2, sizeof w2, "%s: options->saved_h unchanged by the backward", what);
+            conf_compare_tensor(t, o, w2, opt.saved_h, b[FB_SAVED].h, kept, b[FB_SAVED].n, 0.0);
+        }
+    }
+    free(kept);
 }
 
 static void ffn_case_run(pit_context *ctx, const conf_opts *o, conf_tally *t, const ffn_case *c,
@@ -398,13 +421,16 @@ static void ffn_dtype_cases(pit_context *ctx, const conf_opts *o, conf_tally *t,
                 ffn_case_run(ctx, o, t, &c, rng);
             }
     const ffn_shape *wide = &shapes[nshapes - 1];
-    const ffn_case extra[3] = {{wide, dt, PIT_ACT_SWIGLU, ROUTE_NONE, FFN_PLAIN},
+    const ffn_case extra[6] = {{wide, dt, PIT_ACT_SWIGLU, ROUTE_NONE, FFN_PLAIN},
                                {wide, dt, PIT_ACT_GEGLU, ROUTE_SKEWED, FFN_SCRATCH},
-                               {wide, dt, PIT_ACT_SWIGLU, ROUTE_SKEWED, FFN_PARTIAL}};
-    for (int i = 0; i < 3; i++)
+                               {wide, dt, PIT_ACT_SWIGLU, ROUTE_SKEWED, FFN_PARTIAL},
+                               {wide, dt, PIT_ACT_SWIGLU, ROUTE_SKEWED, FFN_SAVED},
+                               {wide, dt, PIT_ACT_RELU, ROUTE_ONE_EXPERT, FFN_SAVED},
+                               {wide, dt, PIT_ACT_GEGLU, ROUTE_SKEWED, FFN_SAVED_DW}};
+    for (int i = 0; i < 6; i++)
         ffn_case_run(ctx, o, t, &extra[i], rng);
-    for (int i = 0; i < NFFN_EMPTY; i++) {
-        ffn_case c = {&ffn_empty_shapes[i], dt, PIT_ACT_SWIGLU, ROUTE_SKEWED, FFN_PLAIN};
+    for (int i = 0; i < NFFN_EMPTY; i++) { /* every other one keeping the first product */
+        ffn_case c = {&ffn_empty_shapes[i], dt, PIT_ACT_SWIGLU, ROUTE_SKEWED, i % 2 ? FFN_SAVED : FFN_PLAIN};
         ffn_case_run(ctx, o, t, &c, rng);
     }
     pit_rng tc_rng;
@@ -419,6 +445,8 @@ static void ffn_dtype_cases(pit_context *ctx, const conf_opts *o, conf_tally *t,
             }
         const ffn_case scratch = {&ffn_tc_shapes[sh], dt, PIT_ACT_SWIGLU, ROUTE_SKEWED, FFN_SCRATCH};
         ffn_case_run(ctx, o, t, &scratch, &tc_rng);
+        const ffn_case saved = {&ffn_tc_shapes[sh], dt, PIT_ACT_SWIGLU, ROUTE_SKEWED, FFN_SAVED};
+        ffn_case_run(ctx, o, t, &saved, &tc_rng);
     }
 }
 
@@ -426,8 +454,8 @@ void conf_moe_ffn(pit_context *ctx, const conf_opts *o, conf_tally *t)
 {
     pit_rng rng;
     pit_rng_seed(&rng, o->seed + 9);
-    const int ncases = (o->quick ? NFFN_QUICK_SHAPES * NFFN_ACTS + 2 : (NFFN_SHAPES + 1) * NFFN_ACTS * 2) + 3 +
-                       NFFN_EMPTY + 1;
+    const int ncases = (o->quick ? NFFN_QUICK_SHAPES * NFFN_ACTS + 2 : (NFFN_SHAPES + 1) * NFFN_ACTS * 2) + 6 +
+                       NFFN_EMPTY + 2;
     for (int d = 0; d < 3; d++)
         if (conf_dtype_supported(ctx, conf_dtypes[d], t, ncases * 7, "pit_moe_ffn", ffn_probe))
             ffn_dtype_cases(ctx, o, t, conf_dtypes[d], &rng);

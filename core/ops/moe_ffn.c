@@ -105,6 +105,26 @@ static pit_status check_scratch(pit_context *ctx, const char *fn, const pit_tens
     return PIT_SUCCESS;
 }
 
+/* The forward's first product kept for the backward: contiguous, X's
+ * dtype, [T*k, W], overlapping none of the other arguments nor the scratch. */
+static pit_status check_saved(pit_context *ctx, const char *fn, const pit_moe_ffn_options *o,
+                              const ffn_shape *s, pit_dtype dt, const pit_tensor *const *args,
+                              const char *const *names, int nargs)
+{
+    const pit_tensor *h = o->saved_h;
+    PIT_TRY(ops_check_output(ctx, h, fn, "options->saved_h", 2, 2));
+    PIT_TRY(ops_check_dtype(h, dt, fn, "options->saved_h"));
+    PIT_TRY(ops_check_dim(h, 0, s->t * s->k, fn, "options->saved_h"));
+    PIT_TRY(ops_check_dim(h, 1, s->w, fn, "options->saved_h"));
+    if (pit_tensor_numel(&h->d) > 0 && !pit_tdesc_contiguous(&h->d))
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "%s: options->saved_h must be contiguous", fn);
+    for (int i = 0; i < nargs; i++)
+        PIT_TRY(ops_check_no_overlap(h, args[i], fn, "options->saved_h", names[i]));
+    if (o->scratch)
+        PIT_TRY(ops_check_no_overlap(h, o->scratch, fn, "options->saved_h", "options->scratch"));
+    return PIT_SUCCESS;
+}
+
 /* rows x cols of the scratch, starting `skip` elements in (contiguous) */
 static pit_tdesc scratch_rows(const pit_tdesc *base, int64_t skip, int64_t rows, int64_t cols)
 {
@@ -182,25 +202,32 @@ PIT_API pit_status pit_moe_ffn(pit_context *ctx, pit_stream *stream, const pit_t
     PIT_TRY(ops_check_result(ctx, fn, Y, "Y", X->d.dtype, 2, yshape, args, names, 5));
     if (o.scratch)
         PIT_TRY(check_scratch(ctx, fn, o.scratch, X->d.dtype, rows * s.w, args, names, 6));
-    if (s.t == 0 || s.h == 0)
-        return PIT_SUCCESS;
-    if (s.e == 0 || s.k == 0 || s.f == 0) /* nothing routed, or an empty hidden layer */
-        return ops_zero(ctx, bs, &Y->d);
+    if (o.saved_h)
+        PIT_TRY(check_saved(ctx, fn, &o, &s, X->d.dtype, args, names, 6));
+    if (s.t == 0 || s.h == 0 || s.e == 0 || s.k == 0 || s.f == 0) {
+        /* nothing routed, or an empty product: every kept row is 0 */
+        if (o.saved_h && rows > 0 && s.w > 0)
+            PIT_TRY(ops_zero(ctx, bs, &o.saved_h->d));
+        return s.t == 0 || s.h == 0 ? PIT_SUCCESS : ops_zero(ctx, bs, &Y->d);
+    }
     pit_tile tile, tile2;
     PIT_TRY(pit_select_gathered(ctx->db, PIT_TILE_MOE, X->d.dtype, &tile));
     tile2 = tile;
     /* the intermediate: A [R, F] alone where the activation is fused, else U
      * [R, W] with A over its first F columns (the scratch's first elements
-     * either way: a fused call needs less of it) */
+     * either way: a fused call needs less of it); U kept for the backward
+     * (saved_h): U there, A alone in the scratch */
     pit_tdesc base;
     PIT_TRY(scratch_base(ctx, bs, &o, X->d.dtype, rows * s.f, &base));
     const pit_tdesc Af = scratch_rows(&base, 0, rows, s.f); /* A alone, contiguous */
-    const int fused = fuses_activation(ctx, s.act, &tile, &X->d, &W_gate_up->d, &Af);
+    const int fused = !o.saved_h && fuses_activation(ctx, s.act, &tile, &X->d, &W_gate_up->d, &Af);
     if (!fused) {
         PIT_TRY(need_activation(ctx));
-        PIT_TRY(scratch_base(ctx, bs, &o, X->d.dtype, rows * s.w, &base));
+        if (!o.saved_h)
+            PIT_TRY(scratch_base(ctx, bs, &o, X->d.dtype, rows * s.w, &base));
     }
-    const pit_tdesc U = scratch_rows(&base, 0, rows, s.w), A = first_columns(&U, s.f);
+    const pit_tdesc U = o.saved_h ? o.saved_h->d : scratch_rows(&base, 0, rows, s.w);
+    const pit_tdesc A = o.saved_h ? Af : first_columns(&U, s.f);
     const pit_tdesc *first = fused ? &Af : &U, *act_out = fused ? &Af : &A;
     const int on_device =
         forward_on_device(ctx, &X->d, &W_gate_up->d, first, act_out, &W_down->d, &Y->d);
@@ -285,21 +312,25 @@ static pit_status moe_product(const ffn_backward *b, int mode, const pit_tdesc *
                                   gates, Y);
 }
 
-static pit_status backward_run(const ffn_backward *b, const pit_tdesc *base, const pit_tensor *X,
-                               const pit_tensor *gates, const pit_tensor *W1,
+/* saved: the forward's U (options->saved_h), read only; NULL: U is
+ * recomputed into the scratch rows, and dU and A overwrite it in place. */
+static pit_status backward_run(const ffn_backward *b, const pit_tdesc *base, const pit_tdesc *saved,
+                               const pit_tensor *X, const pit_tensor *gates, const pit_tensor *W1,
                                const pit_tensor *W2, const pit_tensor *dY, const ffn_grads *g)
 {
     const ffn_shape *s = b->s;
     const int64_t rows = s->t * s->k;
-    const pit_tdesc U = scratch_rows(base, 0, rows, s->w), dA = scratch_rows(base, rows * s->w,
-                                                                             rows, s->f);
+    const pit_tdesc dU = scratch_rows(base, 0, rows, s->w), dA = scratch_rows(base, rows * s->w,
+                                                                              rows, s->f);
+    const pit_tdesc U = saved ? *saved : dU;
     const int need_da = g->dX || g->dW1 || g->dgates;
-    PIT_TRY(moe_product(b, 0 | PIT_MOE_SLOT_Y, &X->d, &W1->d, NULL, &U));
+    if (!saved)
+        PIT_TRY(moe_product(b, 0 | PIT_MOE_SLOT_Y, &X->d, &W1->d, NULL, &dU));
     const pit_backend *be = b->ctx->be;
-    pit_tdesc A = need_da ? dA : first_columns(&U, s->f);
+    pit_tdesc A = need_da || saved ? dA : first_columns(&dU, s->f);
     if (need_da) {
         PIT_TRY(moe_product(b, 1 | PIT_MOE_SLOT_Y, &dY->d, &W2->d, NULL, &dA));
-        PIT_TRY(be->moe_activation(b->ctx->bctx, b->bs, s->act, &U, &dA, &gates->d, &A, &U,
+        PIT_TRY(be->moe_activation(b->ctx->bctx, b->bs, s->act, &U, &dA, &gates->d, &A, &dU,
                                    g->dgates ? &g->dgates->d : NULL));
     } else {
         PIT_TRY(be->moe_activation(b->ctx->bctx, b->bs, s->act, &U, NULL, NULL, &A, NULL, NULL));
@@ -307,9 +338,9 @@ static pit_status backward_run(const ffn_backward *b, const pit_tdesc *base, con
     if (g->dW2)
         PIT_TRY(moe_product(b, 2 | PIT_MOE_SLOT_X, &A, &g->dW2->d, &gates->d, &dY->d));
     if (g->dX)
-        PIT_TRY(moe_product(b, 1 | PIT_MOE_SLOT_X, &U, &W1->d, NULL, &g->dX->d));
+        PIT_TRY(moe_product(b, 1 | PIT_MOE_SLOT_X, &dU, &W1->d, NULL, &g->dX->d));
     if (g->dW1)
-        PIT_TRY(moe_product(b, 2 | PIT_MOE_SLOT_Y, &X->d, &g->dW1->d, NULL, &U));
+        PIT_TRY(moe_product(b, 2 | PIT_MOE_SLOT_Y, &X->d, &g->dW1->d, NULL, &dU));
     return PIT_SUCCESS;
 }
 
@@ -336,6 +367,8 @@ PIT_API pit_status pit_moe_ffn_backward(pit_context *ctx, pit_stream *stream, co
     const int64_t rows = s.t * s.k, need = rows * (s.w + s.f);
     if (o.scratch)
         PIT_TRY(check_scratch(ctx, fn, o.scratch, X->d.dtype, need, args, names, 10));
+    if (o.saved_h)
+        PIT_TRY(check_saved(ctx, fn, &o, &s, X->d.dtype, args, names, 10));
     if (!dX && !dW_gate_up && !dW_down && !dgates)
         return PIT_SUCCESS;
     pit_index idx;
@@ -350,5 +383,6 @@ PIT_API pit_status pit_moe_ffn_backward(pit_context *ctx, pit_stream *stream, co
     PIT_TRY(pit_select_gathered(ctx->db, PIT_TILE_MOE, X->d.dtype, &b.tile));
     pit_tdesc base;
     PIT_TRY(scratch_base(ctx, bs, &o, X->d.dtype, need, &base));
-    return backward_run(&b, &base, X, gates, W_gate_up, W_down, dY, &g);
+    return backward_run(&b, &base, o.saved_h ? &o.saved_h->d : NULL, X, gates, W_gate_up, W_down, dY,
+                        &g);
 }

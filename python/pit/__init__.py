@@ -459,34 +459,45 @@ def _moe_ffn_options(op, activation):
     if activation not in _lib.ACTIVATIONS:
         raise PitError("PIT_ERR_INVALID_ARGUMENT", f"{op}: activation {activation!r} is not one of "
                        + ", ".join(_lib.ACTIVATIONS))
-    return _lib.MoeFfnOptions(_lib.ACTIVATIONS[activation], None)
+    return _lib.MoeFfnOptions(_lib.ACTIVATIONS[activation], None, None)
 
 
-def moe_ffn(x, expert_ids, gates, w_gate_up, w_down, activation="swiglu", ctx=None, out=None):
+def moe_ffn(x, expert_ids, gates, w_gate_up, w_down, activation="swiglu", ctx=None, out=None, hidden=None,
+            return_hidden=False):
     """The expert FFN of a MoE layer in one call: y[t] = sum_j gates[t,j]
     act(x[t] . w_gate_up[e]) . w_down[e], e = expert_ids[t,j]. x [T,H],
     w_gate_up [E,H,2F] (gate columns, then up) for "swiglu" and "geglu",
-    [E,H,F] for "gelu", "relu", "silu"; w_down [E,F,H] -> [T,H]."""
+    [E,H,F] for "gelu", "relu", "silu"; w_down [E,F,H] -> [T,H].
+    return_hidden: return (y, h), h [T*k, W] the first product of every
+    token-slot (row t*k + j), which moe_ffn_backward(hidden=h) reads instead
+    of recomputing; hidden: the array to write h into (as out= for y)."""
     opt = _moe_ffn_options("moe_ffn", activation)
     x, w_gate_up, w_down = as_array(x), as_array(w_gate_up), as_array(w_down)
     code = _same_dtype("moe_ffn", x, w_gate_up, w_down)
+    keep = return_hidden or hidden is not None
     with _call(ctx, x) as c:
         tx, tu, td = c.input(x), c.input(w_gate_up), c.input(w_down)
         ti, tg = _routing(c, expert_ids, gates)
         ty = c.output(x.shape, code, out)
+        th = c.output((tg.shape[0] * tg.shape[1], w_gate_up.shape[-1]), code, hidden) if keep else None
+        opt.saved_h = th.handle if keep else None
         _lib.check(_lib.moe_ffn(c.ctx.handle, c.stream, tx.handle, ti.handle, tg.handle, tu.handle, td.handle,
                                 ty.handle, ctypes.byref(opt), None))
-        return c.finish(ty)
+        return c.finish(ty, th) if return_hidden else c.finish(ty)
 
 
-def moe_ffn_backward(x, expert_ids, gates, w_gate_up, w_down, dy, activation="swiglu", ctx=None):
+def moe_ffn_backward(x, expert_ids, gates, w_gate_up, w_down, dy, activation="swiglu", ctx=None, hidden=None):
     """(dx, dw_gate_up, dw_down, dgates) of moe_ffn given dy [T,H]; dgates is
-    float32 [T,k]. A slot with an id out of range gets zero gradients."""
+    float32 [T,k]. A slot with an id out of range gets zero gradients.
+    hidden: the h that moe_ffn(return_hidden=True) gave, read (not changed)
+    instead of recomputing the first product."""
     opt = _moe_ffn_options("moe_ffn_backward", activation)
     x, w_gate_up, w_down, dy = (as_array(a) for a in (x, w_gate_up, w_down, dy))
     code = _same_dtype("moe_ffn_backward", x, w_gate_up, w_down, dy)
     with _call(ctx, x) as c:
         tx, tu, td, tdy = c.input(x), c.input(w_gate_up), c.input(w_down), c.input(dy)
+        if hidden is not None:
+            opt.saved_h = c.input(as_array(hidden)).handle
         ti, tg = _routing(c, expert_ids, gates)
         tdx, tdu, tdd = c.output(x.shape, code), c.output(w_gate_up.shape, code), c.output(w_down.shape, code)
         tdg = c.output(tg.shape, _lib.F32)

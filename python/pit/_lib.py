@@ -58,7 +58,7 @@ class AttentionOptions(ctypes.Structure):
 class MoeFfnOptions(ctypes.Structure):
     """pit_moe_ffn_options."""
 
-    _fields_ = [("activation", ctypes.c_int), ("scratch", ctypes.c_void_p)]
+    _fields_ = [("activation", ctypes.c_int), ("scratch", ctypes.c_void_p), ("saved_h", ctypes.c_void_p)]
 
 
 class PitError(RuntimeError):

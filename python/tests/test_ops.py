@@ -437,6 +437,19 @@ def test_moe_ffn_backward_relu():
     for got, ref in ((dx, rdx), (dwu, rdwu), (dwd, rdwd), (dg, rdg)):
         assert rel_err(got, ref) <= TOL[np.float32]
     assert np.all(dg[0, 0] == 0)  # the slot whose id is out of range
+    # the first product kept by the forward: h's rows, and the same gradients from it
+    y, hid = pit.moe_ffn(x, ids, gates, wu, wd, activation="relu", return_hidden=True)
+    assert hid.shape == (t * k, f)
+    assert rel_err(y, pit.moe_ffn(x, ids, gates, wu, wd, activation="relu")) <= TOL[np.float32]
+    for i in range(t):
+        for j in range(k):
+            ref_h = x[i].astype(np.float64) @ wu[ids[i, j]].astype(np.float64) if ids[i, j] < e else np.zeros(f)
+            assert rel_err(hid[i * k + j], ref_h) <= TOL[np.float32]
+    kept = hid.copy()
+    again = pit.moe_ffn_backward(x, ids, gates, wu, wd, dy, activation="relu", hidden=hid)
+    for got, ref in zip(again, (rdx, rdwu, rdwd, rdg)):
+        assert rel_err(got, ref) <= TOL[np.float32]
+    assert np.array_equal(hid, kept)  # read, not changed
 
 
 def test_calls_from_many_threads():
