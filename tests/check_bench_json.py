@@ -51,7 +51,8 @@ def check_decode(d):
 def check_moe(d):
     rows = check_points(d, "moe", ("pit_ms", "dense_ms", "loop_ms", "floor_ms", "flops", "floor_bytes",
                                    "pit_over_dense", "pit_over_floor", "routed_experts", "backward_ms",
-                                   "backward_over_forward"),
+                                   "backward_over_forward", "keeping_forward_ms", "kept_backward_ms",
+                                   "kept_backward_over_forward"),
                         lambda r: f"moe {r['dtype']} {r['model']} T={r['t']}")
     for r in rows:
         where = f"moe {r['dtype']} {r['model']} T={r['t']}"
