@@ -337,7 +337,7 @@ static void ffn_backward(pit_context *ctx, const conf_opts *o, conf_tally *t, co
     dbuf *b = f->b;
     dbuf *outs[4] = {&b[FB_DX], &b[FB_DW1], &b[FB_DW2], &b[FB_DG]};
     const int partial = c->variant == FFN_PARTIAL, dw_only = c->variant == FFN_SAVED_DW;
-    char w2[240];
+    char w2[256];
     snprintf(w2, sizeof w2, "%s backward", what);
     for (int i = 0; i < 4; i++)
         conf_call_ok(t, w2, conf_poison(outs[i]->t, outs[i]->n));
