@@ -12,8 +12,10 @@
  * dropped), gathers each expert's tokens into its gate/up product, applies
  * the activation, and scatters the down product back with the gates, each
  * token's two results summed. pit_moe_ffn_backward gives the gradients of
- * the input, both weights and the gates. The dense way pads every expert to
- * the busiest one's load and runs two batched GEMMs.
+ * the input, both weights and the gates; in training the forward keeps its
+ * first product (options->saved_h) and the backward reads it instead of
+ * computing it again. The dense way pads every expert to the busiest one's
+ * load and runs two batched GEMMs.
  *
  *   moe_layer [--tokens T]      (default 256)
  */
@@ -44,20 +46,33 @@ typedef struct moe_block {
     pit_tensor *X, *ids, *gates, *W1, *W2, *Y;   /* the layer: W1 = W_gate_up, W2 = W_down */
     pit_tensor *dY, *dX, *dW1, *dW2, *dgates;    /* its gradients */
     pit_tensor *Xpad, *Hpad, *Apad, *Ypad;       /* the dense way, [E, cap, .] */
+    const pit_moe_ffn_options *opt;              /* NULL, or keeping the first product */
     pit_report rep;
 } moe_block;
 
 static pit_status run_forward(void *u)
 {
     moe_block *b = u;
-    return pit_moe_ffn(b->ctx, NULL, b->X, b->ids, b->gates, b->W1, b->W2, b->Y, NULL, &b->rep);
+    return pit_moe_ffn(b->ctx, NULL, b->X, b->ids, b->gates, b->W1, b->W2, b->Y, b->opt, &b->rep);
 }
 
 static pit_status run_backward(void *u)
 {
     moe_block *b = u;
     return pit_moe_ffn_backward(b->ctx, NULL, b->X, b->ids, b->gates, b->W1, b->W2, b->dY, b->dX,
-                                b->dW1, b->dW2, b->dgates, NULL);
+                                b->dW1, b->dW2, b->dgates, b->opt);
+}
+
+/* Every gradient against the reference; title names the backward. */
+static int check_grads(const moe_block *b, const char *title, double *const *ref, const size_t *sizes)
+{
+    const pit_tensor *grads[4] = {b->dX, b->dW1, b->dW2, b->dgates};
+    const char *names[4] = {"  dX", "  dW_gate_up", "  dW_down", "  dgates"};
+    int ok = 1;
+    printf("%s\n", title);
+    for (int i = 0; i < 4; i++)
+        ok &= ex_check_close(names[i], grads[i], ref[i], sizes[i]);
+    return ok;
 }
 
 /* The dense way's two GEMMs (the activation between them, the gather and
@@ -140,10 +155,17 @@ int main(int argc, char **argv)
     pit_ref_ffn_grads g = {ref_g[0], ref_g[1], ref_g[2], ref_g[3]};
     pit_ref_moe_ffn_backward(&shape, x, ids, gates, w1, w2, dy, &g);
     double bwd_ms = ex_time_ms(ctx, 3, NULL, run_backward, &b);
-    const pit_tensor *grads[4] = {b.dX, b.dW1, b.dW2, b.dgates};
-    const char *names[4] = {"pit_moe_ffn_backward dX", "  dW_gate_up", "  dW_down", "  dgates"};
-    for (int i = 0; i < 4; i++)
-        ok &= ex_check_close(names[i], grads[i], ref_g[i], sizes[i]);
+    ok &= check_grads(&b, "pit_moe_ffn_backward, the first product recomputed:", ref_g, sizes);
+
+    /* Training: the forward keeps its first product h [T*k, 2F] for the
+     * backward, which reads it instead of computing it again. */
+    pit_moe_ffn_options keep = pit_moe_ffn_options_default();
+    keep.saved_h = ex_tensor(ctx, PIT_F32, 2, (int64_t[]){T * K, 2 * F});
+    b.opt = &keep;
+    double keep_ms = ex_time_ms(ctx, 3, NULL, run_forward, &b);
+    ok &= ex_check_close("pit_moe_ffn Y, keeping h", b.Y, ref_y, (size_t)(T * H));
+    double kept_bwd_ms = ex_time_ms(ctx, 3, NULL, run_backward, &b);
+    ok &= check_grads(&b, "pit_moe_ffn_backward from the kept h:", ref_g, sizes);
 
     /* The dense way: every expert padded to the busiest expert's load (the
      * capacity at which no token is dropped), two batched GEMMs. */
@@ -163,9 +185,11 @@ int main(int argc, char **argv)
     ex_print_times("pit_moe_ffn (no padding)", fwd_ms,
                    "two padded batched GEMMs (capacity = max load)", dense_ms);
     printf("  pit   %-44s %9.3f ms\n", "pit_moe_ffn_backward", bwd_ms);
+    printf("  pit   %-44s %9.3f ms\n", "pit_moe_ffn keeping h (training)", keep_ms);
+    printf("  pit   %-44s %9.3f ms\n", "pit_moe_ffn_backward from the kept h", kept_bwd_ms);
 
     pit_tensor *all[] = {b.X, b.ids, b.gates, b.W1, b.W2, b.Y, b.dY, b.dX, b.dW1, b.dW2,
-                         b.dgates, b.Xpad, b.Hpad, b.Apad, b.Ypad, Wr};
+                         b.dgates, b.Xpad, b.Hpad, b.Apad, b.Ypad, Wr, keep.saved_h};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         EX_CHECK(pit_tensor_destroy(all[i]));
     EX_CHECK(pit_context_destroy(ctx));
