@@ -48,7 +48,9 @@ root="$PWD"
 export LD_LIBRARY_PATH="$root/.carry/lib:${LD_LIBRARY_PATH:-}"
 summary="$out/summary.txt"; : > "$summary"
 note() { echo "$*" | tee -a "$summary"; }
-step() { local name="$1"; shift; local t0=$SECONDS; "$@" > "$out/$name.log" 2>&1; local rc=$?;
+# every step under a time limit (STEP_TIMEOUT seconds, default 420): a kernel
+# that hangs costs one step, not the whole device call
+step() { local name="$1"; shift; local t0=$SECONDS; timeout "${STEP_TIMEOUT:-420}" "$@" > "$out/$name.log" 2>&1; local rc=$?;
          note "$(printf '%-26s rc=%-3s %4ss  %s' "$name" "$rc" "$((SECONDS-t0))" "$(tail -1 "$out/$name.log" | cut -c1-90)")"; return $rc; }
 icd=$(ldconfig -p | grep -m1 'libnvidia-opencl.so.1' | awk '{print $NF}')
 if [ -n "$icd" ]; then mkdir -p /tmp/icd && echo "$icd" > /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd; fi
