@@ -48,16 +48,17 @@ root="$PWD"
 export LD_LIBRARY_PATH="$root/.carry/lib:${LD_LIBRARY_PATH:-}"
 summary="$out/summary.txt"; : > "$summary"
 note() { echo "$*" | tee -a "$summary"; }
-# every step under a time limit (STEP_TIMEOUT seconds, default 420): a kernel
-# that hangs costs one step, not the whole device call
-step() { local name="$1"; shift; local t0=$SECONDS; timeout "${STEP_TIMEOUT:-420}" "$@" > "$out/$name.log" 2>&1; local rc=$?;
+step() { local name="$1"; shift; local t0=$SECONDS; "$@" > "$out/$name.log" 2>&1; local rc=$?;
          note "$(printf '%-26s rc=%-3s %4ss  %s' "$name" "$rc" "$((SECONDS-t0))" "$(tail -1 "$out/$name.log" | cut -c1-90)")"; return $rc; }
 icd=$(ldconfig -p | grep -m1 'libnvidia-opencl.so.1' | awk '{print $NF}')
 if [ -n "$icd" ]; then mkdir -p /tmp/icd && echo "$icd" > /tmp/icd/nvidia.icd && export OCL_ICD_VENDORS=/tmp/icd; fi
 note "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1)"
 
-# run_in BUILD TILEDB cmd...: a build's libraries and tile databases
-run_in() { local b="$1" t="$2"; shift 2; env LD_LIBRARY_PATH="$b/lib:$LD_LIBRARY_PATH" PIT_TILEDB_DIR="$t" "$@"; }
+# run_in BUILD TILEDB cmd...: a build's libraries and tile databases, under a
+# time limit (STEP_TIMEOUT seconds, default 420): a kernel that hangs costs
+# one step, not the whole device call
+run_in() { local b="$1" t="$2"; shift 2;
+           timeout "${STEP_TIMEOUT:-420}" env LD_LIBRARY_PATH="$b/lib:$LD_LIBRARY_PATH" PIT_TILEDB_DIR="$t" "$@"; }
 NEW="${PIT_NEW:-$root/build-gpu}"; BASE="$root/.carry/base"
 
 for what in "$@"; do
