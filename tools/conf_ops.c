@@ -318,9 +318,11 @@ void conf_softmax(pit_context *ctx, const conf_opts *o, conf_tally *t)
 /* ---- attention -------------------------------------------------------------------------- */
 
 typedef struct attn_shape { int64_t bh, l, d, dv; } attn_shape;
-/* the last shape, head dims 64 with blocks 64 (0) and 128, is the fused
- * tensor-core kernel's (CUDA: wgmma on sm_90a) */
-static const attn_shape attn_shapes[] = {{1, 7, 5, 3}, {2, 33, 16, 8}, {2, 100, 32, 20}, {2, 300, 64, 64}};
+/* the last two shapes, head dims 64 and 128 with blocks 64 (0) and 128, are
+ * the fused tensor-core kernel's (CUDA: wgmma on sm_90a; at 128 with blocks
+ * of 128 its warp-specialised build, the element mask read in its chunks) */
+static const attn_shape attn_shapes[] = {{1, 7, 5, 3}, {2, 33, 16, 8}, {2, 100, 32, 20}, {2, 300, 64, 64},
+                                         {2, 260, 128, 128}};
 static const pattern_kind attn_patterns[] = {PAT_WINDOW_GLOBAL, PAT_BLOCKS_UNALIGNED,
                                              PAT_MASKED_ROWS, PAT_DENSE, PAT_EMPTY};
 static const int32_t attn_blocks[] = {0, 16, 32, 128};
