@@ -10,7 +10,7 @@
  * bounds of every row of the CTA loads no mask and checks nothing; others
  * check the bounds per element (and the mask where there is one).
  *
- * Defines: PIT_DTYPE (16-bit), BLOCK, HD, HDV, MASK_DT, ATT_DETECT.
+ * Defines: PIT_DTYPE (16-bit), BLOCK, HD, HDV, MASK_DT, ATT_DETECT, ATT_WS.
  */
 #include "common/port.cuh"
 #include "args.h"
