@@ -557,6 +557,13 @@ static pit_status ffn_call(pit_context *ctx, pit_tensor **t, const pit_tensor *W
     return pit_moe_ffn(ctx, NULL, t[FX], ids, gates, W1, W2, Y, o, NULL);
 }
 
+/* pit_moe_ffn on the valid inputs with options o: status want */
+static void expect_ffn(pit_context *ctx, pit_tensor **t, const pit_moe_ffn_options *o, const char *what,
+                       pit_status want)
+{
+    expect_status(what, ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], o), want);
+}
+
 static pit_status ffn_backward_call(pit_context *ctx, pit_tensor **t, pit_tensor *dX,
                                     pit_tensor *dW1, pit_tensor *dgates,
                                     const pit_moe_ffn_options *o)
@@ -577,14 +584,12 @@ static void test_moe_ffn_errors(pit_context *ctx)
     expect_status("moe_ffn null W_down", ffn_call(ctx, t, t[FW1], NULL, t[FIDS], t[FG], t[FY], NULL),
                   PIT_ERR_INVALID_ARGUMENT);
     o.activation = (pit_activation)5;
-    expect_status("moe_ffn activation 5", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
-                  PIT_ERR_INVALID_ARGUMENT);
+    expect_ffn(ctx, t, &o, "moe_ffn activation 5", PIT_ERR_INVALID_ARGUMENT);
     o.activation = PIT_ACT_SWIGLU;
     expect_status("moe_ffn SwiGLU with F columns", ffn_call(ctx, t, t[FW1_NARROW], t[FW2], t[FIDS], t[FG], t[FY], &o),
                   PIT_ERR_SHAPE_MISMATCH);
     o.activation = PIT_ACT_RELU;
-    expect_status("moe_ffn ReLU with 2F columns", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
-                  PIT_ERR_SHAPE_MISMATCH);
+    expect_ffn(ctx, t, &o, "moe_ffn ReLU with 2F columns", PIT_ERR_SHAPE_MISMATCH);
     expect_status("moe_ffn ReLU with F columns", ffn_call(ctx, t, t[FW1_NARROW], t[FW2], t[FIDS], t[FG], t[FY], &o),
                   PIT_SUCCESS);
     o.activation = PIT_ACT_SWIGLU;
@@ -597,25 +602,20 @@ static void test_moe_ffn_errors(pit_context *ctx)
     expect_status("moe_ffn Y is X", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FX], NULL),
                   PIT_ERR_ALIASING);
     o.scratch = t[FSCRATCH_SMALL];
-    expect_status("moe_ffn scratch one element short", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
-                  PIT_ERR_INVALID_ARGUMENT);
+    expect_ffn(ctx, t, &o, "moe_ffn scratch one element short", PIT_ERR_INVALID_ARGUMENT);
     o.scratch = t[FSCRATCH_BF16];
-    expect_status("moe_ffn bf16 scratch", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
-                  PIT_ERR_UNSUPPORTED_DTYPE);
+    expect_ffn(ctx, t, &o, "moe_ffn bf16 scratch", PIT_ERR_UNSUPPORTED_DTYPE);
     o.scratch = t[FW1];
-    expect_status("moe_ffn scratch is W_gate_up", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
-                  PIT_ERR_ALIASING);
+    expect_ffn(ctx, t, &o, "moe_ffn scratch is W_gate_up", PIT_ERR_ALIASING);
     pit_tensor *strided = NULL;
     pit_tensor_desc d;
     pit_tensor_get_desc(t[FSCRATCH], &d);
     const int64_t half[2] = {FT * FK * 3 * FF / 2, 1}, every_other[2] = {2, 1};
     pit_tensor_wrap(ctx, PIT_F32, 2, half, every_other, d.data, 0, &strided);
     o.scratch = strided;
-    expect_status("moe_ffn strided scratch", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
-                  PIT_ERR_INVALID_ARGUMENT);
+    expect_ffn(ctx, t, &o, "moe_ffn strided scratch", PIT_ERR_INVALID_ARGUMENT);
     o.scratch = t[FSCRATCH];
-    expect_status("moe_ffn caller's scratch", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
-                  PIT_SUCCESS);
+    expect_ffn(ctx, t, &o, "moe_ffn caller's scratch", PIT_SUCCESS);
     /* the backward: its outputs, its scratch (T*k*(W+F) elements), nothing asked */
     expect_status("moe_ffn_backward valid", ffn_backward_call(ctx, t, t[FDX], t[FDW1], t[FDG], &o),
                   PIT_SUCCESS);
@@ -636,18 +636,14 @@ static void test_moe_ffn_errors(pit_context *ctx)
     /* the first product kept for the backward: [T*k, W], X's dtype, apart */
     o = pit_moe_ffn_options_default();
     o.saved_h = t[FSAVED_WIDE];
-    expect_status("moe_ffn saved_h [T*k, W+1]", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
-                  PIT_ERR_SHAPE_MISMATCH);
+    expect_ffn(ctx, t, &o, "moe_ffn saved_h [T*k, W+1]", PIT_ERR_SHAPE_MISMATCH);
     o.saved_h = t[FSAVED_BF16];
-    expect_status("moe_ffn bf16 saved_h", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
-                  PIT_ERR_UNSUPPORTED_DTYPE);
+    expect_ffn(ctx, t, &o, "moe_ffn bf16 saved_h", PIT_ERR_UNSUPPORTED_DTYPE);
     o.saved_h = t[FSAVED];
     o.scratch = t[FSAVED];
-    expect_status("moe_ffn saved_h is the scratch", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
-                  PIT_ERR_ALIASING);
+    expect_ffn(ctx, t, &o, "moe_ffn saved_h is the scratch", PIT_ERR_ALIASING);
     o.scratch = NULL;
-    expect_status("moe_ffn keeping the first product", ffn_call(ctx, t, t[FW1], t[FW2], t[FIDS], t[FG], t[FY], &o),
-                  PIT_SUCCESS);
+    expect_ffn(ctx, t, &o, "moe_ffn keeping the first product", PIT_SUCCESS);
     expect_status("moe_ffn_backward from the kept first product",
                   ffn_backward_call(ctx, t, t[FDX], t[FDW1], t[FDG], &o), PIT_SUCCESS);
     expect_status("moe_ffn_backward null ctx",

@@ -86,40 +86,47 @@ static pit_status check_ffn_inputs(pit_context *ctx, const char *fn, const pit_t
     return PIT_SUCCESS;
 }
 
-/* The caller's scratch: contiguous, X's dtype, at least `need` elements,
- * overlapping none of the other arguments. */
+/* A tensor of the options (the scratch, the kept first product): of rank
+ * min_rank..max_rank, X's dtype, contiguous (when it holds anything),
+ * overlapping none of the call's arguments. */
+static pit_status check_option_tensor(pit_context *ctx, const char *fn, const pit_tensor *t,
+                                      const char *name, int min_rank, int max_rank, pit_dtype dt,
+                                      const pit_tensor *const *args, const char *const *names,
+                                      int nargs)
+{
+    PIT_TRY(ops_check_output(ctx, t, fn, name, min_rank, max_rank));
+    PIT_TRY(ops_check_dtype(t, dt, fn, name));
+    if (pit_tensor_numel(&t->d) > 0 && !pit_tdesc_contiguous(&t->d))
+        return pit_error(PIT_ERR_INVALID_ARGUMENT, "%s: %s must be contiguous", fn, name);
+    for (int i = 0; i < nargs; i++)
+        PIT_TRY(ops_check_no_overlap(t, args[i], fn, name, names[i]));
+    return PIT_SUCCESS;
+}
+
+/* The caller's scratch: at least `need` elements. */
 static pit_status check_scratch(pit_context *ctx, const char *fn, const pit_tensor *scratch,
                                 pit_dtype dt, int64_t need, const pit_tensor *const *args,
                                 const char *const *names, int nargs)
 {
-    PIT_TRY(ops_check_output(ctx, scratch, fn, "options->scratch", 1, PIT_MAX_RANK));
-    PIT_TRY(ops_check_dtype(scratch, dt, fn, "options->scratch"));
-    if (!pit_tdesc_contiguous(&scratch->d))
-        return pit_error(PIT_ERR_INVALID_ARGUMENT, "%s: options->scratch must be contiguous", fn);
+    PIT_TRY(check_option_tensor(ctx, fn, scratch, "options->scratch", 1, PIT_MAX_RANK, dt, args, names,
+                                nargs));
     if (pit_tensor_numel(&scratch->d) < need)
         return pit_error(PIT_ERR_INVALID_ARGUMENT, "%s: options->scratch holds %lld elements, the "
                          "call needs %lld", fn, (long long)pit_tensor_numel(&scratch->d),
                          (long long)need);
-    for (int i = 0; i < nargs; i++)
-        PIT_TRY(ops_check_no_overlap(scratch, args[i], fn, "options->scratch", names[i]));
     return PIT_SUCCESS;
 }
 
-/* The forward's first product kept for the backward: contiguous, X's
- * dtype, [T*k, W], overlapping none of the other arguments nor the scratch. */
+/* The forward's first product kept for the backward: [T*k, W], apart from
+ * the scratch too. */
 static pit_status check_saved(pit_context *ctx, const char *fn, const pit_moe_ffn_options *o,
                               const ffn_shape *s, pit_dtype dt, const pit_tensor *const *args,
                               const char *const *names, int nargs)
 {
     const pit_tensor *h = o->saved_h;
-    PIT_TRY(ops_check_output(ctx, h, fn, "options->saved_h", 2, 2));
-    PIT_TRY(ops_check_dtype(h, dt, fn, "options->saved_h"));
+    PIT_TRY(check_option_tensor(ctx, fn, h, "options->saved_h", 2, 2, dt, args, names, nargs));
     PIT_TRY(ops_check_dim(h, 0, s->t * s->k, fn, "options->saved_h"));
     PIT_TRY(ops_check_dim(h, 1, s->w, fn, "options->saved_h"));
-    if (pit_tensor_numel(&h->d) > 0 && !pit_tdesc_contiguous(&h->d))
-        return pit_error(PIT_ERR_INVALID_ARGUMENT, "%s: options->saved_h must be contiguous", fn);
-    for (int i = 0; i < nargs; i++)
-        PIT_TRY(ops_check_no_overlap(h, args[i], fn, "options->saved_h", names[i]));
     if (o->scratch)
         PIT_TRY(ops_check_no_overlap(h, o->scratch, fn, "options->saved_h", "options->scratch"));
     return PIT_SUCCESS;
