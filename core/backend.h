@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define PIT_BACKEND_ABI_VERSION 10 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
+#define PIT_BACKEND_ABI_VERSION 11 /* 2: pit_index.flag_full; 3: moe_plans_on_device;
                                     4: switches to context_create;
                                     5: mem_query; pit_host.cache_load / cache_store /
                                        cache_drop; set_scratch_allocator;
@@ -44,7 +44,8 @@ extern "C" {
                                        pit_device_info.takes_host_memory;
                                     9: matmul_detects_inside;
                                     10: moe_matmul's gated epilogue
-                                        (PIT_MOE_GLU), moe_fuses_activation */
+                                        (PIT_MOE_GLU), moe_fuses_activation;
+                                    11: attention_columns */
 #define PIT_BACKEND_REGISTER_SYMBOL "pit_backend_register"
 
 /* ---- services core offers to plug-ins --------------------------------- */
@@ -500,6 +501,19 @@ typedef struct pit_backend {
      * moe_activation and keeps no [T*k, 2F] intermediate. NULL: never. */
     int (*moe_fuses_activation)(void *bctx, int act, const pit_tile *tile, const pit_tdesc *X,
                                 const pit_tdesc *W, const pit_tdesc *A);
+    /* Optional (ABI 11): attention_ex's call with an element mask (a->mask
+     * set, a->idx NULL) over key-column micro-tiles of a->tile.rows query
+     * rows: the backend finds, for each tile of query rows, every key one
+     * of its rows allows (its own detection, reading the mask once, the
+     * window bounds folded in), gathers those keys' rows of K and V and
+     * applies the mask inside: PIT along the key axis. Rows that allow far
+     * more keys than the other rows of their block (global tokens) may be
+     * gathered into tiles of their own. listed (NULL: not wanted) receives
+     * the (query tile, key) pairs it listed, read back. PIT_ERR_UNSUPPORTED
+     * before anything is queued where it cannot: core then indexes the
+     * mask in blocks. */
+    pit_status (*attention_columns)(void *bctx, void *stream, const pit_attention_desc *a,
+                                    int64_t *listed);
 } pit_backend;
 
 /* moe_matmul's slot-row flags (ABI 6), or'ed into its mode */

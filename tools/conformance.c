@@ -106,7 +106,7 @@ void conf_call_failed(conf_tally *t, const char *what, pit_status s)
 
 const char *const conf_pattern_names[PAT_COUNT] = {
     "dense", "empty", "32x32@0.7", "8x8@0.6+unaligned", "1x1@0.5", "masked-rows",
-    "window+global", "longformer"};
+    "window+global", "longformer", "many-global"};
 
 static void fill_ones(double *x, size_t n)
 {
@@ -163,6 +163,7 @@ void conf_make_pattern(pit_rng *rng, pattern_kind k, int64_t batch, int64_t m, i
         break;
     case PAT_WINDOW_GLOBAL: global_tokens(rng, x, batch, m, n, 4, 2, 0); break;
     case PAT_LONGFORMER: global_tokens(rng, x, batch, m, n, 32, 6, 1); break;
+    case PAT_MANY_GLOBAL: global_tokens(rng, x, batch, m, n, 16, 160, 1); break;
     case PAT_COUNT: break;
     }
 }

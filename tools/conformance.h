@@ -94,6 +94,8 @@ typedef enum pattern_kind {
     PAT_WINDOW_GLOBAL,    /* attention: sliding window 4 + 2 global tokens */
     PAT_LONGFORMER,       /* attention: sliding window 32 + 6 global tokens at random
                            * positions (their rows and their columns) */
+    PAT_MANY_GLOBAL,      /* attention: sliding window 16 + 160 global tokens at random
+                           * positions (more heavy rows than key-column tiles gather) */
     PAT_COUNT
 } pattern_kind;
 extern const char *const conf_pattern_names[PAT_COUNT];

@@ -8,7 +8,9 @@
  *   OP_ATTENTION          [0] block, [1] head dim, [2] V head dim, [3] mask dtype,
  *                         [4] 1: detection inside the kernel (ATT_DETECT), 2: the
  *                         warp-specialised kernel (ATT_WS: sm_90, block 128,
- *                         Q, K and V by TMA)
+ *                         Q, K and V by TMA), 3: key-column tiles (ATT_COLS:
+ *                         block 64, the u8 variant)
+ *   OP_ATTN_COLS_SCAN (pit_attention_cols.cu)   [3] mask dtype
  *   OP_ATTN_DECODE, OP_ATTN_COMBINE (pit_attention_decode.cu)   [0] key block,
  *                         [1] head dim (the combine: [0] 64)
  *   OP_SDDMM, OP_SOFTMAX*, OP_ATTN_EX* (pit_attention_ex.cu)       [3] mask dtype

@@ -15,8 +15,12 @@ char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size)
     int dt = (int)v->dtype;
     switch (v->kind) {
     case PIT_CUDA_OP_ATTENTION:
-        snprintf(buf, size, "-DPIT_DTYPE=%d -DBLOCK=%d -DHD=%d -DHDV=%d -DMASK_DT=%d -DATT_DETECT=%d -DATT_WS=%d", dt,
-                 p[0], p[1], p[2], p[3], p[4] == 1, p[4] == 2);
+        snprintf(buf, size,
+                 "-DPIT_DTYPE=%d -DBLOCK=%d -DHD=%d -DHDV=%d -DMASK_DT=%d -DATT_DETECT=%d -DATT_WS=%d -DATT_COLS=%d", dt,
+                 p[0], p[1], p[2], p[3], p[4] == 1, p[4] == 2, p[4] == 3);
+        break;
+    case PIT_CUDA_OP_ATTN_COLS_SCAN:
+        snprintf(buf, size, "-DPIT_DTYPE=%d -DMASK_DT=%d", dt, p[3]);
         break;
     case PIT_CUDA_OP_ATTN_DECODE:
     case PIT_CUDA_OP_ATTN_COMBINE:
@@ -167,6 +171,13 @@ static int emit_tensor_core(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void
             emit(PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
             ++n;
         }
+    /* key-column tiles: blocks of 64 rows, head dims 64 and 128 (the mask
+     * is bits by then: the u8 variant) */
+    for (int hd = 64; hd <= 128; hd *= 2) {
+        int p[5] = {64, hd, hd, PIT_U8, 3};
+        emit(PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
+        ++n;
+    }
     /* decode: key blocks and head dims of 64 and 128; the combine reads no
      * key block (64 only) */
     for (int kb = 64; kb <= 128; kb *= 2)
@@ -224,5 +235,10 @@ int pit_cuda_model_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user
     emit(PIT_CUDA_OP_ROUTE, PIT_F32, NULL, fn, user);
     emit(PIT_CUDA_OP_PLAN, PIT_F32, NULL, fn, user);
     emit(PIT_CUDA_OP_MARK, PIT_F32, NULL, fn, user);
-    return n + 3;
+    emit(PIT_CUDA_OP_ATTN_COLS_TILES, PIT_F32, NULL, fn, user);
+    for (int mdt = 0; mdt <= PIT_U8; ++mdt, ++n) { /* the scan reads the mask of any dtype */
+        int p[5] = {0, 0, 0, mdt};
+        emit(PIT_CUDA_OP_ATTN_COLS_SCAN, PIT_F32, p, fn, user);
+    }
+    return n + 4;
 }

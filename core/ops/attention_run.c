@@ -7,8 +7,11 @@
  *  - a block_mask is its own index: its non-zero elements, detected at 1 x 1,
  *    are the blocks of block_q x block_k that may be visited; an element
  *    mask given too is read inside them;
- *  - an element mask alone is detected at the micro-tile (the hint, else
- *    64 x 64), as pit_sparse_attention always did;
+ *  - an element mask alone goes first, where the backend has them, to
+ *    key-column micro-tiles (64 x 1: each query block's allowed keys
+ *    gathered, the backend's own detection; automatic or hinted 64 x 1),
+ *    else is detected at the micro-tile (the hint, else 64 x 64), as
+ *    pit_sparse_attention always did;
  *  - neither: no index, every key block.
  * The causal bound and the window never read a mask: the backend skips the
  * key blocks that lie outside them for a query block and masks the rest
@@ -106,8 +109,8 @@ static pit_status report_ex(pit_context *ctx, void *bs, const pit_attention_desc
  * comment), for the forward and the backward alike. mask4 and idx hold what
  * d points to. */
 static pit_status describe_call(pit_context *ctx, void *bs, const ops_attention *a,
-                                pit_microtile tile, pit_attention_desc *d, pit_tdesc *mask4,
-                                pit_index *idx)
+                                pit_microtile tile, int index_mask, pit_attention_desc *d,
+                                pit_tdesc *mask4, pit_index *idx)
 {
     memset(d, 0, sizeof *d);
     d->Q = a->Q;
@@ -130,7 +133,7 @@ static pit_status describe_call(pit_context *ctx, void *bs, const ops_attention 
                               (pit_microtile){1, 1, PIT_AXIS_K}, 0, idx, d));
         idx->tile = (pit_microtile){a->block_q, a->block_k, PIT_AXIS_K};
         d->idx = idx;
-    } else if (a->mask && keys) {
+    } else if (a->mask && keys && index_mask) {
         /* marks of all-allowed blocks spare their mask loads (backend.h) */
         PIT_TRY(index_pattern(ctx, bs, "attention", a->mask, tile, 1, idx, d));
         d->idx = idx;
@@ -154,9 +157,43 @@ static pit_status attend_ex(pit_context *ctx, void *bs, const ops_attention *a,
     pit_attention_desc d;
     pit_tdesc mask4;
     pit_index idx;
-    PIT_TRY(describe_call(ctx, bs, a, tile, &d, &mask4, &idx));
+    PIT_TRY(describe_call(ctx, bs, a, tile, 1, &d, &mask4, &idx));
     PIT_TRY(ctx->be->attention_ex(ctx->bctx, bs, &d));
     return report_ex(ctx, bs, &d, report);
+}
+
+/* The backend's key-column micro-tiles of the element mask (attention_columns),
+ * no index built by core; the report counts the (query tile, key) pairs. */
+static pit_status attend_columns(pit_context *ctx, void *bs, const ops_attention *a,
+                                 pit_report *report)
+{
+    const pit_microtile tile = {ATTENTION_DEFAULT_BLOCK, 1, PIT_AXIS_K};
+    pit_attention_desc d;
+    pit_tdesc mask4;
+    int64_t listed = 0;
+    PIT_TRY(describe_call(ctx, bs, a, tile, 0, &d, &mask4, NULL));
+    PIT_TRY(ctx->be->attention_columns(ctx->bctx, bs, &d, report ? &listed : NULL));
+    if (report) {
+        pit_index cols;
+        memset(&cols, 0, sizeof cols);
+        cols.tile = tile;
+        cols.groups = (int32_t)blocks_of(a->Q.shape[2], tile.rows);
+        cols.capacity = (int32_t)a->K.shape[2];
+        pit_index_report(report, &cols, listed, a->Q.shape[0] * a->Q.shape[1],
+                         "attention %dx%d (key columns)");
+        report->nonzero_tiles = listed;
+        report->skipped_compute = listed == 0;
+    }
+    return PIT_SUCCESS;
+}
+
+/* Whether the call goes to key-column micro-tiles first: an element mask
+ * alone (no block mask: its blocks are the index), the tile automatic or
+ * hinted R x 1, and a backend that has them. */
+static int columns_first(const pit_context *ctx, const ops_attention *a, pit_microtile tile)
+{
+    return ctx->be->attention_columns && a->mask && !a->block_mask && a->K.shape[2] > 0 &&
+           ((a->tile.rows == 0 && tile.rows == ATTENTION_DEFAULT_BLOCK) || tile.cols == 1);
 }
 
 static pit_status attend_once(pit_context *ctx, void *bs, const ops_attention *a,
@@ -164,6 +201,14 @@ static pit_status attend_once(pit_context *ctx, void *bs, const ops_attention *a
 {
     if (!ctx->be->attention_ex)
         return ops_attention_reduced(ctx, bs, a, tile.rows, 1, report);
+    if (columns_first(ctx, a, tile)) {
+        pit_status s = attend_columns(ctx, bs, a, report);
+        if (s != PIT_ERR_UNSUPPORTED)
+            return s;
+        pit_clear_error();
+        if (report)
+            memset(report, 0, sizeof *report);
+    }
     /* A call the fused kernel of pit_sparse_attention takes keeps it where
      * that kernel detects the mask's blocks itself (attention_detect),
      * overlapping detection with attention: attention_ex is given the index
@@ -227,6 +272,6 @@ pit_status ops_attention_backward_run(pit_context *ctx, void *bs, const ops_atte
     pit_attention_desc d;
     pit_tdesc mask4;
     pit_index idx;
-    PIT_TRY(describe_call(ctx, bs, a, tile_of(a), &d, &mask4, &idx));
+    PIT_TRY(describe_call(ctx, bs, a, tile_of(a), 1, &d, &mask4, &idx));
     return ctx->be->attention_backward(ctx->bctx, bs, &d, dO, dQ, dK, dV);
 }

@@ -137,6 +137,45 @@ typedef struct pit_ix {
 } pit_ix;
 PIT_ARGS_SIZE(pit_ix, 32);
 
+/* Key-column micro-tiles of an element mask (pit_attention_cols.cu builds
+ * them, pit_attention.cu with ATT_COLS attends over them). The mask, the
+ * window bounds folded in, becomes bits [sets][Lq][words] (32 keys a word)
+ * and each query block of ROWS rows its heavy rows (those allowing far more
+ * keys than the block's others: global tokens). A tile is a query block's
+ * other rows (tiles 0 .. nqb - 1), or up to ROWS heavy rows gathered in row
+ * order (tiles nqb ..; heavy rows past heavy_tiles * ROWS stay in their
+ * block); its key columns are every key one of its rows allows, ascending,
+ * and tbits the mask bits of its chunk c (keys cols[64 c ..]), a 64-bit
+ * word a tile row. A heavy tile's chunks split over segs CTAs whose
+ * partials the last one to finish combines. Sets: the mask's (1 when the
+ * mask is shared by every batch and head, else batch x query heads). */
+#define PIT_ATTN_COLS_ROWS 64
+#define PIT_ATTN_COLS_THREADS 256
+#define PIT_ATTN_COLS_SCAN_THREADS 1024
+#define PIT_ATTN_COLS_MAX_WORDS 4096 /* keys up to 131072, query blocks up to 8192 */
+typedef struct pit_cols_ix {
+    PIT_PTR(pit_u32) bits;   /* [sets][Lq][words] */
+    PIT_PTR(pit_u32) heavy;  /* [sets][nqb][2] a block's heavy rows, bit r of word r / 32 */
+    PIT_PTR(int) rows;       /* [sets][tiles][ROWS] a tile's query rows, -1 past its last */
+    PIT_PTR(int) cols;       /* [sets][tiles][cap] its key columns, -1 past its last */
+    PIT_PTR(int) ncols;      /* [sets][tiles] */
+    PIT_PTR(pit_u64) tbits;  /* [sets][tiles][cap / 64][ROWS] */
+    int words, nqb, heavy_tiles, tiles; /* tiles = nqb + heavy_tiles */
+    int cap, segs, pad[2];              /* cap: Lk rounded up to 64 */
+} pit_cols_ix;
+PIT_ARGS_SIZE(pit_cols_ix, 80);
+
+/* pit_op_attn_cols_scan (a CTA a query block of a set) and
+ * pit_op_attn_cols_tiles (a CTA a tile of a set) */
+typedef struct pit_attn_cols_args {
+    PIT_PTR(const pit_u8) mask;
+    pit_i64 mld, ms;            /* row stride, set stride (elements) */
+    pit_i64 wl, wr;             /* window bounds (-1: none; causal is wr 0) */
+    int Lq, Lk, mask_vec, pad;  /* mask_vec: rows 16-byte aligned */
+    pit_cols_ix cx;
+} pit_attn_cols_args;
+PIT_ARGS_SIZE(pit_attn_cols_args, 136);
+
 /* pit_attention.cu */
 typedef struct pit_attention_args {
     /* CUtensorMaps of Q, K and V as [sets, rows, head dim] for the
@@ -175,8 +214,16 @@ typedef struct pit_attention_args {
     pit_i64 wl, wr;
     PIT_PTR(float) lse;
     pit_i64 lse_sb, lse_sh;
+    /* ATT_COLS: the tiles; a heavy tile's partials [query sets][heavy
+     * tiles][segs][ROWS] (part_o: HDV values a row, part_ml: max and sum,
+     * base 2) and its finished segments done[query sets][heavy tiles]
+     * (zero before the launch; the last segment sets it back to 0) */
+    pit_cols_ix cx;
+    PIT_PTR(float) part_o;
+    PIT_PTR(float) part_ml;
+    PIT_PTR(int) done;
 } pit_attention_args;
-PIT_ARGS_SIZE(pit_attention_args, 704);
+PIT_ARGS_SIZE(pit_attention_args, 768);
 /* pit_attention_args.flags */
 #define PIT_ATT_MASK 1     /* an element mask (else every element of a listed block counts) */
 #define PIT_ATT_NO_INDEX 2 /* no index: every key block inside the window bounds */

@@ -146,7 +146,7 @@ PIT_DEV void ws_attend(const pit_attention_args &a, pit_u32 sbase, int b, int qb
         pit_wgmma_wait<0>();
         pit_wgmma_pin(od);
     }
-    store_out(a, b, row0, o, m_run, l_run);
+    store_out(a, b, row0, nullptr, o, m_run, l_run);
 }
 
 PIT_KERNEL void __launch_bounds__(THREADS, 1) pit_op_attention(const __grid_constant__ pit_attention_args a)

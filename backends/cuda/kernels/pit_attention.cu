@@ -10,7 +10,12 @@
  * bounds of every row of the CTA loads no mask and checks nothing; others
  * check the bounds per element (and the mask where there is one).
  *
- * Defines: PIT_DTYPE (16-bit), BLOCK, HD, HDV, MASK_DT, ATT_DETECT, ATT_WS.
+ * With ATT_COLS the query rows and key columns come gathered
+ * (pit_attention_cols.cu built the tiles): PIT along both axes of an
+ * element mask.
+ *
+ * Defines: PIT_DTYPE (16-bit), BLOCK, HD, HDV, MASK_DT, ATT_DETECT, ATT_WS,
+ * ATT_COLS.
  */
 #include "common/port.cuh"
 #include "args.h"
@@ -55,6 +60,18 @@
 #else
 #undef ATT_WS
 #define ATT_WS 0
+#endif
+/* ATT_COLS: key-column micro-tiles (args.h, pit_cols_ix): a CTA a tile of
+ * gathered query rows (or a segment of a heavy tile's chunks), its chunks
+ * the tile's listed keys 64 at a time, the mask bits a word a row and
+ * chunk, the window bounds already in them. */
+#if defined(ATT_COLS) && ATT_COLS
+#if !(BLOCK == PIT_ATTN_COLS_ROWS && !ATT_DETECT && !(defined(ATT_WS) && ATT_WS))
+#error "key-column tiles take blocks of 64 rows, without detection inside or warp specialisation"
+#endif
+#else
+#undef ATT_COLS
+#define ATT_COLS 0
 #endif
 constexpr int BQ = BLOCK, KC = 64, WARPS = BQ / 16, THREADS = ATT_WS ? 384 : WARPS * 32;
 /* pit_attention's options; the variant that detects inside the kernel runs
@@ -111,11 +128,11 @@ PIT_DEV void p_fragment(const float (&s)[8][4], int kk, pit_u32 (&pa)[4])
     pa[2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pa[3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 }
 
-/* rows [r0, r0 + ROWS) x COLS of src into shared, zeros past L: stride S,
- * or SW: 64-column slabs of ROWS rows, each under 128-byte swizzle
- * (pit_swz128) */
-template <int ROWS, int COLS, int S, bool SW = false>
-PIT_DEV void load_rows(T *dst, const T *src, pit_i64 ld, int r0, int L)
+/* ROWS rows x COLS of src into shared, row r from source row row_of(r)
+ * where has(r, that row), else zeros: stride S, or SW: 64-column slabs of
+ * ROWS rows, each under 128-byte swizzle (pit_swz128) */
+template <int ROWS, int COLS, int S, bool SW = false, typename RowOf, typename Has>
+PIT_DEV void load_rows_of(T *dst, const T *src, pit_i64 ld, RowOf row_of, Has has)
 {
     static_assert(!SW || COLS % 64 == 0, "swizzled rows are slabs of 128 bytes");
     constexpr int VPR = COLS / 8, UNITS = ROWS * VPR;
@@ -124,10 +141,25 @@ PIT_DEV void load_rows(T *dst, const T *src, pit_i64 ld, int r0, int L)
         int u = threadIdx.x + i * THREADS;
         if (UNITS % THREADS && u >= UNITS) break;
         int r = u / VPR, c = (u % VPR) * 8;
-        bool ok = r0 + r < L;
+        const int from = row_of(r);
+        const bool ok = has(r, from);
         T *at = dst + (SW ? (c / 64) * ROWS * 64 + pit_swz128(r, c % 64) : r * S + c);
-        pit_copy16(at, ok ? src + (pit_i64)(r0 + r) * ld + c : src, ok);
+        pit_copy16(at, ok ? src + (pit_i64)from * ld + c : src, ok);
     }
+}
+
+/* rows [r0, r0 + ROWS) of src, zeros past L */
+template <int ROWS, int COLS, int S, bool SW = false>
+PIT_DEV void load_rows(T *dst, const T *src, pit_i64 ld, int r0, int L)
+{
+    load_rows_of<ROWS, COLS, S, SW>(dst, src, ld, [=](int r) { return r0 + r; }, [=](int r, int) { return r0 + r < L; });
+}
+
+/* the rows a list names (-1: none, zeros) */
+template <int ROWS, int COLS, int S, bool SW = false, typename RowOf>
+PIT_DEV void load_listed(T *dst, const T *src, pit_i64 ld, RowOf row_of)
+{
+    load_rows_of<ROWS, COLS, S, SW>(dst, src, ld, row_of, [](int, int from) { return from >= 0; });
 }
 
 /* Two adjacent mask elements (col, col + 1) of row as bits 0 and 1; m:
@@ -344,9 +376,10 @@ PIT_DEV void rescale_rows(float (&o)[HDV / 8][4], const float (&alpha)[2])
     }
 }
 
-/* O = acc / l for this thread's rows of the warp's 16 (from row0), and
- * their lse when asked; rows with no allowed key (l == 0) are 0. */
-PIT_DEV void store_out(const pit_attention_args &a, int b, int row0, const float (&o)[HDV / 8][4],
+/* O = acc / l for this thread's rows of the warp's 16 (from row0; with
+ * rows, the query rows rows[row0 ..], -1 none), and their lse when asked;
+ * rows with no allowed key (l == 0) are 0. */
+PIT_DEV void store_out(const pit_attention_args &a, int b, int row0, const int *rows, const float (&o)[HDV / 8][4],
                        const float (&m_run)[2], const float (&l_run)[2])
 {
     const int lane = pit_lane(), g = lane >> 2, t = lane & 3;
@@ -357,8 +390,8 @@ PIT_DEV void store_out(const pit_attention_args &a, int b, int row0, const float
         l += shfl_xor_f(l, 1);
         l += shfl_xor_f(l, 2);
         const float inv = l > 0.f ? 1.f / l : 0.f;
-        const int row = row0 + g + 8 * h;
-        if (row >= a.L) continue;
+        const int row = rows ? __ldg(rows + row0 + g + 8 * h) : row0 + g + 8 * h;
+        if (rows ? row < 0 : row >= a.L) continue;
         if (OPTIONS && a.lse && t == 0) { /* natural log: m_run and the sum are base 2 */
             float *lse = (float *)a.lse + (pit_i64)(b / a.heads_q) * a.lse_sb + (pit_i64)(b % a.heads_q) * a.lse_sh;
             lse[row] = l > 0.f ? (m_run[h] + pit_log2f(l)) * 0.6931471805599453f : PIT_NEG_INF;
@@ -368,6 +401,105 @@ PIT_DEV void store_out(const pit_attention_args &a, int b, int row0, const float
             *(pit_u32 *)(out + (pit_i64)row * a.ldo + j * 8 + 2 * t) = pack2(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
     }
 }
+
+#if ATT_COLS
+/* A CTA's part of the column micro-tiles: item < nqb light tile item of
+ * its query set's mask set whole, else segment seg of heavy tile heavy:
+ * chunks [c0, c1) of the tile's keys. False when the tile has no row. */
+struct att_cols {
+    const int *rows, *cols;
+    const pit_u64 *bits;
+    int c0, c1, heavy, seg;
+};
+
+PIT_DEV bool cols_of(const pit_attention_args &a, int b, int item, att_cols &tc)
+{
+    const pit_cols_ix &x = a.cx;
+    const int light = item < x.nqb, t = light ? item : x.nqb + (item - x.nqb) / x.segs;
+    const pit_i64 tile = (pit_i64)(a.ms ? b : 0) * x.tiles + t;
+    tc.heavy = light ? -1 : t - x.nqb;
+    tc.seg = light ? 0 : (item - x.nqb) % x.segs;
+    tc.rows = x.rows + tile * BQ;
+    tc.cols = x.cols + tile * x.cap;
+    tc.bits = x.tbits + tile * (x.cap / KC) * BQ;
+    if (__ldg(tc.rows) < 0) return false;
+    const int nch = (__ldg(x.ncols + tile) + KC - 1) / KC, per = light ? nch : (nch + x.segs - 1) / x.segs;
+    tc.c0 = tc.seg * per < nch ? tc.seg * per : nch;
+    tc.c1 = tc.c0 + per < nch ? tc.c0 + per : nch;
+    return true;
+}
+
+/* chunk_bits of a tile's chunk c from its words (row0: the warp's first tile row) */
+PIT_DEV pit_u32 cols_bits(const pit_u64 *bits, int c, int row0)
+{
+    const int lane = pit_lane(), g = lane >> 2, t = lane & 3;
+    pit_u32 on = 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const pit_u64 w = bits[(pit_i64)c * BQ + row0 + g + 8 * h];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) on |= (pit_u32)(w >> (8 * j + 2 * t) & 3u) << (4 * j + 2 * h);
+    }
+    return on;
+}
+
+/* A heavy tile's segment: its rows' O (not normalised), max and sum go to
+ * the partials; the segment that finishes last merges every segment's
+ * into O and lse, and sets the tile's count of finished segments back to
+ * 0 for the next launch. */
+PIT_DEV void store_partial(const pit_attention_args &a, int b, const att_cols &tc, int row0,
+                           const float (&o)[HDV / 8][4], const float (&m_run)[2], const float (&l_run)[2])
+{
+    __shared__ int last;
+    const pit_cols_ix &x = a.cx;
+    const int lane = pit_lane(), g = lane >> 2, t = lane & 3;
+    const pit_i64 slot = (pit_i64)b * x.heavy_tiles + tc.heavy, first = slot * x.segs * BQ;
+    const pit_i64 mine = first + (pit_i64)tc.seg * BQ;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int r = row0 + g + 8 * h;
+        float l = l_run[h];
+        l += shfl_xor_f(l, 1);
+        l += shfl_xor_f(l, 2);
+        if (t == 0) {
+            a.part_ml[2 * (mine + r)] = m_run[h];
+            a.part_ml[2 * (mine + r) + 1] = l;
+        }
+#pragma unroll
+        for (int j = 0; j < HDV / 8; ++j)
+            *(float2 *)(a.part_o + (mine + r) * HDV + j * 8 + 2 * t) = make_float2(o[j][2 * h], o[j][2 * h + 1]);
+    }
+    pit_fence_device();
+    __syncthreads();
+    if (threadIdx.x == 0) last = pit_atomic_add(a.done + slot, 1) == x.segs - 1;
+    __syncthreads();
+    if (!last) return;
+    pit_fence_device();
+    T *out = (T *)a.o + b * a.so;
+    for (int i = threadIdx.x; i < BQ * (HDV / 2); i += THREADS) {
+        const int r = i / (HDV / 2), col = (i % (HDV / 2)) * 2, row = __ldg(tc.rows + r);
+        if (row < 0) continue;
+        float mx = PIT_NEG_INF;
+        for (int sg = 0; sg < x.segs; ++sg) mx = fmaxf(mx, pit_ldcg_f32(a.part_ml + 2 * (first + sg * BQ + r)));
+        float sum = 0.f, v0 = 0.f, v1 = 0.f;
+        for (int sg = 0; sg < x.segs; ++sg) {
+            const pit_i64 at = first + sg * BQ + r;
+            const float m = pit_ldcg_f32(a.part_ml + 2 * at);
+            const float f = m == PIT_NEG_INF ? 0.f : pit_exp2_ftz(m - mx);
+            sum += f * pit_ldcg_f32(a.part_ml + 2 * at + 1);
+            v0 += f * pit_ldcg_f32(a.part_o + at * HDV + col);
+            v1 += f * pit_ldcg_f32(a.part_o + at * HDV + col + 1);
+        }
+        const float inv = sum > 0.f ? 1.f / sum : 0.f;
+        *(pit_u32 *)(out + (pit_i64)row * a.ldo + col) = pack2(v0 * inv, v1 * inv);
+        if (col == 0 && a.lse) {
+            float *lse = a.lse + (pit_i64)(b / a.heads_q) * a.lse_sb + (pit_i64)(b % a.heads_q) * a.lse_sh;
+            lse[row] = sum > 0.f ? (mx + pit_log2f(sum)) * 0.6931471805599453f : PIT_NEG_INF;
+        }
+    }
+    if (threadIdx.x == 0) a.done[slot] = 0;
+}
+#endif
 
 #if !ATT_WS
 /* Attention of batch b's query block qb over its group's entries, every
@@ -380,13 +512,24 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
     auto Vb = [&](int i) { return (T *)(smem + Q_BYTES + 2 * K_BYTES + i * V_BYTES); };
     const int q0 = qb * BQ;
     const bool masked = !OPTIONS || (a.flags & PIT_ATT_MASK);
+#if ATT_COLS
+    att_cols tc;
+    if (!cols_of(a, b, qb, tc)) return;
+    const int c_first = tc.c0, nchunks = tc.c1;
+    (void)masked, (void)q0;
+    /* the source rows of chunk c's keys */
+    auto keys_of = [&](int c) { return [=](int r) { return __ldg(tc.cols + c * KC + r); }; };
+#else
     const att_walk w = walk_of(a, b, qb);
+    const int c_first = 0, nchunks = w.chunks;
+#endif
     const int kv = OPTIONS ? kv_set(a, b) : b;
     const T *q = (const T *)a.q + b * a.sq, *k = (const T *)a.k + (pit_i64)kv * a.sk,
             *v = (const T *)a.v + (pit_i64)kv * a.sv;
+#if !ATT_COLS
     const pit_u8 *mask = a.mask + (pit_i64)b * a.ms * MASK_BYTES;
+#endif
     const int warp = threadIdx.x / PIT_WARP, lane = pit_lane();
-    const int nchunks = w.chunks;
 
     float o[HDV / 8][4];
 #pragma unroll
@@ -394,6 +537,13 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
     float m_run[2] = {PIT_NEG_INF, PIT_NEG_INF}, l_run[2] = {0.f, 0.f};
     pit_u32 qf[HD / 16][4];
 
+#if ATT_COLS
+    if (nchunks > c_first) {
+        load_listed<BQ, HD, QS>(Qs, q, a.ldq, [&](int r) { return __ldg(tc.rows + r); });
+        load_listed<KC, HD, KS, ATT_WGMMA>(Kb(0), k, a.ldk, keys_of(c_first));
+        load_listed<KC, HDV, VS, ATT_WGMMA>(Vb(0), v, a.ldv, keys_of(c_first));
+    }
+#else
     if (nchunks > 0) {
         load_rows<BQ, HD, QS>(Qs, q, a.ldq, q0, a.L);
     }
@@ -403,20 +553,31 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
         load_rows<KC, HD, KS, ATT_WGMMA>(Kb(0), k, a.ldk, k0, a.Lk);
         load_rows<KC, HDV, VS, ATT_WGMMA>(Vb(0), v, a.ldv, k0, a.Lk);
     }
+#endif
     pit_copy_commit();
-    for (int c = 0; c < nchunks; ++c) {
+    for (int c = c_first; c < nchunks; ++c) {
+        const int stage = (c - c_first) & 1;
+#if ATT_COLS
+        if (c + 1 < nchunks) {
+            load_listed<KC, HD, KS, ATT_WGMMA>(Kb(stage ^ 1), k, a.ldk, keys_of(c + 1));
+            load_listed<KC, HDV, VS, ATT_WGMMA>(Vb(stage ^ 1), v, a.ldv, keys_of(c + 1));
+        }
+        pit_copy_commit();
+        const pit_u32 on = cols_bits(tc.bits, c, warp * 16);
+#else
         const int e = e_next;
         const int key0 = walk_key0(e, c);
         const bool full = !masked || (e & PIT_ENTRY_FULL) != 0;
         if (c + 1 < nchunks) {
             e_next = walk_entry(w, c + 1);
             int k1 = walk_key0(e_next, c + 1);
-            load_rows<KC, HD, KS, ATT_WGMMA>(Kb((c + 1) & 1), k, a.ldk, k1, a.Lk);
-            load_rows<KC, HDV, VS, ATT_WGMMA>(Vb((c + 1) & 1), v, a.ldv, k1, a.Lk);
+            load_rows<KC, HD, KS, ATT_WGMMA>(Kb(stage ^ 1), k, a.ldk, k1, a.Lk);
+            load_rows<KC, HDV, VS, ATT_WGMMA>(Vb(stage ^ 1), v, a.ldv, k1, a.Lk);
         }
         pit_copy_commit();
         /* mask bits loaded before the wait */
         const pit_u32 on = chunk_bits(a, mask, q0, q0 + warp * 16, key0, full);
+#endif
         pit_copy_wait<1>();
 #if ATT_WGMMA
         pit_fence_async_smem();
@@ -425,12 +586,12 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
         /* On wgmma Q's fragments load every chunk: kept across chunks,
          * ptxas (CUDA 13) gave their registers to P's fragments (the A of
          * O += P.V), and later chunks multiplied P, not Q, by K (SASS) */
-        if (ATT_WGMMA || c == 0) {
+        if (ATT_WGMMA || c == c_first) {
 #pragma unroll
             for (int kk = 0; kk < HD / 16; ++kk)
                 pit_ldmatrix_x4(qf[kk], Qs + (warp * 16 + (lane & 15)) * QS + kk * 16 + (lane >> 4) * 8);
         }
-        const T *Ks = Kb(c & 1), *Vs = Vb(c & 1);
+        const T *Ks = Kb(stage), *Vs = Vb(stage);
         float s[8][4];
 #pragma unroll
         for (int j = 0; j < 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
@@ -496,7 +657,15 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
 #endif
         __syncthreads(); /* the next iteration refills this buffer */
     }
-    store_out(a, b, q0 + warp * 16, o, m_run, l_run);
+#if ATT_COLS
+    if (tc.heavy >= 0) {
+        store_partial(a, b, tc, warp * 16, o, m_run, l_run);
+        return;
+    }
+    store_out(a, b, warp * 16, tc.rows, o, m_run, l_run);
+#else
+    store_out(a, b, q0 + warp * 16, nullptr, o, m_run, l_run);
+#endif
 }
 #endif
 

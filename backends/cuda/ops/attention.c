@@ -166,7 +166,7 @@ int pit_cuda_attention_takes(const pit_cuda_ctx *c, const pit_cuda_attention_cal
 {
     pit_cuda_view q, k, v, m, o;
     return call_views(call, &q, &k, &v, &m, &o) && fusable(c, call->block, call->block, &q, &k, &v, &o) &&
-           q.batch <= 65535;
+           q.batch <= 65535 && (!call->columns || pit_cuda_attention_cols_takes(call, &q, &k));
 }
 
 /* ---- decode: a GQA group's query heads in one CTA, the keys split ---------------- */
@@ -236,7 +236,8 @@ static pit_status decode_launch(pit_cuda_ctx *c, CUstream s, const pit_cuda_atte
     return pit_cuda_free_scratch(c, s, part, st);
 }
 
-pit_status pit_cuda_attention_fused_call(pit_cuda_ctx *c, CUstream s, const pit_cuda_attention_call *call)
+pit_status pit_cuda_attention_fused_call(pit_cuda_ctx *c, CUstream s, const pit_cuda_attention_call *call,
+                                         int64_t *listed)
 {
     pit_cuda_view q, k, v, m, o;
     if (!call_views(call, &q, &k, &v, &m, &o)) return not_fusable();
@@ -255,6 +256,7 @@ pit_status pit_cuda_attention_fused_call(pit_cuda_ctx *c, CUstream s, const pit_
         a.lse_sb = call->lse->strides[0];
         a.lse_sh = call->lse->strides[1];
     }
+    if (call->columns) return pit_cuda_attention_cols(c, s, call, &q, &k, &v, &m, &a, listed);
     return launch_fused(c, s, call->idx, call->block, &q, &k, &v, m.dt, &a);
 }
 

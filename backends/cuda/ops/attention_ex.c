@@ -170,23 +170,14 @@ static int merged_index(const pit_attention_desc *d, const pit_tdesc *m)
     return !m || (m->strides[0] == 0) == shared; /* one mask with one index set, or neither */
 }
 
-/* The call of the fused tensor-core kernel (attention.c) for d, when it
- * takes it: its blocks square (the index's, or 128 without one), the
- * query and key sets merged, an element mask only with its index. */
-static int fused_call(pit_cuda_ctx *c, const pit_attention_desc *d, pit_tdesc *mask3, pit_cuda_attention_call *call)
+/* The call's views with the query and key sets merged, its mask and
+ * options (no index, no block yet); 0 where they do not merge. */
+static int merged_call(const pit_attention_desc *d, pit_tdesc *mask3, pit_cuda_attention_call *call)
 {
     memset(call, 0, sizeof *call);
-    /* One query block holding every query (decode: a block mask of Lq rows
-     * and 64- or 128-key blocks): the kernel's square block of tile.cols
-     * rows holds them all, so the index's key blocks are the kernel's. */
-    const int one_block = d->idx && d->idx->groups_per_batch == 1 && d->Q.shape[2] <= d->tile.cols;
-    if ((d->mask && !d->idx) || (d->idx && d->tile.rows != d->tile.cols && !one_block)) return 0;
     if (!merged(&d->Q, &call->q) || !merged(&d->K, &call->k) || !merged(&d->V, &call->v) || !merged(&d->O, &call->o))
         return 0;
     if (d->mask && !merged_mask(d, mask3)) return 0;
-    if (d->idx && !merged_index(d, d->mask ? mask3 : NULL)) return 0;
-    call->idx = d->idx;
-    call->block = d->idx ? d->tile.cols : 128;
     call->mask = d->mask ? mask3 : NULL;
     call->lse = d->lse;
     call->heads_q = d->Q.shape[1];
@@ -194,8 +185,57 @@ static int fused_call(pit_cuda_ctx *c, const pit_attention_desc *d, pit_tdesc *m
     call->wl = d->window_left;
     call->wr = d->window_right;
     call->scale = d->scale;
+    return 1;
+}
+
+/* The call of the fused tensor-core kernel (attention.c) for d, when it
+ * takes it: its blocks square (the index's, or 128 without one), the
+ * query and key sets merged, an element mask only with its index. */
+static int fused_call(pit_cuda_ctx *c, const pit_attention_desc *d, pit_tdesc *mask3, pit_cuda_attention_call *call)
+{
+    /* One query block holding every query (decode: a block mask of Lq rows
+     * and 64- or 128-key blocks): the kernel's square block of tile.cols
+     * rows holds them all, so the index's key blocks are the kernel's. */
+    const int one_block = d->idx && d->idx->groups_per_batch == 1 && d->Q.shape[2] <= d->tile.cols;
+    if ((d->mask && !d->idx) || (d->idx && d->tile.rows != d->tile.cols && !one_block)) return 0;
+    if (!merged_call(d, mask3, call)) return 0;
+    if (d->idx && !merged_index(d, d->mask ? mask3 : NULL)) return 0;
+    call->idx = d->idx;
+    call->block = d->idx ? d->tile.cols : 128;
     return pit_cuda_attention_takes(c, call);
 }
+
+/* ---- key-column micro-tiles ------------------------------------------------------ *
+ * CUDA only, as attention_detect: the HIP plug-in, which compiles this file
+ * through its shim, leaves the entry NULL (core indexes the mask in blocks
+ * there). */
+#ifndef PIT_HIP_SHIM_H
+/* The call of the key-column micro-tiles (attention_cols.c) for d, when
+ * they take it: an element mask without an index, R x 1 micro-tiles. */
+static int columns_call(pit_cuda_ctx *c, const pit_attention_desc *d, pit_tdesc *mask3, pit_cuda_attention_call *call)
+{
+    if (!d->mask || d->idx || d->tile.cols != 1 || !merged_call(d, mask3, call)) return 0;
+    call->block = d->tile.rows;
+    call->columns = 1;
+    return pit_cuda_attention_takes(c, call);
+}
+
+static pit_status cuda_attention_columns(void *bctx, void *stream, const pit_attention_desc *d, int64_t *listed)
+{
+    pit_cuda_ctx *c = bctx;
+    if (listed) *listed = 0;
+    if (d->Q.shape[0] * d->Q.shape[1] * d->Q.shape[2] == 0 || (d->V.shape[3] == 0 && !d->lse)) return PIT_SUCCESS;
+    pit_status st = check_desc(d);
+    if (st != PIT_SUCCESS) return st;
+    pit_tdesc mask3;
+    pit_cuda_attention_call call;
+    if (!columns_call(c, d, &mask3, &call))
+        return pit_cuda_error(PIT_ERR_UNSUPPORTED, PIT_VENDOR_NAME " %s: %s", OP,
+                              "key-column micro-tiles take an element mask, 16-bit Q, K, V on tensor cores, head "
+                              "dims of 64 or 128, 64 query rows a tile, at most 131072 keys");
+    PIT_CUDA_WITH_CONTEXT(c, pit_cuda_attention_fused_call(c, pit_cuda_stream_of(stream), &call, listed));
+}
+#endif
 
 /* ---- the entries ----------------------------------------------------------------- */
 static pit_status forward(pit_cuda_ctx *c, CUstream s, const pit_attention_desc *d)
@@ -218,7 +258,7 @@ static pit_status cuda_attention_ex(void *bctx, void *stream, const pit_attentio
     pit_tdesc mask3;
     pit_cuda_attention_call call;
     if (fused_call(c, d, &mask3, &call))
-        PIT_CUDA_WITH_CONTEXT(c, pit_cuda_attention_fused_call(c, pit_cuda_stream_of(stream), &call));
+        PIT_CUDA_WITH_CONTEXT(c, pit_cuda_attention_fused_call(c, pit_cuda_stream_of(stream), &call, NULL));
     PIT_CUDA_WITH_CONTEXT(c, forward(c, pit_cuda_stream_of(stream), d));
 }
 
@@ -288,4 +328,7 @@ void pit_cuda_register_attention_ex(pit_backend *be)
 {
     be->attention_ex = cuda_attention_ex;
     be->attention_backward = cuda_attention_backward;
+#ifndef PIT_HIP_SHIM_H
+    be->attention_columns = cuda_attention_columns;
+#endif
 }

@@ -111,6 +111,7 @@ void pit_cuda_register_attention_ex(pit_backend *be);
 typedef struct pit_cuda_attention_call {
     const pit_index *idx;
     int block;
+    int columns; /* key-column micro-tiles of the element mask (attention_cols.c), block rows a tile */
     pit_tdesc q, k, v, o;
     const pit_tdesc *mask, *lse;
     int64_t heads_q, group, wl, wr;
@@ -118,7 +119,16 @@ typedef struct pit_cuda_attention_call {
 } pit_cuda_attention_call;
 /* Whether the fused kernel takes the call (sets no error), and the call. */
 int pit_cuda_attention_takes(const pit_cuda_ctx *c, const pit_cuda_attention_call *call);
-pit_status pit_cuda_attention_fused_call(pit_cuda_ctx *c, CUstream s, const pit_cuda_attention_call *call);
+/* listed: with columns, where to read back the (query tile, key) pairs listed (NULL: not wanted) */
+pit_status pit_cuda_attention_fused_call(pit_cuda_ctx *c, CUstream s, const pit_cuda_attention_call *call,
+                                         int64_t *listed);
+/* The key-column micro-tiles of call (attention_cols.c): a the fused
+ * kernel's arguments as pit_cuda_attention_fused_call filled them. */
+int pit_cuda_attention_cols_takes(const pit_cuda_attention_call *call, const pit_cuda_view *q,
+                                  const pit_cuda_view *k);
+pit_status pit_cuda_attention_cols(pit_cuda_ctx *c, CUstream s, const pit_cuda_attention_call *call,
+                                   const pit_cuda_view *q, const pit_cuda_view *k, const pit_cuda_view *v,
+                                   const pit_cuda_view *m, pit_attention_args *a, int64_t *listed);
 void pit_cuda_register_moe(pit_backend *be);
 void pit_cuda_register_rows(pit_backend *be);
 void pit_cuda_register_elementwise(pit_backend *be);

@@ -51,7 +51,7 @@ typedef long long pit_i64;
 #define __host__ __attribute__((host))
 #define __shared__ __attribute__((shared))
 #define __forceinline__ inline __attribute__((always_inline))
-#define __launch_bounds__(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+#define __launch_bounds__(n, ...) __attribute__((amdgpu_flat_work_group_size(1, n)))
 #define __align__(n) __attribute__((aligned(n)))
 #define PIT_BARE static __device__ __forceinline__
 

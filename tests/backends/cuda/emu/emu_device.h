@@ -14,6 +14,7 @@
 typedef unsigned char pit_u8; /* the types the kernel and args.h use */
 typedef unsigned int pit_u32;
 typedef long long pit_i64;
+typedef unsigned long long pit_u64;
 
 #define __global__
 #define __device__
