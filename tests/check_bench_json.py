@@ -1,7 +1,7 @@
 """Checks what `pit bench --json` wrote: every point correct, and the floors
 present and positive (the memory floor, and the L2 floor of the plan that
 ran at the L2 bandwidth measured in the run). Usage: check_bench_json.py FILE
-SUITE, SUITE being matmul, decode, moe or all."""
+SUITE, SUITE being matmul, decode, moe, attention or all."""
 import json
 import sys
 
@@ -65,6 +65,23 @@ def check_moe(d):
     return len(rows)
 
 
+def check_attention(d):
+    rows = d["attention"]
+    assert rows, "no attention points"
+    positive(d, "attention_copy_gbps", "attention")
+    for r in rows:
+        where = f"attention {r['dtype']} {r['kind']} Hq={r['hq']} L={r['lq']}/{r['lk']} D={r['head_dim']}"
+        assert r["ok"], f"{where}: wrong result (rel. error {r['rel_error']})"
+        positive(r, "pit_ms", where)
+        if r["kind"] != "decode":  # the backward: every gradient, beside the forward
+            positive(r, "backward_ms", where)
+            positive(r, "backward_over_forward", where)
+    for dtype in {r["dtype"] for r in rows}:
+        kinds = {r["kind"] for r in rows if r["dtype"] == dtype}
+        assert kinds == {"window", "blocks", "causal", "decode"}, f"attention {dtype}: kinds {kinds}"
+    return len(rows)
+
+
 def main(path, suite):
     with open(path) as f:
         d = json.load(f)
@@ -78,6 +95,8 @@ def main(path, suite):
         told.append(f"{check_decode(d)} decode points")
     if suite in ("moe", "all"):
         told.append(f"{check_moe(d)} moe points")
+    if suite in ("attention", "all"):
+        told.append(f"{check_attention(d)} attention points")
     l2 = f" (L2 {d['l2']['gbps']:.1f} GB/s)" if "l2" in d else ""
     print(", ".join(told), "in", path + l2)
 

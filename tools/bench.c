@@ -40,8 +40,9 @@ static void usage(FILE *f)
             "           prefill with grouped-query heads, decode over a long KV cache with\n"
             "           10%% of 64-key blocks kept; bf16 (--dtype for others), against the\n"
             "           floor (mask bytes + FLOPs at FlashAttention-3's H100 rate; decode:\n"
-            "           the kept K/V bytes); the shapes are models' (--size does not change them);\n"
-            "           --only window|blocks|causal|decode runs that kind's points alone\n"
+            "           the kept K/V bytes), and pit_attention_backward (every gradient) against\n"
+            "           the forward but at decode; the shapes are models' (--size does not change\n"
+            "           them); --only window|blocks|causal|decode runs that kind's points alone\n"
             "On a CPU device the default is --quick (size 256).\n");
 }
 

@@ -19,6 +19,10 @@
  * FlexAttention at the same points: scripts/torch_anchors.py.
  * Each point's output (input set 0) is checked on sampled query rows
  * against the reference in double (pit_ref_attention_query).
+ * The backward (window, blocks and causal): pit_attention_backward from a
+ * random dO, set 0's O and lse and its mask, every gradient (dQ, dK, dV),
+ * timed beside the forward; its results are checked by the conformance
+ * suite (attention), not here.
  */
 #include <math.h>
 #include <stdint.h>
@@ -92,6 +96,7 @@ typedef struct att_run {
     att_point p;
     int sets;
     pit_tensor *Q, *K, *V, *O, *mask[MAX_SETS];
+    pit_tensor *lse, *dO, *dQ, *dK, *dV; /* the backward's (not decode) */
     void *hq, *hk, *hv; /* the host's copies (storage dtype), for the check */
     uint8_t *mask0;     /* set 0's mask, for the check */
     int64_t mask_elems;
@@ -104,6 +109,7 @@ typedef struct att_result {
     pit_dtype dt;
     double allowed; /* allowed pairs / all pairs */
     double pit_ms, pit_spread, floor_ms, tflops, err;
+    double bwd_ms, bwd_spread; /* the backward; 0: not run (decode, or no backward here) */
     int ok;
     char choice[96];
     char error[256];
@@ -124,6 +130,15 @@ static pit_status run_pit(void *arg, int i)
     att_run *r = arg;
     use_set(r, i);
     return pit_attention(r->ctx, NULL, r->Q, r->K, r->V, r->O, &r->opt, NULL, NULL);
+}
+
+/* the backward of set 0's forward (its O and lse) */
+static pit_status run_backward(void *arg, int i)
+{
+    att_run *r = arg;
+    (void)i;
+    return pit_attention_backward(r->ctx, NULL, r->Q, r->K, r->V, r->O, r->dO, r->lse, &r->opt, r->dQ, r->dK,
+                                  r->dV);
 }
 
 /* A tensor of random non-zero values, made a slab at a time (a decode KV
@@ -368,7 +383,41 @@ static void free_run(att_run *r)
     pit_tensor_destroy(r->Q), pit_tensor_destroy(r->K), pit_tensor_destroy(r->V), pit_tensor_destroy(r->O);
     for (int s = 0; s < MAX_SETS; s++)
         pit_tensor_destroy(r->mask[s]);
+    pit_tensor_destroy(r->lse), pit_tensor_destroy(r->dO), pit_tensor_destroy(r->dQ), pit_tensor_destroy(r->dK);
+    pit_tensor_destroy(r->dV);
     free(r->hq), free(r->hk), free(r->hv), free(r->mask0);
+}
+
+/* The backward's time (res->bwd_ms), where the backend has one: the
+ * forward of set 0 with lse first. */
+static pit_status measure_backward(const bench_opts *o, att_run *r, att_result *res)
+{
+    const att_point *p = &r->p;
+    const int64_t ls[3] = {p->b, p->hq, p->lq}, qs[4] = {p->b, p->hq, p->lq, p->d},
+                  ks[4] = {p->b, p->hkv, p->lk, p->d};
+    void *host = NULL;
+    pit_rng rng;
+    pit_rng_seed(&rng, 77);
+    pit_status s = pit_tensor_create(r->ctx, PIT_F32, 3, ls, &r->lse);
+    if (s == PIT_SUCCESS)
+        s = random_tensor(r->ctx, r->dt, qs, &rng, &r->dO, &host);
+    free(host);
+    if (s == PIT_SUCCESS)
+        s = pit_tensor_create(r->ctx, r->dt, 4, qs, &r->dQ);
+    if (s == PIT_SUCCESS)
+        s = pit_tensor_create(r->ctx, r->dt, 4, ks, &r->dK);
+    if (s == PIT_SUCCESS)
+        s = pit_tensor_create(r->ctx, r->dt, 4, ks, &r->dV);
+    use_set(r, 0);
+    if (s == PIT_SUCCESS)
+        s = pit_attention(r->ctx, NULL, r->Q, r->K, r->V, r->O, &r->opt, r->lse, NULL);
+    if (s == PIT_SUCCESS)
+        s = run_backward(r, 0);
+    if (s == PIT_ERR_UNSUPPORTED) /* a backend without the backward: the column says so */
+        return PIT_SUCCESS;
+    if (s == PIT_SUCCESS)
+        s = bench_time(r->ctx, o, run_backward, r, &res->bwd_ms, &res->bwd_spread);
+    return s;
 }
 
 static pit_status measure_point(pit_context *ctx, const bench_opts *o, const pit_device_info *d, pit_dtype dt,
@@ -398,6 +447,8 @@ static pit_status measure_point(pit_context *ctx, const bench_opts *o, const pit
     TRY(check_rows(&r, &res->err));
     res->ok = res->err <= pit_ref_tolerance(dt);
     TRY(bench_time(ctx, o, run_pit, &r, &res->pit_ms, &res->pit_spread));
+    if (p->kind != ATT_DECODE)
+        TRY(measure_backward(o, &r, res));
 
     const double flops = 4.0 * (double)p->d * pairs, rate = published_rate(d, p->d);
     const double bytes = r.mask_bytes + r.kv_bytes, byte_ms = gbps > 0 ? bytes / (gbps * 1e9) * 1e3 : -1;
@@ -420,11 +471,16 @@ static void print_row(const void *result)
         snprintf(floor, sizeof floor, "%.4f", r->floor_ms);
         snprintf(ratio, sizeof ratio, "%.2fx", r->pit_ms / r->floor_ms);
     }
+    char bwd[16] = "-", bwd_ratio[16] = "-";
+    if (r->bwd_ms > 0) {
+        snprintf(bwd, sizeof bwd, "%.4f", r->bwd_ms);
+        snprintf(bwd_ratio, sizeof bwd_ratio, "%.2fx", r->pit_ms > 0 ? r->bwd_ms / r->pit_ms : 0.0);
+    }
     const att_point *p = &r->p;
-    printf("%-6s %-4s %2lld %3lld/%-3lld %6lld %6lld %4lld %6.3f | %8.4f %8s %7s %7.1f | %.1e %s | %s%s\n",
+    printf("%-6s %-4s %2lld %3lld/%-3lld %6lld %6lld %4lld %6.3f | %8.4f %8s %7s %7.1f | %8s %7s | %.1e %s | %s%s\n",
            bench_attention_kinds[p->kind], pit_dtype_name(r->dt), (long long)p->b, (long long)p->hq, (long long)p->hkv,
-           (long long)p->lq, (long long)p->lk, (long long)p->d, r->allowed, r->pit_ms, floor, ratio, r->tflops,
-           r->err, r->ok ? "ok" : "OFF", r->choice, p->target ? " (target)" : "");
+           (long long)p->lq, (long long)p->lk, (long long)p->d, r->allowed, r->pit_ms, floor, ratio, r->tflops, bwd,
+           bwd_ratio, r->err, r->ok ? "ok" : "OFF", r->choice, p->target ? " (target)" : "");
 }
 
 static void json_row(FILE *json, const void *result, int first)
@@ -435,11 +491,13 @@ static void json_row(FILE *json, const void *result, int first)
             "%s    {\"kind\": \"%s\", \"dtype\": \"%s\", \"batch\": %lld, \"hq\": %lld, \"hkv\": %lld, "
             "\"lq\": %lld, \"lk\": %lld, \"head_dim\": %lld, \"allowed\": %.6f, \"pit_ms\": %.6f, "
             "\"pit_spread\": %.4f, \"floor_ms\": %.6f, \"pit_over_floor\": %.4f, \"tflops\": %.3f, "
+            "\"backward_ms\": %.6f, \"backward_over_forward\": %.4f, "
             "\"rel_error\": %.3e, \"ok\": %d, \"target\": %d, \"choice\": \"%s\"}",
             first ? "" : ",\n", bench_attention_kinds[p->kind], pit_dtype_name(r->dt), (long long)p->b,
             (long long)p->hq, (long long)p->hkv, (long long)p->lq, (long long)p->lk, (long long)p->d, r->allowed,
-            r->pit_ms, r->pit_spread, r->floor_ms, r->floor_ms > 0 ? r->pit_ms / r->floor_ms : 0.0, r->tflops, r->err,
-            r->ok, p->target, r->choice);
+            r->pit_ms, r->pit_spread, r->floor_ms, r->floor_ms > 0 ? r->pit_ms / r->floor_ms : 0.0, r->tflops,
+            r->bwd_ms, r->bwd_ms > 0 && r->pit_ms > 0 ? r->bwd_ms / r->pit_ms : 0.0, r->err, r->ok, p->target,
+            r->choice);
 }
 
 /* Whether --only (a kind, or nothing of this suite's) runs point p. */
@@ -461,8 +519,9 @@ int bench_attention_suite(pit_context *ctx, const bench_opts *o, FILE *json)
     pit_dtype dts[3];
     const int defaults = d.has_bf16 ? 1 << PIT_BF16 : 1 << PIT_F32;
     int ndt = bench_suite_dtypes(o, &d, "attention", defaults, dts, json);
-    printf("%-6s %-4s %2s %7s %6s %6s %4s %6s | %8s %8s %7s %7s | %-10s | %s\n", "kind", "dt", "B", "Hq/Hkv", "Lq",
-           "Lk", "D", "allow", "pit ms", "floor", "pit/flr", "TFLOP/s", "rel. error", "choice");
+    printf("%-6s %-4s %2s %7s %6s %6s %4s %6s | %8s %8s %7s %7s | %8s %7s | %-10s | %s\n", "kind", "dt", "B", "Hq/Hkv",
+           "Lq", "Lk", "D", "allow", "pit ms", "floor", "pit/flr", "TFLOP/s", "bwd ms", "bwd/fwd", "rel. error",
+           "choice");
     if (json)
         fprintf(json, "  \"attention_copy_gbps\": %.3f,\n  \"attention\": [\n", gbps);
     int npoints = 0;
