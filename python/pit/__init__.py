@@ -202,7 +202,9 @@ class Context:
     def __exit__(self, *exc):
         self.close()
 
-    def __del__(self):
+    def __del__(self, _lib=_lib):
+        # _lib bound at definition: at interpreter exit the module's globals
+        # may be gone before the last context is collected
         if getattr(self, "_handle", None) is not None:
             for handle in self._streams.values():
                 _lib.stream_destroy(handle)

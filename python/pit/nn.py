@@ -44,11 +44,14 @@ class MoEFFN(torch.nn.Module):
     """A Mixture-of-Experts FFN: a softmax router's top-k (gates renormalised
     over the k), then every token's experts in one pit_moe_ffn call.
     activation "swiglu" (w_gate_up [E, H, 2F]) or "geglu", "gelu", "relu",
-    "silu"."""
+    "silu". keep_hidden: where a gradient will be taken, the forward keeps
+    every token-slot's first product ([T*k, W], alive while the graph is)
+    and the backward reads it instead of recomputing it; False trades that
+    time for the memory."""
 
-    def __init__(self, hidden, ffn, experts, top_k=2, activation="swiglu", dtype=None):
+    def __init__(self, hidden, ffn, experts, top_k=2, activation="swiglu", dtype=None, keep_hidden=True):
         super().__init__()
-        self.top_k, self.activation = top_k, activation
+        self.top_k, self.activation, self.keep_hidden = top_k, activation, keep_hidden
         width = 2 * ffn if activation in ("swiglu", "geglu") else ffn
         self.router = torch.nn.Linear(hidden, experts, bias=False, dtype=dtype)
         self.w_gate_up = torch.nn.Parameter(torch.randn(experts, hidden, width, dtype=dtype) / math.sqrt(hidden))
@@ -63,5 +66,7 @@ class MoEFFN(torch.nn.Module):
     def forward(self, x):
         tokens = x.reshape(-1, x.shape[-1]).contiguous()
         ids, gates = self.route(tokens)
-        y = torch_ops.moe_ffn(tokens, ids, gates, self.w_gate_up, self.w_down, self.activation)
+        args = (tokens, ids, gates, self.w_gate_up, self.w_down, self.activation)
+        grads = torch.is_grad_enabled() and any(t.requires_grad for t in (tokens, gates, self.w_gate_up, self.w_down))
+        y = torch_ops.moe_ffn_keeping(*args)[0] if self.keep_hidden and grads else torch_ops.moe_ffn(*args)
         return y.reshape(x.shape)

@@ -130,15 +130,23 @@ def moe_ffn_twin(x, ids, gates, wu, wd):
     return y
 
 
+@pytest.mark.parametrize("keeping", [False, True], ids=["recomputing", "keeping"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_moe_ffn_gradients(torch_device, dtype):
+def test_moe_ffn_gradients(torch_device, dtype, keeping):
+    """moe_ffn, and moe_ffn_keeping whose backward reads the first product
+    its forward kept (checked too: each slot's x . w_gate_up)."""
     fwd, grad = TOL[dtype]
     t, h, f, e, k = 17, 16, 8, 4, 2
     x = leaf(nonzero(t, h), torch_device, dtype)
     wu, wd = leaf(nonzero(e, h, 2 * f), torch_device, dtype), leaf(nonzero(e, f, h), torch_device, dtype)
     ids, gates = routing(t, e, k)
     gates = leaf(gates, torch_device)  # float32 whatever the operands' dtype
-    y = ops.moe_ffn(x, ids.to(torch_device), gates, wu, wd)
+    if keeping:
+        y, kept = ops.moe_ffn_keeping(x, ids.to(torch_device), gates, wu, wd)
+        first = torch.einsum("th,tkhw->tkw", twin(x), twin(wu)[ids.long()]).reshape(t * k, 2 * f)
+        check(kept, first, fwd, "kept first product")
+    else:
+        y = ops.moe_ffn(x, ids.to(torch_device), gates, wu, wd)
     dy = nonzero(t, h).to(torch_device, dtype)
     y.backward(dy)
     x64, wu64, wd64, g64 = (twin(p) for p in (x, wu, wd, gates))
@@ -165,10 +173,12 @@ def op_cases(device):
                       (nonzero(1, 2, 5, 4).to(**d), nonzero(1, 1, 5, 4).to(**d), nonzero(1, 1, 5, 4).to(**d))),
         "moe_ffn": (ops.moe_ffn, (nonzero(5, 4).to(**d), ids.to(**d), gates.to(**d), nonzero(3, 4, 6).to(**d),
                                   nonzero(3, 3, 4).to(**d))),
+        "moe_ffn_keeping": (ops.moe_ffn_keeping, (nonzero(5, 4).to(**d), ids.to(**d), gates.to(**d),
+                                                  nonzero(3, 4, 6).to(**d), nonzero(3, 3, 4).to(**d))),
     }
 
 
-OPS = ["matmul", "sparse_softmax", "attention", "moe_ffn"]
+OPS = ["matmul", "sparse_softmax", "attention", "moe_ffn", "moe_ffn_keeping"]
 
 
 @pytest.mark.parametrize("name", OPS)
@@ -176,13 +186,15 @@ def test_gradcheck(torch_device, name):
     """torch.autograd.gradcheck in float32 (pit has no float64): central
     differences of step 1e-3 against the backward, to 1e-2."""
     fn, args = op_cases(torch_device)[name]
+    if name == "moe_ffn_keeping":  # y alone: the kept product is not differentiable
+        fn = (lambda op: lambda *a: op(*a)[0])(fn)
     args = tuple(a.requires_grad_(True) if torch.is_tensor(a) and a.is_floating_point() else a for a in args)
     with warnings.catch_warnings():  # its warning that float32 inputs are not float64: known, and why the bounds
         warnings.filterwarnings("ignore", message=".*double precision")
         assert torch.autograd.gradcheck(fn, args, eps=1e-3, atol=1e-2, rtol=1e-2)
 
 
-@pytest.mark.parametrize("name", ["matmul", "sparse_softmax", "moe_ffn"])
+@pytest.mark.parametrize("name", ["matmul", "sparse_softmax", "moe_ffn", "moe_ffn_keeping"])
 def test_opcheck(torch_device, name):
     """torch.library.opcheck: schema, autograd registration, the fake against
     the real result, and AOT dispatch (forward and backward)."""
