@@ -38,7 +38,7 @@ for step in $steps; do
     grep -h "^conformance:" "$logs"/conf_*.log | awk '{p+=$2; f+=$4; s+=$6} END {print "conformance:", p, "passed,", f, "failed,", s, "skipped"}'
     with_build gpu timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/bin/pit conformance --quick --op attention > "$logs/memcheck.log" 2>&1
     echo "memcheck: rc=$? $(tail -n1 "$logs/memcheck.log")"
-    with_build gpu timeout 300 compute-sanitizer --tool racecheck --error-exitcode 3 build-gpu/bin/pit conformance --quick --op attention > "$logs/racecheck.log" 2>&1
+    with_build gpu timeout 540 compute-sanitizer --tool racecheck --error-exitcode 3 build-gpu/bin/pit conformance --quick --op attention > "$logs/racecheck.log" 2>&1
     echo "racecheck: rc=$? $(tail -n1 "$logs/racecheck.log")" ;;
   layers)
     for b in base gpu; do
