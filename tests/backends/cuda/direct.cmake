@@ -19,7 +19,7 @@ _pit_cuda_plugin_test(test_cuda_direct ${_pit_cuda_tests}/test_cuda_direct.c)
 # ---- detection: both kernels against the host, and its bench ----------------
 _pit_cuda_plugin_test(test_cuda_detect ${_pit_cuda_tests}/test_cuda_detect.c)
 
-# ---- the strip kernel on the CPU (CI, no GPU) ---------------------------------
+# ---- kernels on the CPU (CI, no GPU) ---------------------------------------------
 # test_cuda_detect's cases on emu/emu_backend.c, which runs
 # kernels/pit_detect_strip.cu on the host (emu/emu_warps.cpp: each thread a
 # coroutine, warp steps and barriers as the GPU orders them). Needs a C++
@@ -52,6 +52,34 @@ if(CMAKE_CXX_COMPILER)
   if(BUILD_TESTING)
     add_test(NAME cuda_detect_strip_emulated COMMAND test_detect_strip_emulated)
     set_tests_properties(cuda_detect_strip_emulated PROPERTIES TIMEOUT 600)
+  endif()
+  # the key-column tiles of attention (kernels/pit_attention_cols.cu: the
+  # scan a mask dtype, the tiles) on the same emulator, against a host model
+  set(_emu_cols)
+  foreach(_v f32:0:SCAN f16:1:SCAN bf16:2:SCAN i32:3:SCAN u8:4:SCAN tiles:4:TILES) # name:MASK_DT:kernel
+    string(REPLACE ":" ";" _v ${_v})
+    list(GET _v 0 _name)
+    list(GET _v 1 _dt)
+    list(GET _v 2 _kernel)
+    set(_entry emu_cols_scan_${_name})
+    if(_kernel STREQUAL "TILES")
+      set(_entry emu_cols_tiles)
+    endif()
+    add_library(${_entry} OBJECT ${_emu}/emu_attn_cols.cpp)
+    target_compile_definitions(${_entry} PRIVATE PIT_DTYPE=0 MASK_DT=${_dt} PIT_KERNEL_OP_ATTN_COLS_${_kernel}
+      EMU_ENTRY=${_entry})
+    target_include_directories(${_entry} PRIVATE ${_emu} ${_pit_root}/backends/cuda)
+    target_compile_options(${_entry} PRIVATE -Wno-unknown-pragmas)
+    set_target_properties(${_entry} PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+    list(APPEND _emu_cols $<TARGET_OBJECTS:${_entry}>)
+  endforeach()
+  add_executable(test_attn_cols_emulated ${_pit_cuda_tests}/test_attn_cols_emulated.c ${_emu}/emu_warps.cpp
+    ${_emu_kernels} ${_emu_cols})
+  target_include_directories(test_attn_cols_emulated PRIVATE ${_emu} ${_pit_root}/backends/cuda)
+  set_target_properties(test_attn_cols_emulated PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  if(BUILD_TESTING)
+    add_test(NAME cuda_attn_cols_emulated COMMAND test_attn_cols_emulated)
+    set_tests_properties(cuda_attn_cols_emulated PROPERTIES TIMEOUT 600)
   endif()
 else()
   message(STATUS "pit: no C++ compiler: test_detect_strip_emulated (the strip detection kernel on the CPU) not built")

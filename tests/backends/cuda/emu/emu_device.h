@@ -1,7 +1,7 @@
 /*
- * emu_device.h - the device layer pit_detect_strip.cu is written against
- * (kernels/common/port.cuh), on the host, for the emulated detection test
- * (emu_warps.cpp runs the kernel). Included instead of port.cuh: it
+ * emu_device.h - the device layer pit_detect_strip.cu and
+ * pit_attention_cols.cu are written against (kernels/common/port.cuh), on
+ * the host, for the emulated tests (emu_warps.cpp runs the kernels). Included instead of port.cuh: it
  * defines PIT_PORT_CUH, so the kernel's own include of port.cuh is empty.
  * The element tests are port.cuh's, restated; a warp step (ballot,
  * shuffle) and __syncthreads hand control to emu_warps.cpp's scheduler.
@@ -12,6 +12,7 @@
 
 #define PIT_PORT_CUH 1
 typedef unsigned char pit_u8; /* the types the kernel and args.h use */
+typedef unsigned short pit_u16;
 typedef unsigned int pit_u32;
 typedef long long pit_i64;
 typedef unsigned long long pit_u64;
@@ -61,7 +62,15 @@ static inline int pit_atomic_add(int *p, int v)
     return old;
 }
 static inline int atomicAdd(int *p, int v) { return pit_atomic_add(p, v); }
+static inline pit_u32 pit_atomic_or(pit_u32 *p, pit_u32 v)
+{
+    pit_u32 old = *p;
+    *p |= v;
+    return old;
+}
 static inline pit_u32 pit_bytes_nonzero(pit_u32 w) { return (((w & 0x7f7f7f7fu) + 0x7f7f7f7fu) | w) & 0x80808080u; }
+static inline bool pit_bits_nonzero32(pit_u32 w) { return (w & 0x7fffffffu) != 0; }
+static inline bool pit_bits_nonzero16(pit_u32 h) { return (h & 0x7fffu) != 0; }
 
 /* args.h in its device form (typed pointers) */
 #define __CUDACC__ 1

@@ -1,6 +1,8 @@
 /*
- * emu_warps.cpp - runs pit_detect_strip.cu on the CPU for the emulated
- * detection test: one CTA at a time, each of its threads a coroutine
+ * emu_warps.cpp - runs CUDA kernels written against port.cuh on the CPU
+ * (pit_detect_strip.cu for the emulated detection test, the key-column
+ * tiles of pit_attention_cols.cu for theirs): one CTA at a time, each of
+ * its threads a coroutine
  * (ucontext) of one host thread. A thread runs until it reaches a warp
  * step (ballot, shuffle) or __syncthreads; a warp step completes when all
  * 32 lanes of the warp wait on the same one, __syncthreads when every
@@ -26,13 +28,13 @@ struct emu_thread {
     char *stack;
 };
 
-enum { THREADS = PIT_DETECT_STRIP_THREADS, STACK = 1 << 18 };
-static emu_thread threads[THREADS];
+enum { MAX_THREADS = 1024, STACK = 1 << 18 };
+static emu_thread threads[MAX_THREADS];
 static ucontext_t scheduler;
-static int current;
+static int current, nthreads;
 static emu_dim3 block, grid;
-static void (*kernel)(const pit_detect_args);
-static const pit_detect_args *kernel_args;
+static void (*entry)(const void *);
+static const void *entry_args;
 
 emu_dim3 emu_thread_idx(void) { return emu_dim3{(unsigned)current, 0, 0}; }
 emu_dim3 emu_block_idx(void) { return block; }
@@ -65,7 +67,7 @@ int pit_shfl(int v, int src)
 
 static void thread_main(void)
 {
-    kernel(*kernel_args);
+    entry(entry_args);
     threads[current].state = EXITED;
 }
 
@@ -79,7 +81,7 @@ static void stop(const char *why, unsigned b, int warp)
 static int complete_warp_steps(unsigned b)
 {
     int done = 0;
-    for (int w = 0; w < THREADS / PIT_WARP; ++w) {
+    for (int w = 0; w < nthreads / PIT_WARP; ++w) {
         emu_thread *lane = &threads[w * PIT_WARP];
         int waiting = 0, step = 0;
         pit_u32 ballot = 0;
@@ -103,8 +105,7 @@ static int complete_warp_steps(unsigned b)
 
 static void run_block(unsigned b)
 {
-    block = emu_dim3{b, 0, 0};
-    for (int t = 0; t < THREADS; ++t) {
+    for (int t = 0; t < nthreads; ++t) {
         emu_thread *th = &threads[t];
         if (!th->stack && !(th->stack = (char *)malloc(STACK))) stop("out of host memory", b, t / PIT_WARP);
         getcontext(&th->context);
@@ -115,17 +116,17 @@ static void run_block(unsigned b)
         th->state = RUNNING;
     }
     for (;;) {
-        for (current = 0; current < THREADS; ++current)
+        for (current = 0; current < nthreads; ++current)
             if (threads[current].state == RUNNING) swapcontext(&scheduler, &threads[current].context);
         int exited = 0, at_barrier = 0;
-        for (int t = 0; t < THREADS; ++t) {
+        for (int t = 0; t < nthreads; ++t) {
             exited += threads[t].state == EXITED;
             at_barrier += threads[t].state == AT_BARRIER;
         }
-        if (exited == THREADS) return;
+        if (exited == nthreads) return;
         if (complete_warp_steps(b)) continue;
-        if (at_barrier != THREADS) stop("a barrier not every thread reaches", b, -1);
-        for (int t = 0; t < THREADS; ++t) threads[t].state = RUNNING;
+        if (at_barrier != nthreads) stop("a barrier not every thread reaches", b, -1);
+        for (int t = 0; t < nthreads; ++t) threads[t].state = RUNNING;
     }
 }
 
@@ -136,15 +137,33 @@ void emu_strip_bf16(const pit_detect_args);
 void emu_strip_i32(const pit_detect_args);
 void emu_strip_u8(const pit_detect_args);
 
+/* fn(args) on a grid of gx x gy CTAs of `threads` threads (a multiple of
+ * the warp, at most MAX_THREADS), the CTAs one after another. */
+void pit_emu_run(void (*fn)(const void *), const void *args, unsigned gx, unsigned gy, unsigned threads_per_cta)
+{
+    if (threads_per_cta == 0 || threads_per_cta > MAX_THREADS || threads_per_cta % PIT_WARP)
+        stop("a CTA size the emulator does not take", 0, -1);
+    entry = fn;
+    entry_args = args;
+    nthreads = (int)threads_per_cta;
+    grid = emu_dim3{gx, gy, 1};
+    for (unsigned y = 0; y < gy; ++y)
+        for (unsigned x = 0; x < gx; ++x) {
+            block = emu_dim3{x, y, 0};
+            run_block(x);
+        }
+}
+
+static void (*strip_kernel)(const pit_detect_args);
+static void strip_entry(const void *args) { strip_kernel(*(const pit_detect_args *)args); }
+
 /* pit_detect_strip of dtype dt (a pit_dtype code) on a grid of ctas. */
 void pit_emu_detect_strip(int dt, const void *args, unsigned ctas)
 {
     void (*const kernels[])(const pit_detect_args) = {emu_strip_f32, emu_strip_f16, emu_strip_bf16, emu_strip_i32,
                                                       emu_strip_u8};
     if (dt < 0 || dt > 4) stop("no such dtype", 0, -1);
-    kernel = kernels[dt];
-    kernel_args = (const pit_detect_args *)args;
-    grid = emu_dim3{ctas, 1, 1};
-    for (unsigned b = 0; b < ctas; ++b) run_block(b);
+    strip_kernel = kernels[dt];
+    pit_emu_run(strip_entry, args, ctas, 1, PIT_DETECT_STRIP_THREADS);
 }
 }
