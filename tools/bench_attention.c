@@ -19,6 +19,8 @@
  * FlexAttention at the same points: scripts/torch_anchors.py.
  * Each point's output (input set 0) is checked on sampled query rows
  * against the reference in double (pit_ref_attention_query).
+ * At the window (an element mask) the same call with the mask indexed in
+ * 64x64 blocks (the micro-tile hint), against the automatic choice.
  * The backward (window, blocks and causal): pit_attention_backward from a
  * random dO, set 0's O and lse and its mask, every gradient (dQ, dK, dV),
  * timed beside the forward; its results are checked by the conformance
@@ -110,6 +112,7 @@ typedef struct att_result {
     double allowed; /* allowed pairs / all pairs */
     double pit_ms, pit_spread, floor_ms, tflops, err;
     double bwd_ms, bwd_spread; /* the backward; 0: not run (decode, or no backward here) */
+    double blocks_ms;          /* window: the mask in 64x64 blocks (hinted); 0: not run */
     int ok;
     char choice[96];
     char error[256];
@@ -447,6 +450,13 @@ static pit_status measure_point(pit_context *ctx, const bench_opts *o, const pit
     TRY(check_rows(&r, &res->err));
     res->ok = res->err <= pit_ref_tolerance(dt);
     TRY(bench_time(ctx, o, run_pit, &r, &res->pit_ms, &res->pit_spread));
+    if (p->kind == ATT_WINDOW) { /* the element mask in square blocks, beside the automatic choice */
+        double spread;
+        const pit_microtile automatic = r.opt.microtile;
+        r.opt.microtile = (pit_microtile){64, 64, PIT_AXIS_K};
+        TRY(bench_time(ctx, o, run_pit, &r, &res->blocks_ms, &spread));
+        r.opt.microtile = automatic;
+    }
     if (p->kind != ATT_DECODE)
         TRY(measure_backward(o, &r, res));
 
@@ -471,16 +481,18 @@ static void print_row(const void *result)
         snprintf(floor, sizeof floor, "%.4f", r->floor_ms);
         snprintf(ratio, sizeof ratio, "%.2fx", r->pit_ms / r->floor_ms);
     }
-    char bwd[16] = "-", bwd_ratio[16] = "-";
+    char bwd[16] = "-", bwd_ratio[16] = "-", blocks[16] = "-";
+    if (r->blocks_ms > 0)
+        snprintf(blocks, sizeof blocks, "%.4f", r->blocks_ms);
     if (r->bwd_ms > 0) {
         snprintf(bwd, sizeof bwd, "%.4f", r->bwd_ms);
         snprintf(bwd_ratio, sizeof bwd_ratio, "%.2fx", r->pit_ms > 0 ? r->bwd_ms / r->pit_ms : 0.0);
     }
     const att_point *p = &r->p;
-    printf("%-6s %-4s %2lld %3lld/%-3lld %6lld %6lld %4lld %6.3f | %8.4f %8s %7s %7.1f | %8s %7s | %.1e %s | %s%s\n",
+    printf("%-6s %-4s %2lld %3lld/%-3lld %6lld %6lld %4lld %6.3f | %8.4f %8s %7s %7.1f | %8s | %8s %7s | %.1e %s | %s%s\n",
            bench_attention_kinds[p->kind], pit_dtype_name(r->dt), (long long)p->b, (long long)p->hq, (long long)p->hkv,
-           (long long)p->lq, (long long)p->lk, (long long)p->d, r->allowed, r->pit_ms, floor, ratio, r->tflops, bwd,
-           bwd_ratio, r->err, r->ok ? "ok" : "OFF", r->choice, p->target ? " (target)" : "");
+           (long long)p->lq, (long long)p->lk, (long long)p->d, r->allowed, r->pit_ms, floor, ratio, r->tflops, blocks,
+           bwd, bwd_ratio, r->err, r->ok ? "ok" : "OFF", r->choice, p->target ? " (target)" : "");
 }
 
 static void json_row(FILE *json, const void *result, int first)
@@ -491,12 +503,13 @@ static void json_row(FILE *json, const void *result, int first)
             "%s    {\"kind\": \"%s\", \"dtype\": \"%s\", \"batch\": %lld, \"hq\": %lld, \"hkv\": %lld, "
             "\"lq\": %lld, \"lk\": %lld, \"head_dim\": %lld, \"allowed\": %.6f, \"pit_ms\": %.6f, "
             "\"pit_spread\": %.4f, \"floor_ms\": %.6f, \"pit_over_floor\": %.4f, \"tflops\": %.3f, "
-            "\"backward_ms\": %.6f, \"backward_over_forward\": %.4f, "
+            "\"blocks_64_ms\": %.6f, \"backward_ms\": %.6f, \"backward_over_forward\": %.4f, "
             "\"rel_error\": %.3e, \"ok\": %d, \"target\": %d, \"choice\": \"%s\"}",
             first ? "" : ",\n", bench_attention_kinds[p->kind], pit_dtype_name(r->dt), (long long)p->b,
             (long long)p->hq, (long long)p->hkv, (long long)p->lq, (long long)p->lk, (long long)p->d, r->allowed,
             r->pit_ms, r->pit_spread, r->floor_ms, r->floor_ms > 0 ? r->pit_ms / r->floor_ms : 0.0, r->tflops,
-            r->bwd_ms, r->bwd_ms > 0 && r->pit_ms > 0 ? r->bwd_ms / r->pit_ms : 0.0, r->err, r->ok, p->target,
+            r->blocks_ms, r->bwd_ms, r->bwd_ms > 0 && r->pit_ms > 0 ? r->bwd_ms / r->pit_ms : 0.0, r->err, r->ok,
+            p->target,
             r->choice);
 }
 
@@ -519,9 +532,9 @@ int bench_attention_suite(pit_context *ctx, const bench_opts *o, FILE *json)
     pit_dtype dts[3];
     const int defaults = d.has_bf16 ? 1 << PIT_BF16 : 1 << PIT_F32;
     int ndt = bench_suite_dtypes(o, &d, "attention", defaults, dts, json);
-    printf("%-6s %-4s %2s %7s %6s %6s %4s %6s | %8s %8s %7s %7s | %8s %7s | %-10s | %s\n", "kind", "dt", "B", "Hq/Hkv",
-           "Lq", "Lk", "D", "allow", "pit ms", "floor", "pit/flr", "TFLOP/s", "bwd ms", "bwd/fwd", "rel. error",
-           "choice");
+    printf("%-6s %-4s %2s %7s %6s %6s %4s %6s | %8s %8s %7s %7s | %8s | %8s %7s | %-10s | %s\n", "kind", "dt", "B",
+           "Hq/Hkv", "Lq", "Lk", "D", "allow", "pit ms", "floor", "pit/flr", "TFLOP/s", "64x64 ms", "bwd ms", "bwd/fwd",
+           "rel. error", "choice");
     if (json)
         fprintf(json, "  \"attention_copy_gbps\": %.3f,\n  \"attention\": [\n", gbps);
     int npoints = 0;
