@@ -3,8 +3,9 @@
  * a 16-bit pit_moe_forward and a 16-bit pit_moe_ffn without a report read
  * nothing back, so each can be captured in a CUDA graph and replayed on new
  * data (attention with its detection inside the fused kernel, whose work
- * counters are zeroed by a memset in the graph; MoE with new routing each
- * replay). Opens the driver with
+ * counters are zeroed by a memset in the graph, and with the automatic
+ * micro-tile: key-column tiles, three kernels and a memset; MoE with new
+ * routing each replay). Opens the driver with
  * dlopen: without one (CI) the test reports itself skipped (exit 77).
  */
 #include <cuda.h>
@@ -251,6 +252,7 @@ static double bf16_error(pit_tensor *O, const double *ref, size_t n)
 
 typedef struct att_case {
     pit_rng *rng;
+    int32_t block; /* the micro-tile side: 64, or 0 (automatic: key columns on CUDA) */
     pit_tensor *t[4], *O; /* Q, K, V, mask; O */
     double *h[4], *ref;
 } att_case;
@@ -258,7 +260,7 @@ typedef struct att_case {
 static pit_status att_call(pit_context *ctx, pit_stream *stream, void *u)
 {
     att_case *a = u;
-    return pit_sparse_attention(ctx, stream, a->t[0], a->t[1], a->t[2], a->t[3], a->O, 0.125f, 64, NULL);
+    return pit_sparse_attention(ctx, stream, a->t[0], a->t[1], a->t[2], a->t[3], a->O, 0.125f, a->block, NULL);
 }
 
 static pit_status att_refresh(void *u) /* a new mask each time */
@@ -273,11 +275,12 @@ static double att_error(void *u)
     return bf16_error(a->O, a->ref, (size_t)AH * AL * AD);
 }
 
-static int attention_graph(const driver *d, pit_context *ctx, CUstream native, pit_stream *stream, pit_rng *rng)
+static int attention_graph_of(const driver *d, pit_context *ctx, CUstream native, pit_stream *stream, pit_rng *rng,
+                              int32_t block, const char *name)
 {
     const size_t nq = AH * AL * AD;
     int64_t sq[3] = {AH, AL, AD}, sm[2] = {AL, AL};
-    att_case a = {.rng = rng};
+    att_case a = {.rng = rng, .block = block};
     PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &a.t[0]));
     PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &a.t[1]));
     PIT_OK(pit_tensor_create(ctx, PIT_BF16, 3, sq, &a.t[2]));
@@ -286,7 +289,7 @@ static int attention_graph(const driver *d, pit_context *ctx, CUstream native, p
     for (int i = 0; i < 4; i++)
         a.h[i] = malloc(sizeof(double) * (i < 3 ? nq : (size_t)AL * AL));
     a.ref = malloc(sizeof(double) * nq);
-    const graph_case c = {"attention", 2e-2, ctx, stream, att_call, att_refresh, att_error, &a};
+    const graph_case c = {name, 2e-2, ctx, stream, att_call, att_refresh, att_error, &a};
     const int failed = graph_case_run(d, native, &c);
     for (int i = 0; i < 4; i++) {
         pit_tensor_destroy(a.t[i]);
@@ -295,6 +298,17 @@ static int attention_graph(const driver *d, pit_context *ctx, CUstream native, p
     pit_tensor_destroy(a.O);
     free(a.ref);
     return failed;
+}
+
+static int attention_graph(const driver *d, pit_context *ctx, CUstream native, pit_stream *stream, pit_rng *rng)
+{
+    return attention_graph_of(d, ctx, native, stream, rng, 64, "attention");
+}
+
+static int attention_columns_graph(const driver *d, pit_context *ctx, CUstream native, pit_stream *stream,
+                                   pit_rng *rng)
+{
+    return attention_graph_of(d, ctx, native, stream, rng, 0, "attention, automatic micro-tile");
 }
 
 /* MoE (bf16, top-1, 5 experts, some tokens routed nowhere: their rows are
@@ -482,7 +496,7 @@ int main(void)
     pit_rng rng;
     pit_rng_seed(&rng, 99);
     int (*const cases[])(const driver *, pit_context *, CUstream, pit_stream *, pit_rng *) = {
-        matmul_graph, attention_graph, moe_graph, ffn_graph};
+        matmul_graph, attention_graph, attention_columns_graph, moe_graph, ffn_graph};
     int failed = 0, passed = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int f = cases[i](&d, ctx, native, stream, &rng);
