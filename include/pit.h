@@ -505,7 +505,9 @@ PIT_API pit_status pit_sparse_softmax_backward(pit_context *ctx, pit_stream *str
  * micro-tile of block x block): O = softmax(scale * Q K^T masked) V, with one
  * block index of the mask (built on the device each call) reused by the
  * SDDMM, the softmax and the sparse x dense product. Q, K [BH,L,D], V, O
- * [BH,L,Dv], mask [L,L] or [BH,L,L]; block = micro-tile side (0 = 64).
+ * [BH,L,Dv], mask [L,L] or [BH,L,L]; block = micro-tile side (0: chosen
+ * at run time, as pit_attention's automatic micro-tile: on CUDA key-column
+ * micro-tiles of 64 query rows, elsewhere 64).
  * Rows with no allowed key give 0; large scaled scores as in
  * pit_sparse_softmax (where the steps are not fused, Q K^T is stored in
  * the data's dtype before it is scaled, so it must fit that dtype).
@@ -549,7 +551,10 @@ typedef struct pit_attention_options {
     const pit_tensor *block_mask;
     int32_t block_q, block_k; /* block_mask's block: both > 0 with block_mask, else 0 */
     /* Micro-tile hint: query rows x keys of the blocks the mask is indexed
-     * in and the kernel walks; rows == 0: chosen at run time (axis AUTO or K). */
+     * in and the kernel walks; rows == 0: chosen at run time (axis AUTO or K).
+     * An element mask alone with the hint automatic or R x 1 goes, where the
+     * backend has them, to key-column micro-tiles: each block of 64 query
+     * rows attends over the keys any of its rows allows, gathered. */
     pit_microtile microtile;
 } pit_attention_options;
 
