@@ -180,7 +180,7 @@ static pit_status attend_columns(pit_context *ctx, void *bs, const ops_attention
         cols.groups = (int32_t)blocks_of(a->Q.shape[2], tile.rows);
         cols.capacity = (int32_t)a->K.shape[2];
         pit_index_report(report, &cols, listed, a->Q.shape[0] * a->Q.shape[1],
-                         "attention %dx%d (key columns)");
+                         PIT_CHOICE_ATTENTION_COLUMNS);
         report->nonzero_tiles = listed;
         report->skipped_compute = listed == 0;
     }
