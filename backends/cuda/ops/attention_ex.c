@@ -67,6 +67,12 @@ static pit_status check_desc(const pit_attention_desc *d)
     return PIT_SUCCESS;
 }
 
+/* No query row, or no output column and no lse: nothing to write. */
+static int nothing_to_do(const pit_attention_desc *d)
+{
+    return d->Q.shape[0] * d->Q.shape[1] * d->Q.shape[2] == 0 || (d->V.shape[3] == 0 && !d->lse);
+}
+
 /* The arguments every kernel of the family shares. */
 static void fill_args(const pit_attention_desc *d, pit_attn_ex_args *a)
 {
@@ -224,7 +230,7 @@ static pit_status cuda_attention_columns(void *bctx, void *stream, const pit_att
 {
     pit_cuda_ctx *c = bctx;
     if (listed) *listed = 0;
-    if (d->Q.shape[0] * d->Q.shape[1] * d->Q.shape[2] == 0 || (d->V.shape[3] == 0 && !d->lse)) return PIT_SUCCESS;
+    if (nothing_to_do(d)) return PIT_SUCCESS;
     pit_status st = check_desc(d);
     if (st != PIT_SUCCESS) return st;
     pit_tdesc mask3;
@@ -252,7 +258,7 @@ static pit_status forward(pit_cuda_ctx *c, CUstream s, const pit_attention_desc 
 static pit_status cuda_attention_ex(void *bctx, void *stream, const pit_attention_desc *d)
 {
     pit_cuda_ctx *c = bctx;
-    if (d->Q.shape[0] * d->Q.shape[1] * d->Q.shape[2] == 0 || (d->V.shape[3] == 0 && !d->lse)) return PIT_SUCCESS;
+    if (nothing_to_do(d)) return PIT_SUCCESS;
     pit_status st = check_desc(d);
     if (st != PIT_SUCCESS) return st;
     pit_tdesc mask3;
