@@ -102,6 +102,7 @@ pit_status pit_vendor_load(void)
         }
     }
     *(void **)&pit_cu.TensorMapEncodeTiled = dlsym(driver_lib, "cuTensorMapEncodeTiled");
+    *(void **)&pit_cu.LaunchKernelEx = dlsym(driver_lib, "cuLaunchKernelEx");
     CUresult r = pit_cu.Init(0);
     if (r != CUDA_SUCCESS) {
         const char *name = "?";
@@ -141,4 +142,22 @@ void pit_vendor_unload(void)
     if (driver_lib) dlclose(driver_lib);
     driver_lib = NULL;
     memset(&pit_cu, 0, sizeof pit_cu);
+}
+
+pit_status pit_cuda_launch_cluster(const pit_cuda_kernel *k, CUstream s, unsigned gx, unsigned gy, unsigned gz,
+                                   unsigned threads, unsigned cz, void *args, const char *what)
+{
+    if (!pit_cu.LaunchKernelEx)
+        return pit_cuda_host->error(PIT_ERR_UNSUPPORTED, "%s: the driver has no cuLaunchKernelEx", what);
+    if (gx == 0 || gy == 0 || gz == 0) return PIT_SUCCESS;
+    CUlaunchAttribute cluster = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+    cluster.value.clusterDim.x = 1;
+    cluster.value.clusterDim.y = 1;
+    cluster.value.clusterDim.z = cz;
+    const CUlaunchConfig cfg = {.gridDimX = gx, .gridDimY = gy, .gridDimZ = gz, .blockDimX = threads,
+                                .blockDimY = 1, .blockDimZ = 1, .sharedMemBytes = (unsigned)k->smem_bytes,
+                                .hStream = s, .attrs = &cluster, .numAttrs = 1};
+    void *params[] = {args};
+    CU_CHECK(pit_cu.LaunchKernelEx(&cfg, k->fn, params, NULL), what);
+    return PIT_SUCCESS;
 }

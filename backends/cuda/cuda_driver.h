@@ -19,8 +19,8 @@
 #define PIT_CALL(fn) "cu" #fn
 
 /* The driver calls only the CUDA plug-in makes: contexts, error names,
- * versions, tensor maps (optional, drivers of CUDA 12+: NULL when the
- * driver lacks it). */
+ * versions, tensor maps and launches with attributes (both optional,
+ * drivers of CUDA 12+: NULL when the driver lacks them). */
 #define PIT_VENDOR_DRIVER_CALLS                                                                            \
     CUresult (*Init)(unsigned int);                                                                        \
     CUresult (*DriverGetVersion)(int *);                                                                   \
@@ -32,13 +32,21 @@
     CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,               \
                                      const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,           \
                                      const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,        \
-                                     CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+                                     CUtensorMapL2promotion, CUtensorMapFloatOOBfill);                     \
+    CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
 
 /* NULL once lib (cuda_libs.h) is loaded, of a CUDA no newer than the
  * driver's (tried once); else why not: which files, searched where. */
 const char *pit_cuda_lib_missing(pit_cuda_lib lib);
 /* The same as a pit error: PIT_SUCCESS, or status with "what: why". */
 pit_status pit_cuda_require(pit_cuda_lib lib, pit_status status, const char *what);
+
+/* Launches k as pit_cuda_launch does, in thread-block clusters of cz CTAs
+ * along z (sm_90; cz divides gz, at most 8: the portable size). UNSUPPORTED where the driver
+ * has no cuLaunchKernelEx. */
+struct pit_cuda_kernel;
+pit_status pit_cuda_launch_cluster(const struct pit_cuda_kernel *k, CUstream s, unsigned gx, unsigned gy, unsigned gz,
+                                   unsigned threads, unsigned cz, void *args, const char *what);
 
 /* The CUDA part of a context. */
 typedef struct pit_vendor_ctx {

@@ -87,8 +87,8 @@ char *pit_cuda_variant_defines(const pit_cuda_variant *v, char *buf, size_t size
                  v->mt_rows, v->tile.bn, v->tile.stages, v->c_vec, PIT_CUDA_ENGINE_KT_MAX, PIT_CUDA_ENGINE_ROWS);
         break;
     case PIT_CUDA_DECODE:
-        snprintf(p, size, "-DPIT_DTYPE=%d -DMROWS=%d -DB_VEC=%d -DTHREADS=%d -DMIN_CTAS=%d", dt, v->mt_rows, v->b_vec,
-                 PIT_CUDA_DECODE_THREADS, pit_cuda_decode_min_ctas(v->mt_rows));
+        snprintf(p, size, "-DPIT_DTYPE=%d -DMROWS=%d -DB_VEC=%d -DTHREADS=%d -DMIN_CTAS=%d -DCLUSTER=%d", dt, v->mt_rows,
+                 v->b_vec, PIT_CUDA_DECODE_THREADS, pit_cuda_decode_min_ctas(v->mt_rows), v->cluster);
         break;
     case PIT_CUDA_DECODE_MMA:
         snprintf(p, size, "-DPIT_DTYPE=%d -DMT=%d", dt, v->mt_rows);
@@ -428,19 +428,21 @@ int pit_cuda_decode_min_ctas(int mrows)
     return mrows > 1 ? 3 : 4;
 }
 
-/* The decode kernel for every register height and B alignment. */
-static int emit_decode(pit_dtype dt, pit_cuda_variant_fn fn, void *user)
+/* The decode kernel for every register height and B alignment, on sm_90
+ * also with its shares in clusters. */
+static int emit_decode(pit_dtype dt, int arch, pit_cuda_variant_fn fn, void *user)
 {
     static const int heights[] = {1, PIT_CUDA_DECODE_MAX_ROWS};
     int n = 0;
     for (int h = 0; h < COUNT(heights); ++h)
-        for (int b = 0; b < 2; ++b) {
+        for (int form = 0; form < (arch == 90 ? 4 : 2); ++form) {
             pit_cuda_variant v;
             memset(&v, 0, sizeof v);
             v.kind = PIT_CUDA_DECODE;
             v.dtype = dt;
             v.mt_rows = heights[h];
-            v.b_vec = b;
+            v.b_vec = form & 1;
+            v.cluster = form >> 1;
             fn(&v, user);
             n++;
         }
@@ -506,7 +508,7 @@ int pit_cuda_for_each_variant(int arch, pit_cuda_variant_fn fn, void *user)
         fn(&v, user);
         v.kind = PIT_CUDA_COMPACT;
         fn(&v, user);
-        n += emit_decode(dtypes[d], fn, user);
+        n += emit_decode(dtypes[d], arch, fn, user);
         n += 6;
         n += emit_dtype(dtypes[d], arch, fn, user);
         if (arch >= 80 && dtypes[d] != PIT_F32) n += emit_decode_mma(dtypes[d], fn, user);

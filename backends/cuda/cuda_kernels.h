@@ -40,6 +40,7 @@ typedef struct pit_cuda_variant {
     int a_vec, b_vec;     /* matmul: 16-byte vector loads allowed */
     int a_comp;           /* matmul axis K: A is pit_compact's dense copy */
     int c_vec;            /* matmul: C (or the f32 target) rows 16-byte aligned */
+    int cluster;          /* decode: the shares of K summed in a thread-block cluster (sm_90) */
     int op_param[5];      /* operator kernels: see cuda_model.h */
 } pit_cuda_variant;
 
@@ -90,6 +91,12 @@ int pit_cuda_decode_rows(int64_t m);
  * launch bounds: the host sizes one wave of shares by them). */
 #define PIT_CUDA_DECODE_THREADS 256
 int pit_cuda_decode_min_ctas(int mrows);
+/* On sm_90, where this many shares of K an n-tile make one wave of CTAs
+ * (at least 4/5 of it), the shares of an n-tile form a thread-block
+ * cluster and sum through shared memory: no slabs, no counters to zero
+ * (docs/design/decode-detection-inside.md). 8: the portable cluster size;
+ * other sizes measured slower. */
+#define PIT_CUDA_DECODE_CLUSTER 8
 /* The decode kernel on tensor cores (pit_decode_mma.cu, 16-bit, sm_80+),
  * from 5 rows: row-blocks of 16 or 32 rows, at most this many (the tokens
  * of a decode step), column micro-tiles one wide. */

@@ -292,14 +292,26 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attn_cols_tiles(const pit_attn
     pit_u64 *tb = x.tbits + tile * (x.cap / 64) * ROWS;
     for (int i = threadIdx.x; i < padded / 64 * ROWS; i += THREADS) tb[i] = 0;
     __syncthreads();
-    for (int item = threadIdx.x; item < ROWS * x.words; item += THREADS) {
-        const int r = item / x.words, w = item % x.words, row = rows[r];
-        const pit_u32 m = uni[w];
-        if (row < 0 || !m) continue;
-        const pit_u32 v = compress(__ldg(bits + (pit_i64)row * x.words + w), m);
-        const int at = cnt[w], c = at / 64, o = at % 64;
-        or64(tb + c * ROWS + r, (pit_u64)v << o);
-        if (o > 32) or64(tb + (c + 1) * ROWS + r, (pit_u64)v >> (64 - o));
+    /* BATCH items a thread at once: their loads in flight together (a
+     * heavy tile's rows read every word) */
+    constexpr int BATCH = 8;
+    const int items = nrows * x.words;
+    for (int base = threadIdx.x; base < items; base += THREADS * BATCH) {
+        pit_u32 v[BATCH];
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+            const int item = base + b * THREADS, r = item / x.words, w = item % x.words;
+            v[b] = item < items && uni[w] ? __ldg(bits + (pit_i64)rows[r] * x.words + w) : 0u;
+        }
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+            const int item = base + b * THREADS, r = item / x.words, w = item % x.words;
+            if (item >= items || !v[b]) continue;
+            const pit_u32 packed = compress(v[b], uni[w]);
+            const int at = cnt[w], c = at / 64, o = at % 64;
+            or64(tb + c * ROWS + r, (pit_u64)packed << o);
+            if (o > 32) or64(tb + (c + 1) * ROWS + r, (pit_u64)packed >> (64 - o));
+        }
     }
 }
 #endif

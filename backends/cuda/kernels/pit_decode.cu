@@ -20,19 +20,26 @@
  * columns, every splits-th block, so a run of zeros spreads over all
  * shares. Each lane owns VEC consecutive columns; the WK warps of a CTA
  * take interleaved groups of U listed rows, then sum their partials in
- * shared memory. SWrite: C itself (one share) or the share's f32 slab;
- * the share that arrives last at its n-tile sums the slabs into C
- * (common/shares.cuh): one launch.
+ * shared memory. SWrite: C itself (one share); with CLUSTER (sm_90) the
+ * shares of an n-tile are one thread-block cluster, and each CTA sums its
+ * part of the tile over every share's shared memory into C (nothing
+ * through global memory, no counters); else each share stores its f32
+ * slab and the share that arrives last at its n-tile sums the slabs into C
+ * (common/shares.cuh). One launch either way.
  *
  * Defines: PIT_DTYPE MROWS (1 or 4: rows of A the registers hold; the
  *          call's M is at most MROWS) B_VEC (1: B's rows 16-byte aligned and
  *          N a multiple of the vector) THREADS MIN_CTAS (launch bounds: the
- *          host plans one wave of MIN_CTAS an SM, cuda_kernels.c).
+ *          host plans one wave of MIN_CTAS an SM, cuda_kernels.c) CLUSTER
+ *          (1: the shares of an n-tile form a cluster of `splits` CTAs).
  */
 #include "common/port.cuh"
 #include "args.h"
 #include "common/elem.cuh"
 #include "common/shares.cuh"
+#if CLUSTER
+#include "common/sm90.cuh"
+#endif
 
 constexpr int EL = (int)sizeof(T);
 constexpr int VEC = 16 / EL;
@@ -215,16 +222,41 @@ PIT_KERNEL void DECODE_BOUNDS pit_decode(const pit_mm_args p)
 #pragma unroll
         for (int j = 0; j < VEC; ++j) red[(warp * MROWS + m) * COLS + lane * VEC + j] = acc[m][j];
     __syncthreads();
-    float *slab = splits > 1 ? pit_share_slab(p, batch, split, splits) : nullptr;
+#if CLUSTER
+    __shared__ float tile[MROWS * COLS]; /* the CTA's sums, read by the cluster */
+    const bool shared_sums = splits > 1;
+#else
+    const bool shared_sums = false;
+#endif
+    float *slab = splits > 1 && !shared_sums ? pit_share_slab(p, batch, split, splits) : nullptr;
     for (int i = threadIdx.x; i < rows * COLS; i += THREADS) {
         const int m = i / COLS, c = i % COLS, col = blockIdx.x * COLS + c;
-        if (col >= p.N) continue;
         float s = 0.f;
 #pragma unroll
         for (int w = 0; w < WK; ++w) s += red[(w * MROWS + m) * COLS + c];
+#if CLUSTER
+        tile[i] = s;
+#endif
+        if (shared_sums || col >= p.N) continue;
         if (slab) slab[(pit_i64)m * p.ldacc + col] = s;
         else ((T *)p.c)[(pit_i64)batch * p.sc + (pit_i64)m * p.ldc + col] = pit_from_float<T>(s);
     }
+#if CLUSTER
+    if (shared_sums) {
+        /* share `split` sums its part of the tile over the cluster's CTAs,
+         * in rank order (deterministic) */
+        pit_cluster_sync();
+        const int part = (rows * COLS + splits - 1) / splits;
+        for (int i = split * part + threadIdx.x; i < min((split + 1) * part, rows * COLS); i += THREADS) {
+            const int m = i / COLS, col = blockIdx.x * COLS + i % COLS;
+            float s = 0.f;
+            for (int r = 0; r < splits; ++r) s += pit_cluster_ld_f32(pit_smem_addr(tile + i), (pit_u32)r);
+            if (col < p.N) ((T *)p.c)[(pit_i64)batch * p.sc + (pit_i64)m * p.ldc + col] = pit_from_float<T>(s);
+        }
+        pit_cluster_sync(); /* no CTA leaves while another reads its sums */
+        return;
+    }
+#endif
     if (slab)
         pit_sum_shares_last<THREADS>(p, batch * gridDim.x + blockIdx.x, batch, splits, 0, rows, blockIdx.x * COLS,
                                      COLS);

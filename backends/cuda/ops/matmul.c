@@ -286,12 +286,22 @@ static pit_status matmul_axis_k(pit_cuda_ctx *c, CUstream s, pit_cuda_variant *v
 /* The decode regime: a few rows of A (one row-block), column micro-tiles
  * one wide: pit_decode.cu finds the non-zero columns of its share of K
  * itself and streams the weight rows they name; the shares fill the device
- * and the last to arrive at an n-tile sums them. The index is not read. */
+ * and the last to arrive at an n-tile sums them (on sm_90, where 8 shares
+ * an n-tile fill most of a wave, a cluster's CTAs sum through their shared
+ * memory instead: no slabs, no counters). The index is not read. */
 static int decode_fits(const mm_problem *p, const pit_index *idx)
 {
     return idx->tile.axis == PIT_AXIS_K && idx->tile.cols == 1 && p->M <= idx->tile.rows &&
            pit_cuda_decode_rows(p->M) > 0;
 }
+
+#ifndef PIT_HIP_SHIM_H
+/* Whether the decode kernel's shares can sum in a cluster here. */
+static int decode_cluster_here(const pit_cuda_ctx *c)
+{
+    return c->arch == 90 && pit_cu.LaunchKernelEx != NULL;
+}
+#endif
 
 static pit_status matmul_decode(pit_cuda_ctx *c, CUstream s, const mm_problem *p, const pit_index *idx, int b_vec)
 {
@@ -307,10 +317,21 @@ static pit_status matmul_decode(pit_cuda_ctx *c, CUstream s, const mm_problem *p
     const int64_t ntiles = pit_cuda_cdiv(p->N, 32 * (int64_t)(16 / pit_cuda_el_bytes(p->dt)));
     int64_t per_sm = resident_per_sm(c, k, PIT_CUDA_DECODE_THREADS);
     if (per_sm > pit_cuda_decode_min_ctas(v.mt_rows)) per_sm = pit_cuda_decode_min_ctas(v.mt_rows);
-    /* each share at least DECODE_MIN_SHARE columns of K */
-    const int splits = k_shares(c, per_sm, ntiles * p->batch, p->K / DECODE_MIN_SHARE, p);
+    const int64_t most = p->K / DECODE_MIN_SHARE; /* each share at least DECODE_MIN_SHARE columns of K */
     pit_mm_args a;
     fill_pit_mm_args(p, idx, &a);
+#ifndef PIT_HIP_SHIM_H
+    const int64_t wave = per_sm * c->sm_count, clustered = ntiles * p->batch * PIT_CUDA_DECODE_CLUSTER;
+    if (decode_cluster_here(c) && most >= PIT_CUDA_DECODE_CLUSTER && clustered <= wave && clustered * 5 >= wave * 4) {
+        v.cluster = 1;
+        if ((st = pit_cuda_get_kernel(c, &v, &k)) != PIT_SUCCESS) return st;
+        a.splits = PIT_CUDA_DECODE_CLUSTER;
+        return pit_cuda_launch_cluster(k, s, (unsigned)ntiles, 1, (unsigned)clustered / (unsigned)ntiles,
+                                       PIT_CUDA_DECODE_THREADS, PIT_CUDA_DECODE_CLUSTER, &a,
+                                       PIT_CALL(LaunchKernelEx) "(pit_decode)");
+    }
+#endif
+    const int splits = k_shares(c, per_sm, ntiles * p->batch, most, p);
     return launch_shares(c, s, p, k, splits, (unsigned)ntiles, 1, PIT_CUDA_DECODE_THREADS, ntiles * p->batch, &a,
                          PIT_CALL(LaunchKernel) "(pit_decode)");
 }

@@ -140,6 +140,25 @@ template <bool READ> PIT_DEV void pit_bulk_wait(void)
         asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
+/* ---- thread-block clusters: a barrier of every thread of the cluster
+ * (shared-memory writes before it are seen by the cluster's reads after
+ * it), and a float of another CTA's shared memory (distributed shared
+ * memory) at this CTA's shared address `addr` in CTA `rank` of the cluster */
+PIT_DEV void pit_cluster_sync(void)
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::
+                     : "memory");
+}
+PIT_DEV float pit_cluster_ld_f32(pit_u32 addr, pit_u32 rank)
+{
+    pit_u32 remote;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
+    return v;
+}
+
 /* A warpgroup's registers a thread, moved between warpgroups of a
  * warp-specialised kernel (all four warps execute it) */
 template <int N> PIT_DEV void pit_regs_dec(void) { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N)); }
