@@ -13,6 +13,7 @@
  *   OP_ATTN_COLS_SCAN (pit_attention_cols.cu)   [3] mask dtype
  *   OP_ATTN_DECODE, OP_ATTN_COMBINE (pit_attention_decode.cu)   [0] key block,
  *                         [1] head dim (the combine: [0] 64)
+ *   OP_ATTN_BWD_DQ, OP_ATTN_BWD_DKV (pit_attention_bwd.cu)   [1] head dim
  *   OP_SDDMM, OP_SOFTMAX*, OP_ATTN_EX* (pit_attention_ex.cu)       [3] mask dtype
  *                         (the data's dtype when there is no mask)
  *   OP_GMM_TC   [0] warp-specialised wgmma with B by TMA (the 384-thread

@@ -26,6 +26,10 @@ char *pit_cuda_model_defines(const pit_cuda_variant *v, char *buf, size_t size)
     case PIT_CUDA_OP_ATTN_COMBINE:
         snprintf(buf, size, "-DPIT_DTYPE=%d -DKB=%d -DHD=%d", dt, p[0], p[1]);
         break;
+    case PIT_CUDA_OP_ATTN_BWD_DQ:
+    case PIT_CUDA_OP_ATTN_BWD_DKV:
+        snprintf(buf, size, "-DPIT_DTYPE=%d -DHD=%d", dt, p[1]);
+        break;
     case PIT_CUDA_OP_SDDMM:
     case PIT_CUDA_OP_SOFTMAX:
     case PIT_CUDA_OP_SOFTMAX_BWD:
@@ -177,6 +181,13 @@ static int emit_tensor_core(int arch, pit_dtype dt, pit_cuda_variant_fn fn, void
         int p[5] = {64, hd, hd, PIT_U8, 3};
         emit(PIT_CUDA_OP_ATTENTION, dt, p, fn, user);
         ++n;
+    }
+    /* the backward: head dims 64 and 128 */
+    for (int hd = 64; hd <= 128; hd *= 2) {
+        int p[5] = {0, hd};
+        emit(PIT_CUDA_OP_ATTN_BWD_DQ, dt, p, fn, user);
+        emit(PIT_CUDA_OP_ATTN_BWD_DKV, dt, p, fn, user);
+        n += 2;
     }
     /* decode: key blocks and head dims of 64 and 128; the combine reads no
      * key block (64 only) */

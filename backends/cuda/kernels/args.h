@@ -263,6 +263,9 @@ PIT_ARGS_SIZE(pit_attn_decode_args, 224);
  * query rows (forward, dQ) or keys (dK, dV), 4 a warp, and walks the other
  * side CHUNK at a time (one a lane); dot products stage DC columns at once;
  * a pass writes COLS output columns (8 a lane), wider outputs take more. */
+/* pit_attention_bwd.cu (the tensor-core backward): threads and rows a CTA */
+#define PIT_ATTN_BWD_THREADS 128
+#define PIT_ATTN_BWD_ROWS 64
 #define PIT_ATTN_EX_THREADS 128
 #define PIT_ATTN_EX_ROWS 16
 #define PIT_ATTN_EX_CHUNK 32

@@ -36,6 +36,7 @@
 #include "args.h"
 #include "common/index.cuh"
 #include "common/elem.cuh"
+#include "attention_ex.cuh"
 
 extern "C" __device__ const int pit_smem_bytes = 0;
 
@@ -67,12 +68,6 @@ PIT_DEV float warp_sum(float v)
 #pragma unroll
     for (int d = 1; d < PIT_WARP; d *= 2) v += shfl_xor_f(v, d);
     return v;
-}
-
-/* The operand's rows of (batch b, head h), typed. */
-PIT_DEV const T *rows_of(const pit_attn_view &v, int b, int h)
-{
-    return (const T *)v.ptr + (pit_i64)b * v.sb + (pit_i64)h * v.sh;
 }
 
 /* The mask's rows of (b, h): a byte pointer, as mask_on reads it. */
@@ -363,19 +358,6 @@ PIT_KERNEL void __launch_bounds__(THREADS) pit_op_attn_ex_dq(const pit_attn_ex_a
 
 /* ---- the key side: dK and dV --------------------------------------------------- */
 #if defined(PIT_KERNEL_OP_ATTN_EX_DKV)
-/* Whether group g of the index lists key block kb (the same answer in
- * every warp: each scans the group itself). */
-PIT_DEV bool block_listed(const pit_attn_ex_args &p, pit_i64 g, pit_i64 kb)
-{
-    const int n = min(__ldg(p.counts + g), p.cap);
-    const int *ent = p.entries + g * p.cap;
-    for (int e0 = 0; e0 < n; e0 += PIT_WARP) {
-        const int e = e0 + pit_lane();
-        if (pit_ballot(e < n && pit_entry_index(__ldg(ent + e)) == kb)) return true;
-    }
-    return false;
-}
-
 /* lse (base 2) and Di = dO.O of queries q0 .. q0 + nq of one head into
  * shared memory: four threads a query. */
 PIT_DEV void query_stats(const pit_attn_ex_args &p, const float *L, const T *dO, const T *O, int nq, float *lse2,

@@ -107,21 +107,29 @@ static void fill_args(const pit_attention_desc *d, pit_attn_ex_args *a)
 }
 
 /* The grid over `heads` (b, h) pairs of `n` rows (or keys) in blocks of
- * `block`, a CTA a PIT_ATTN_EX_ROWS piece of a block, all in x. */
-static pit_status launch(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind kind, const pit_attention_desc *d,
-                         pit_attn_ex_args *a, int64_t heads, int64_t n, int block)
+ * `block`, a CTA a `rows` piece of a block, all in x; param: the variant's. */
+static pit_status launch_parts(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind kind, const pit_attention_desc *d,
+                               pit_attn_ex_args *a, int64_t heads, int64_t n, int block, int rows,
+                               const int param[5])
 {
     a->blocks = (int32_t)pit_cuda_cdiv(n, block);
-    a->parts = (int32_t)pit_cuda_cdiv(block, PIT_ATTN_EX_ROWS);
+    a->parts = (int32_t)pit_cuda_cdiv(block, rows);
     const int64_t ctas = d->Q.shape[0] * heads * a->blocks * a->parts;
     if (ctas > INT32_MAX)
         return pit_cuda_host->error(PIT_ERR_UNSUPPORTED,
                                     PIT_VENDOR_NAME " attention: %lld thread blocks (at most 2^31 - 1 in one launch)",
                                     (long long)ctas);
     a->heads = (int32_t)heads;
+    return pit_cuda_launch_kind(c, s, kind, d->Q.dtype, param, ctas, 1, 1, PIT_ATTN_EX_THREADS, a);
+}
+
+/* The CUDA-core kernels: a CTA a PIT_ATTN_EX_ROWS piece of a block. */
+static pit_status launch(pit_cuda_ctx *c, CUstream s, pit_cuda_kernel_kind kind, const pit_attention_desc *d,
+                         pit_attn_ex_args *a, int64_t heads, int64_t n, int block)
+{
     /* without a mask the variant of the data's dtype (built in on HIP) */
     const int param[5] = {0, 0, 0, (int)(d->mask ? d->mask->dtype : d->Q.dtype), 0};
-    return pit_cuda_launch_kind(c, s, kind, d->Q.dtype, param, ctas, 1, 1, PIT_ATTN_EX_THREADS, a);
+    return launch_parts(c, s, kind, d, a, heads, n, block, PIT_ATTN_EX_ROWS, param);
 }
 
 /* ---- the fused tensor-core kernel (attention.c) for the calls it takes ------ */
@@ -303,9 +311,62 @@ static int has_elements(const pit_tdesc *t)
     return t != NULL;
 }
 
+/* Rows of 16-byte vectors (16-bit elements): element 0 aligned and the
+ * batch, head and row strides multiples of 8 elements. */
+static int rows_of_vectors(const pit_tdesc *t)
+{
+    return !t || (device_ptr(t) % 16 == 0 && t->strides[0] % 8 == 0 && t->strides[1] % 8 == 0 &&
+                  t->strides[2] % 8 == 0);
+}
+
+/* Whether the tensor-core backward (pit_attention_bwd.cu) takes the call:
+ * 16-bit, one head dim of 64 or 128, no element mask, blocks of the index
+ * in whole 64-row pieces, every operand in rows of 16-byte vectors. */
+static int tensor_core_backward(const pit_cuda_ctx *c, const pit_attention_desc *d, const pit_tdesc *const ops[8])
+{
+    const int64_t hd = d->Q.shape[3];
+    if (c->arch < 80 || (d->Q.dtype != PIT_F16 && d->Q.dtype != PIT_BF16) || d->mask || d->V.shape[3] != hd ||
+        (hd != 64 && hd != 128))
+        return 0;
+    if (d->idx && (d->tile.rows % PIT_ATTN_BWD_ROWS != 0 || d->tile.cols % PIT_ATTN_BWD_ROWS != 0)) return 0;
+    for (int i = 0; i < 8; ++i)
+        if (!rows_of_vectors(ops[i])) return 0;
+    return 1;
+}
+
+/* dQ, then dK and dV, on tensor cores: a CTA 64 rows (keys) of a block, a
+ * block of 64 without an index. */
+static pit_status backward_tc(pit_cuda_ctx *c, CUstream s, const pit_attention_desc *d, const pit_tdesc *dO,
+                              const pit_tdesc *dQ, const pit_tdesc *dK, const pit_tdesc *dV)
+{
+    const int param[5] = {0, (int)d->Q.shape[3]};
+    const int br = d->idx ? d->tile.rows : PIT_ATTN_BWD_ROWS, bc = d->idx ? d->tile.cols : PIT_ATTN_BWD_ROWS;
+    pit_attn_ex_args a;
+    fill_args(d, &a);
+    a.dout = view_of(dO);
+    a.br = br;
+    a.bc = bc;
+    pit_status st = PIT_SUCCESS;
+    if (dQ) {
+        a.dq = view_of(dQ);
+        st = launch_parts(c, s, PIT_CUDA_OP_ATTN_BWD_DQ, d, &a, d->Q.shape[1], d->Q.shape[2], br, PIT_ATTN_BWD_ROWS,
+                          param);
+    }
+    if (st == PIT_SUCCESS && (dK || dV)) {
+        a.dk = view_of(dK);
+        a.dv = view_of(dV);
+        a.flags |= (dK ? PIT_ATTN_EX_DK : 0) | (dV ? PIT_ATTN_EX_DV : 0);
+        st = launch_parts(c, s, PIT_CUDA_OP_ATTN_BWD_DKV, d, &a, d->K.shape[1], d->K.shape[2], bc, PIT_ATTN_BWD_ROWS,
+                          param);
+    }
+    return st;
+}
+
 static pit_status backward(pit_cuda_ctx *c, CUstream s, const pit_attention_desc *d, const pit_tdesc *dO,
                            const pit_tdesc *dQ, const pit_tdesc *dK, const pit_tdesc *dV)
 {
+    const pit_tdesc *const ops[8] = {&d->Q, &d->K, &d->V, &d->O, dO, dQ, dK, dV};
+    if (tensor_core_backward(c, d, ops)) return backward_tc(c, s, d, dO, dQ, dK, dV);
     pit_status st = PIT_SUCCESS;
     if (dQ) st = backward_dq(c, s, d, dO, dQ);
     if (st == PIT_SUCCESS && (dK || dV)) st = backward_dkv(c, s, d, dO, dK, dV);
