@@ -114,7 +114,7 @@ PIT_DEV void ws_attend(const pit_attention_args &a, pit_u32 sbase, int b, int qb
         pit_wgmma_pin(sd);
         softmax_chunk(a, s, on, m_run, l_run, alpha);
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) p_fragment(s, kk, pa[kk]);
+        for (int kk = 0; kk < 4; ++kk) pit_acc_fragment(s, kk, pa[kk]);
         for (int c = 1; c < w.chunks; ++c) {
             const int st = c % WS_STAGES, prev = (c - 1) % WS_STAGES;
             on = bits(c);
@@ -134,7 +134,7 @@ PIT_DEV void ws_attend(const pit_attention_args &a, pit_u32 sbase, int b, int qb
             if (first_lane) pit_mbar_arrive(ws_empty(sbase, prev));
             rescale_rows(o, alpha);
 #pragma unroll
-            for (int kk = 0; kk < 4; ++kk) p_fragment(s, kk, pa[kk]);
+            for (int kk = 0; kk < 4; ++kk) pit_acc_fragment(s, kk, pa[kk]);
         }
         pit_wgmma_pin(od);
         pit_wgmma_pin(pr);

@@ -119,15 +119,6 @@ PIT_DEV void attn_work(const pit_attention_args &a, int &b, int &qb)
     }
 }
 
-/* P's A fragment of k-step kk (keys 16 kk ..): the S accumulators of
- * column tiles 2 kk and 2 kk + 1 packed to 16 bits (the m16n8 accumulator
- * layout is the m16n8k16 A layout, on mma.sync and on wgmma) */
-PIT_DEV void p_fragment(const float (&s)[8][4], int kk, pit_u32 (&pa)[4])
-{
-    pa[0] = pack2(s[2 * kk][0], s[2 * kk][1]), pa[1] = pack2(s[2 * kk][2], s[2 * kk][3]);
-    pa[2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pa[3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-}
-
 /* ROWS rows x COLS of src into shared, row r from source row row_of(r)
  * where has(r, that row), else zeros: stride S, or SW: 64-column slabs of
  * ROWS rows, each under 128-byte swizzle (pit_swz128) */
@@ -534,7 +525,7 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
          * columns of N one slab (KC * 128 B) on */
         pit_u32 pa[4][4];
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) p_fragment(s, kk, pa[kk]);
+        for (int kk = 0; kk < 4; ++kk) pit_acc_fragment(s, kk, pa[kk]);
         float(&od)[HDV / 2] = reinterpret_cast<float(&)[HDV / 2]>(o);
         pit_wgmma_pin(od);
         pit_wgmma_pin(reinterpret_cast<pit_u32(&)[16]>(pa));
@@ -549,7 +540,7 @@ PIT_DEV void attend(const pit_attention_args &a, pit_u8 *smem, int b, int qb)
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
             pit_u32 pa[4];
-            p_fragment(s, kk, pa);
+            pit_acc_fragment(s, kk, pa);
 #pragma unroll
             for (int nj = 0; nj < HDV / 16; ++nj) {
                 pit_u32 r[4];

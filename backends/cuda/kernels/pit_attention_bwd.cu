@@ -112,20 +112,13 @@ PIT_DEV void scores(float (&s)[4][4], float (&dp)[4][4], const T *a, const T *b,
     }
 }
 
-/* The A fragment of k-step kk (16 of the 32 columns) from accumulators. */
-PIT_DEV void acc_frag(const float (&s)[4][4], int kk, pit_u32 (&a)[4])
-{
-    a[0] = pack2(s[2 * kk][0], s[2 * kk][1]), a[1] = pack2(s[2 * kk][2], s[2 * kk][3]);
-    a[2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), a[3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-}
-
 /* out[16 x HD] += A (16 x 32, from accumulators) . tile [32][HD] */
 PIT_DEV void accumulate(float (&out)[HD / 8][4], const float (&w)[4][4], const T *tile)
 {
 #pragma unroll
     for (int kk = 0; kk < 2; ++kk) {
         pit_u32 fa[4];
-        acc_frag(w, kk, fa);
+        pit_acc_fragment(w, kk, fa);
 #pragma unroll
         for (int np = 0; np < HD / 16; ++np) {
             pit_u32 fb[4];

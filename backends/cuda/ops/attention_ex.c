@@ -276,22 +276,37 @@ static pit_status cuda_attention_ex(void *bctx, void *stream, const pit_attentio
     PIT_CUDA_WITH_CONTEXT(c, forward(c, pit_cuda_stream_of(stream), d));
 }
 
-static pit_status backward_dq(pit_cuda_ctx *c, CUstream s, const pit_attention_desc *d, const pit_tdesc *dO,
+/* A backward kernel over `heads` (b, h) pairs of `n` rows (or keys) in
+ * blocks of `block`: on tensor cores (tc: pit_attention_bwd.cu, a CTA
+ * PIT_ATTN_BWD_ROWS of a block) or on CUDA cores (pit_attention_ex.cu). */
+static pit_status launch_backward(pit_cuda_ctx *c, CUstream s, int tc, pit_cuda_kernel_kind kind,
+                                  const pit_attention_desc *d, pit_attn_ex_args *a, int64_t heads, int64_t n,
+                                  int block)
+{
+    if (!tc) return launch(c, s, kind, d, a, heads, n, block);
+    const int param[5] = {0, (int)d->Q.shape[3]};
+    return launch_parts(c, s, kind, d, a, heads, n, block, PIT_ATTN_BWD_ROWS, param);
+}
+
+/* A CTA a piece of a query block of one (batch, query head); without an
+ * index blocks of a CTA's rows. */
+static pit_status backward_dq(pit_cuda_ctx *c, CUstream s, int tc, const pit_attention_desc *d, const pit_tdesc *dO,
                               const pit_tdesc *dQ)
 {
     pit_attn_ex_args a;
     fill_args(d, &a);
     a.dout = view_of(dO);
     a.dq = view_of(dQ);
-    a.br = d->idx ? d->tile.rows : PIT_ATTN_EX_ROWS;
+    a.br = d->idx ? d->tile.rows : tc ? PIT_ATTN_BWD_ROWS : PIT_ATTN_EX_ROWS;
     a.bc = d->tile.cols;
-    return launch(c, s, PIT_CUDA_OP_ATTN_EX_DQ, d, &a, d->Q.shape[1], d->Q.shape[2], a.br);
+    return launch_backward(c, s, tc, tc ? PIT_CUDA_OP_ATTN_BWD_DQ : PIT_CUDA_OP_ATTN_EX_DQ, d, &a, d->Q.shape[1],
+                           d->Q.shape[2], a.br);
 }
 
 /* A CTA a piece of a key block of one (batch, kv head); without an index
- * key blocks of PIT_ATTN_EX_ROWS, and the queries walked a chunk at a time. */
-static pit_status backward_dkv(pit_cuda_ctx *c, CUstream s, const pit_attention_desc *d, const pit_tdesc *dO,
-                               const pit_tdesc *dK, const pit_tdesc *dV)
+ * key blocks of a CTA's keys, and the queries walked a chunk at a time. */
+static pit_status backward_dkv(pit_cuda_ctx *c, CUstream s, int tc, const pit_attention_desc *d,
+                               const pit_tdesc *dO, const pit_tdesc *dK, const pit_tdesc *dV)
 {
     pit_attn_ex_args a;
     fill_args(d, &a);
@@ -299,9 +314,10 @@ static pit_status backward_dkv(pit_cuda_ctx *c, CUstream s, const pit_attention_
     a.dk = view_of(dK);
     a.dv = view_of(dV);
     a.flags |= (dK ? PIT_ATTN_EX_DK : 0) | (dV ? PIT_ATTN_EX_DV : 0);
-    a.br = d->idx ? d->tile.rows : PIT_ATTN_EX_CHUNK;
-    a.bc = d->idx ? d->tile.cols : PIT_ATTN_EX_ROWS;
-    return launch(c, s, PIT_CUDA_OP_ATTN_EX_DKV, d, &a, d->K.shape[1], d->K.shape[2], a.bc);
+    a.br = d->idx ? d->tile.rows : tc ? PIT_ATTN_BWD_ROWS : PIT_ATTN_EX_CHUNK;
+    a.bc = d->idx ? d->tile.cols : tc ? PIT_ATTN_BWD_ROWS : PIT_ATTN_EX_ROWS;
+    return launch_backward(c, s, tc, tc ? PIT_CUDA_OP_ATTN_BWD_DKV : PIT_CUDA_OP_ATTN_EX_DKV, d, &a, d->K.shape[1],
+                           d->K.shape[2], a.bc);
 }
 
 static int has_elements(const pit_tdesc *t)
@@ -334,42 +350,14 @@ static int tensor_core_backward(const pit_cuda_ctx *c, const pit_attention_desc 
     return 1;
 }
 
-/* dQ, then dK and dV, on tensor cores: a CTA 64 rows (keys) of a block, a
- * block of 64 without an index. */
-static pit_status backward_tc(pit_cuda_ctx *c, CUstream s, const pit_attention_desc *d, const pit_tdesc *dO,
-                              const pit_tdesc *dQ, const pit_tdesc *dK, const pit_tdesc *dV)
-{
-    const int param[5] = {0, (int)d->Q.shape[3]};
-    const int br = d->idx ? d->tile.rows : PIT_ATTN_BWD_ROWS, bc = d->idx ? d->tile.cols : PIT_ATTN_BWD_ROWS;
-    pit_attn_ex_args a;
-    fill_args(d, &a);
-    a.dout = view_of(dO);
-    a.br = br;
-    a.bc = bc;
-    pit_status st = PIT_SUCCESS;
-    if (dQ) {
-        a.dq = view_of(dQ);
-        st = launch_parts(c, s, PIT_CUDA_OP_ATTN_BWD_DQ, d, &a, d->Q.shape[1], d->Q.shape[2], br, PIT_ATTN_BWD_ROWS,
-                          param);
-    }
-    if (st == PIT_SUCCESS && (dK || dV)) {
-        a.dk = view_of(dK);
-        a.dv = view_of(dV);
-        a.flags |= (dK ? PIT_ATTN_EX_DK : 0) | (dV ? PIT_ATTN_EX_DV : 0);
-        st = launch_parts(c, s, PIT_CUDA_OP_ATTN_BWD_DKV, d, &a, d->K.shape[1], d->K.shape[2], bc, PIT_ATTN_BWD_ROWS,
-                          param);
-    }
-    return st;
-}
-
 static pit_status backward(pit_cuda_ctx *c, CUstream s, const pit_attention_desc *d, const pit_tdesc *dO,
                            const pit_tdesc *dQ, const pit_tdesc *dK, const pit_tdesc *dV)
 {
     const pit_tdesc *const ops[8] = {&d->Q, &d->K, &d->V, &d->O, dO, dQ, dK, dV};
-    if (tensor_core_backward(c, d, ops)) return backward_tc(c, s, d, dO, dQ, dK, dV);
+    const int tc = tensor_core_backward(c, d, ops);
     pit_status st = PIT_SUCCESS;
-    if (dQ) st = backward_dq(c, s, d, dO, dQ);
-    if (st == PIT_SUCCESS && (dK || dV)) st = backward_dkv(c, s, d, dO, dK, dV);
+    if (dQ) st = backward_dq(c, s, tc, d, dO, dQ);
+    if (st == PIT_SUCCESS && (dK || dV)) st = backward_dkv(c, s, tc, d, dO, dK, dV);
     return st;
 }
 

@@ -33,6 +33,15 @@ PIT_DEV pit_u32 pack2(float lo, float hi)
 {
     return (pit_u32)pit_from_float<T>(lo).bits | ((pit_u32)pit_from_float<T>(hi).bits << 16);
 }
+
+/* The m16n8k16 A fragment of k-step kk from f32 accumulators of m16n8
+ * column tiles: tiles 2 kk and 2 kk + 1 packed to 16 bits (the m16n8
+ * accumulator layout is the A layout, on mma.sync and on wgmma) */
+template <int TILES> PIT_DEV void pit_acc_fragment(const float (&s)[TILES][4], int kk, pit_u32 (&a)[4])
+{
+    a[0] = pack2(s[2 * kk][0], s[2 * kk][1]), a[1] = pack2(s[2 * kk][2], s[2 * kk][3]);
+    a[2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]), a[3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+}
 #endif
 
 #endif /* PIT_ELEM_CUH */
